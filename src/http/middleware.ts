@@ -1,0 +1,102 @@
+import { randomBytes } from 'node:crypto';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
+import { ZodError } from 'zod';
+import { ApiError } from '../domain/errors';
+import { authenticate } from '../services/accounts';
+import { hitRateLimit } from '../services/rate-limit';
+import type { AppContext } from './context';
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._-]{8,64}$/;
+
+/** Every response carries X-Request-Id; a well-formed one from the caller is kept. */
+export const requestId: RequestHandler = (req, res, next) => {
+  const given = req.header('x-request-id');
+  const id = given && REQUEST_ID_RE.test(given) ? given : `req_${randomBytes(10).toString('hex')}`;
+  res.locals.requestId = id;
+  res.setHeader('X-Request-Id', id);
+  next();
+};
+
+/** One log line per request: route path only (query strings may carry codes), never headers. */
+export function accessLog(ctx: AppContext): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      ctx.logger.info(
+        {
+          requestId: res.locals.requestId,
+          method: req.method,
+          path: req.baseUrl + req.path,
+          status: res.statusCode,
+          ms: Number(process.hrtime.bigint() - started) / 1e6,
+          accountId: res.locals.principal?.account.id,
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}
+
+export function bearerAuth(ctx: AppContext): RequestHandler {
+  return async (req, res, next) => {
+    const header = req.header('authorization') ?? '';
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    const principal = match ? await authenticate(ctx.orm.em.fork(), match[1]) : undefined;
+    if (!principal) throw new ApiError('unauthorized', 'Missing or invalid API key');
+    res.locals.principal = principal;
+    next();
+  };
+}
+
+/** A per-key budget shared by every API process (counters live in Postgres). */
+export function rateLimit(ctx: AppContext, opts: { name: string; limit: number; windowSeconds: number; methods?: string[] }): RequestHandler {
+  return async (req, res, next) => {
+    if (opts.methods && !opts.methods.includes(req.method)) return next();
+    const principal = res.locals.principal;
+    const result = await hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${principal.apiKeyId}`, opts.limit, opts.windowSeconds);
+    res.setHeader('X-RateLimit-Limit', String(opts.limit));
+    res.setHeader('X-RateLimit-Remaining', String(result.remaining));
+    res.setHeader('X-RateLimit-Reset', String(result.resetAt));
+    if (!result.allowed) {
+      throw new ApiError('rate_limited', 'Request limit reached; retry after the time in Retry-After', undefined, {
+        'Retry-After': String(result.retryAfter),
+      });
+    }
+    next();
+  };
+}
+
+export const notFound: RequestHandler = (req, _res, next) => {
+  next(new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}${req.path}`));
+};
+
+/** Turns any error into the error body of spec 2.11. */
+export function errorHandler(ctx: AppContext): ErrorRequestHandler {
+  return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const apiError = toApiError(err);
+    if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+    for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
+    res.status(apiError.status).json({
+      error: apiError.code,
+      message: apiError.message,
+      requestId: res.locals.requestId,
+      retryable: apiError.retryable,
+      ...(apiError.details ? { details: apiError.details } : {}),
+    });
+  };
+}
+
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof ZodError) {
+    return new ApiError('invalid_input', 'Invalid parameters', {
+      issues: err.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+    });
+  }
+  const e = err as { type?: string; status?: number };
+  if (e?.type === 'entity.parse.failed') return new ApiError('invalid_input', 'Malformed JSON body');
+  if (e?.type === 'entity.too.large') return new ApiError('invalid_input', 'Request body too large');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new ApiError('invalid_input', 'Invalid request');
+  return new ApiError('internal_error', 'Internal error; report the requestId to support');
+}

@@ -1,0 +1,38 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Router } from 'express';
+import { checkAvailability, getProduct, listProducts } from '../../services/catalog';
+import type { AppContext } from '../context';
+import { z } from '../openapi';
+import { addRoute } from '../route';
+import { Availability, Balance, Product, Qty } from '../schemas';
+import { toDecimal, fromDb } from '../../domain/money';
+
+const ProductParams = z.object({ id: z.string().min(1).max(128) });
+
+export function catalogRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
+  const cap = ctx.config.STOCK_DISPLAY_CAP;
+
+  addRoute(router, registry, mount, {
+    method: 'get', path: '/products', summary: 'List products at the caller\'s level price',
+    response: z.object({ products: z.array(Product) }),
+  }, async ({ principal }) => ({ products: await listProducts(ctx.orm.em.fork(), principal.account.level, cap) }));
+
+  addRoute(router, registry, mount, {
+    method: 'get', path: '/products/:id', summary: 'One product (the test product is readable by id)',
+    params: ProductParams, response: Product, errors: ['not_found'],
+  }, async ({ params, principal }) => getProduct(ctx.orm.em.fork(), params.id, principal.account.level, cap));
+
+  addRoute(router, registry, mount, {
+    method: 'get', path: '/products/:id/availability', summary: 'Real-time availability for a quantity; reserves nothing',
+    params: ProductParams, query: z.object({ qty: Qty.default(1) }), response: Availability, errors: ['not_found'],
+  }, async ({ params, query, principal }) => checkAvailability(ctx.orm.em.fork(), params.id, query.qty, principal.account.level));
+
+  addRoute(router, registry, mount, {
+    method: 'get', path: '/balance', summary: 'Prepaid balance',
+    response: Balance,
+  }, async ({ principal }) => {
+    const em = ctx.orm.em.fork();
+    const rows = await em.execute<{ balance: string }[]>('select balance from accounts where id = ?', [principal.account.id]);
+    return { balance: toDecimal(fromDb(rows[0].balance)), currency: 'USDT' };
+  });
+}

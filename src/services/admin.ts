@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { normalizeCode, CODE_RE } from '../domain/codes';
+import { parseDecimal, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
+import { ApiError } from '../domain/errors';
+import { findActiveProduct } from './catalog';
+import { applyBalanceChange, lockAccount } from './ledger';
+
+/** An operator's balance correction: an `adjust` ledger row (negative amounts allowed, never below 0). */
+export async function adjustBalance(
+  em: EntityManager,
+  input: { accountId: string; amount: string; note: string; levelThresholds: readonly Cents[] },
+): Promise<{ accountId: string; amount: string; balanceAfter: string }> {
+  const negative = input.amount.startsWith('-');
+  const cents = parseDecimal(negative ? input.amount.slice(1) : input.amount) * (negative ? -1 : 1);
+  if (cents === 0) throw new ApiError('invalid_input', 'amount must not be zero');
+  return em.transactional(async (tx) => {
+    const account = await lockAccount(tx, input.accountId);
+    const balance = await applyBalanceChange(
+      tx,
+      account,
+      { type: 'adjust', amount: cents, idempotencyKey: `adjust:${randomUUID()}`, note: input.note },
+      input.levelThresholds,
+    );
+    return { accountId: input.accountId, amount: toSignedDecimal(cents), balanceAfter: toDecimal(balance!) };
+  });
+}
+
+/**
+ * Imports codes of an inventory product, one per line; blank lines and duplicates are skipped.
+ * Codes of redemption products must have the platform code format.
+ */
+export async function importStock(em: EntityManager, productId: string, lines: string[]): Promise<{ productId: string; imported: number; skipped: number }> {
+  const product = await findActiveProduct(em, productId);
+  if (product.stockMode !== 'inventory') throw new ApiError('invalid_input', `Product ${productId} is not an inventory product`);
+  const codes = [...new Set(lines.map((l) => l.trim()).filter(Boolean).map((c) => (product.deliveryType === 'redemption' ? normalizeCode(c) : c)))];
+  const bad = product.deliveryType === 'redemption' ? codes.filter((c) => !CODE_RE.test(c)) : [];
+  if (bad.length > 0) throw new ApiError('invalid_input', `${bad.length} line(s) are not codes of the form XXXX-XXXX-XXXX-XXXX`);
+  let imported = 0;
+  for (let i = 0; i < codes.length; i += 500) {
+    const chunk = codes.slice(i, i + 500);
+    const rows = await em.execute<{ id: string }[]>(
+      `insert into stock_codes (product_id, code) values ${chunk.map(() => '(?, ?)').join(', ')}
+       on conflict (product_id, code) do nothing returning id`,
+      chunk.flatMap((c) => [productId, c]),
+    );
+    imported += rows.length;
+  }
+  return { productId, imported, skipped: lines.length - imported };
+}

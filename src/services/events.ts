@@ -1,0 +1,30 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../domain/codes';
+
+export type EventType =
+  | 'order.delivered'
+  | 'order.delivery_attention'
+  | 'topup.credited'
+  | 'redemption.fulfilled'
+  | 'redemption.failed'
+  | 'webhook.test';
+
+/**
+ * Writes an event to the outbox in the caller's transaction. `id` is given for events whose id
+ * shape the spec fixes (order.delivery_attention, redemption events); others get `evt_...`.
+ * Returns the id, or undefined when an event with that id already exists.
+ */
+export async function recordEvent(
+  em: EntityManager,
+  accountId: string,
+  type: EventType,
+  payload: Record<string, unknown>,
+  id: string = newId('evt'),
+): Promise<string | undefined> {
+  const rows = await em.execute<{ id: string }[]>(
+    `insert into events (id, account_id, type, payload) values (?, ?, ?, ?::jsonb)
+     on conflict (id) do nothing returning id`,
+    [id, accountId, type, JSON.stringify(payload)],
+  );
+  return rows[0]?.id;
+}

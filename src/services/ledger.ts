@@ -1,0 +1,71 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../domain/errors';
+import { raisedLevel, type Level } from '../domain/levels';
+import { fromDb, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
+
+export type LedgerType = 'topup' | 'purchase' | 'refund' | 'adjust';
+
+export interface LockedAccount {
+  id: string;
+  level: Level;
+  balance: Cents;
+  cumulativeSpending: Cents;
+}
+
+/** Locks the account row for the rest of the transaction (balance changes are serialized). */
+export async function lockAccount(em: EntityManager, accountId: string): Promise<LockedAccount> {
+  const rows = await em.execute<{ id: string; level: number; balance: string; cumulative_spending: string }[]>(
+    'select id, level, balance, cumulative_spending from accounts where id = ? for update',
+    [accountId],
+  );
+  if (rows.length === 0) throw new ApiError('not_found', 'Account not found');
+  const r = rows[0];
+  return { id: r.id, level: r.level as Level, balance: fromDb(r.balance), cumulativeSpending: fromDb(r.cumulative_spending) };
+}
+
+export interface BalanceChange {
+  type: LedgerType;
+  /** Signed: negative for a purchase. */
+  amount: Cents;
+  orderId?: string | null;
+  /** Unique per money movement, so a retried step can never apply it twice. */
+  idempotencyKey: string;
+  note?: string | null;
+  /** Counts toward cumulative spending (purchases), or gives back spending (refunds). */
+  spending?: Cents;
+}
+
+/**
+ * Applies one balance change on an account locked by `lockAccount` in the same transaction:
+ * writes the ledger row with `balanceAfter`, updates spending and raises the level if the new
+ * spending plus balance crosses a threshold (never lowers it). Returns the new balance, or
+ * `undefined` when this idempotency key was applied before.
+ */
+export async function applyBalanceChange(
+  em: EntityManager,
+  account: LockedAccount,
+  change: BalanceChange,
+  levelThresholds: readonly Cents[],
+): Promise<Cents | undefined> {
+  const seen = await em.execute('select 1 from ledger_transactions where idempotency_key = ?', [change.idempotencyKey]);
+  if (seen.length > 0) return undefined;
+  const balance = account.balance + change.amount;
+  if (balance < 0) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
+  const spending = Math.max(0, account.cumulativeSpending + (change.spending ?? 0));
+  const level = raisedLevel(account.level, spending + balance, levelThresholds);
+  await em.execute('update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?', [
+    toDecimal(balance),
+    toDecimal(spending),
+    level,
+    account.id,
+  ]);
+  await em.execute(
+    `insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
+     values (?, ?, ?, ?, ?, ?, ?)`,
+    [account.id, change.type, toSignedDecimal(change.amount), toDecimal(balance), change.orderId ?? null, change.idempotencyKey, change.note ?? null],
+  );
+  account.balance = balance;
+  account.cumulativeSpending = spending;
+  account.level = level;
+  return balance;
+}

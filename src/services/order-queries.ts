@@ -1,0 +1,106 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { OrderSchema, ProductSchema, type Order } from '../db/entities';
+import { ApiError } from '../domain/errors';
+import { fromDb, toDecimal, toSignedDecimal } from '../domain/money';
+import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
+import { deliveredCodes, redeemUrlFor } from './orders';
+
+const unix = (d?: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+/** A row of GET /orders: never codes or paymentUrl (spec 2.4). */
+export function orderSummary(order: Order, baseUrl: string) {
+  return {
+    id: order.id,
+    external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
+    channel: order.channel,
+    product_id: order.productId ?? null,
+    qty: order.qty,
+    amount: toDecimal(fromDb(order.amount)),
+    status: order.status,
+    deliveryType: order.deliveryType ?? null,
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+    fulfilledQuantity: order.fulfilledQuantity,
+    errorCode: order.errorCode ?? null,
+    resolution: order.resolution ?? null,
+    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
+  };
+}
+
+export async function orderDetail(em: EntityManager, accountId: string, id: string, baseUrl: string) {
+  const order = await em.findOne(OrderSchema, { id, accountId });
+  if (!order) throw new ApiError('not_found', `Order ${id} not found`);
+  const product = order.productId ? await em.findOne(ProductSchema, { id: order.productId }) : null;
+  return {
+    id: order.id,
+    external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
+    channel: order.channel,
+    product_id: order.productId ?? null,
+    order_number: String(order.orderNumber),
+    qty: order.qty,
+    unit_price: toDecimal(fromDb(order.unitPrice)),
+    amount: toDecimal(fromDb(order.amount)),
+    currency: order.currency,
+    status: order.status,
+    deliveryType: order.deliveryType ?? null,
+    created_at: unix(order.createdAt),
+    paid_at: unix(order.paidAt),
+    product_name: product ? product.nameEn ?? product.name : null,
+    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
+    // Only the owner sees the checkout link, and only while it can still be paid (rule 10).
+    paymentUrl: order.status === 'pending' ? order.checkoutUrl ?? null : null,
+    codes: await deliveredCodes(em, order),
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+    fulfilledQuantity: order.fulfilledQuantity,
+    errorCode: order.errorCode ?? null,
+    resolution: order.resolution ?? null,
+  };
+}
+
+export async function listOrders(
+  em: EntityManager,
+  q: { accountId: string; externalOrderId?: string; limit: number; cursor?: string; baseUrl: string; cursorSecret: string },
+): Promise<Page<ReturnType<typeof orderSummary>>> {
+  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'orders', filters: { e: q.externalOrderId ?? null } };
+  const where: Record<string, unknown> = { accountId: q.accountId };
+  if (q.externalOrderId !== undefined) where.$or = [{ externalOrderId: q.externalOrderId }, { externalTopupId: q.externalOrderId }];
+  if (q.cursor) where.orderNumber = { $lt: Number(decodeCursor(scope, q.cursor)) };
+  const rows = await em.find(OrderSchema, where, { orderBy: { orderNumber: 'desc' }, limit: q.limit + 1 });
+  return pageOf(rows, q.limit, (o) => orderSummary(o, q.baseUrl), (o) => Number(o.orderNumber), scope);
+}
+
+export async function listTransactions(
+  em: EntityManager,
+  q: { accountId: string; type?: string; limit: number; cursor?: string; cursorSecret: string },
+) {
+  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'transactions', filters: { t: q.type ?? null } };
+  const params: unknown[] = [q.accountId];
+  let sql = 'select id, type, amount, balance_after, order_id, note, created_at from ledger_transactions where account_id = ?';
+  if (q.type) {
+    sql += ' and type = ?';
+    params.push(q.type);
+  }
+  if (q.cursor) {
+    sql += ' and id < ?';
+    params.push(Number(decodeCursor(scope, q.cursor)));
+  }
+  sql += ' order by id desc limit ?';
+  params.push(q.limit + 1);
+  const rows = await em.execute<
+    { id: string; type: string; amount: string; balance_after: string; order_id: string | null; note: string | null; created_at: Date }[]
+  >(sql, params);
+  return pageOf(
+    rows,
+    q.limit,
+    (r) => ({
+      id: String(r.id),
+      type: r.type,
+      amount: toSignedDecimal(fromDb(r.amount)),
+      balanceAfter: toDecimal(fromDb(r.balance_after)),
+      order_id: r.order_id,
+      note: r.note,
+      created_at: unix(new Date(r.created_at)),
+    }),
+    (r) => Number(r.id),
+    scope,
+  );
+}

@@ -1,0 +1,253 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { IssuedCodeSchema, OrderSchema, ProductSchema, type Order, type Product } from '../db/entities';
+import { generateCode, newId } from '../domain/codes';
+import { ApiError } from '../domain/errors';
+import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
+import { findActiveProduct, listingBlock, priceAt, priceTable, sellableUnits, TEST_PRODUCT_ID } from './catalog';
+import { recordEvent } from './events';
+import { applyBalanceChange, lockAccount } from './ledger';
+
+export type PaymentMode = 'balance' | 'intent';
+
+export interface PlaceOrderInput {
+  accountId: string;
+  externalOrderId: string;
+  productId: string;
+  qty: number;
+  payment: PaymentMode;
+  expectedUnitPrice?: string;
+  /** Where the order came from: `rest` or `mcp` (both are channel `wholesale_api`). */
+  source: 'rest' | 'mcp';
+}
+
+/** The create response of spec 2.4. */
+export interface OrderCreateResponse {
+  orderId: string;
+  externalOrderId: string;
+  amount: string;
+  status: Order['status'];
+  codes: string[];
+  checkoutUrl?: string;
+  paymentUrl?: string;
+  redeemUrl: string | null;
+  deliveryType: 'redemption' | 'direct_code';
+  fulfillmentStatus: string | null;
+  fulfilledQuantity: number;
+  errorCode: string | null;
+  resolution: string | null;
+  reused: boolean;
+}
+
+export interface OrderSettings {
+  levelThresholds: readonly Cents[];
+  publicBaseUrl: string;
+}
+
+export function redeemUrlFor(baseUrl: string, deliveryType: string | null | undefined): string | null {
+  return deliveryType === 'redemption' ? `${baseUrl}/redeem` : null;
+}
+
+/** Codes of an order, shown only once every item is delivered (spec 2.4). */
+export async function deliveredCodes(em: EntityManager, order: Order): Promise<string[]> {
+  if (order.status !== 'delivered') return [];
+  const rows = await em.find(IssuedCodeSchema, { orderId: order.id, voided: false }, { orderBy: { id: 'asc' } });
+  return rows.map((r) => r.code);
+}
+
+export async function createResponse(
+  em: EntityManager,
+  order: Order,
+  opts: { baseUrl: string; reused: boolean; withCheckout: boolean },
+): Promise<OrderCreateResponse> {
+  const showCheckout = opts.withCheckout && order.status === 'pending' && !!order.checkoutUrl;
+  return {
+    orderId: order.id,
+    externalOrderId: order.externalOrderId!,
+    amount: toDecimal(fromDb(order.amount)),
+    status: order.status,
+    codes: await deliveredCodes(em, order),
+    ...(showCheckout ? { checkoutUrl: order.checkoutUrl!, paymentUrl: order.checkoutUrl! } : {}),
+    redeemUrl: redeemUrlFor(opts.baseUrl, order.deliveryType),
+    deliveryType: order.deliveryType as 'redemption' | 'direct_code',
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+    fulfilledQuantity: order.fulfilledQuantity,
+    errorCode: order.errorCode ?? null,
+    resolution: order.resolution ?? null,
+    reused: opts.reused,
+  };
+}
+
+/** Rules of spec 4.3 that need no database: the test product's channel, payment and qty. */
+export function checkTestProductRules(input: Pick<PlaceOrderInput, 'productId' | 'qty' | 'payment' | 'source'>): void {
+  if (input.productId !== TEST_PRODUCT_ID) return;
+  if (input.payment !== 'balance' || input.source !== 'rest') {
+    throw new ApiError('api_test_balance_only', 'The test product can only be bought through REST with payment=balance');
+  }
+  if (input.qty !== 1) throw new ApiError('api_test_quantity', 'The test product can only be ordered with qty=1');
+}
+
+/** A replay must repeat the same productId and qty (rule 2). */
+export function assertSameRequest(order: Order, input: { productId: string; qty: number }): void {
+  if (order.productId !== input.productId || order.qty !== input.qty) {
+    throw new ApiError('idempotency_conflict', 'This externalOrderId was used with a different productId or qty; use a new id', {
+      productId: order.productId,
+      qty: order.qty,
+    });
+  }
+}
+
+export async function findByExternalId(em: EntityManager, accountId: string, externalOrderId: string): Promise<Order | null> {
+  return em.findOne(OrderSchema, { accountId, externalOrderId, kind: 'purchase' });
+}
+
+/**
+ * Re-validates stock for `qty` units counting outstanding orders. Stock-bounded products are
+ * locked for the rest of the transaction so two placements cannot sell the same unit.
+ */
+async function reserveStock(em: EntityManager, product: Product, qty: number): Promise<void> {
+  if (product.stockMode !== 'on_demand') {
+    await em.execute('select id from products where id = ? for update', [product.id]);
+    const fresh = await em.findOne(ProductSchema, { id: product.id }, { refresh: true });
+    if (fresh) product.limitedRemaining = fresh.limitedRemaining;
+  }
+  const sellable = (await sellableUnits(em, [product])).get(product.id) ?? 0;
+  if (sellable <= 0) throw new ApiError('out_of_stock', `Product ${product.id} is currently out of stock`);
+  if (sellable < qty) throw new ApiError('insufficient_stock', `Only part of the requested qty is available`, {});
+}
+
+/** Issues the codes of a delivered order: imported stock for inventory products, new platform codes otherwise. */
+async function issueCodes(em: EntityManager, order: Order, product: Product): Promise<string[]> {
+  if (product.deliveryType === 'direct_code') return [];
+  if (product.stockMode === 'inventory') {
+    const rows = await em.execute<{ id: string; code: string }[]>(
+      `update stock_codes set order_id = ?, sold_at = now()
+        where id in (select id from stock_codes where product_id = ? and order_id is null order by id limit ? for update)
+        returning id, code`,
+      [order.id, product.id, order.qty],
+    );
+    if (rows.length !== order.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
+    const codes = rows.map((r) => r.code);
+    if ((await insertCodes(em, order, product, codes)).length !== codes.length) {
+      throw new ApiError('stock_unavailable', 'Imported stock holds a code that was already issued; support has to check the stock');
+    }
+    return codes;
+  }
+  const codes: string[] = [];
+  while (codes.length < order.qty) {
+    const batch = Array.from({ length: order.qty - codes.length }, generateCode);
+    codes.push(...(await insertCodes(em, order, product, batch)));
+  }
+  return codes;
+}
+
+/** Inserts codes, skipping any that already exist; returns the ones inserted. */
+async function insertCodes(em: EntityManager, order: Order, product: Product, codes: string[]): Promise<string[]> {
+  const values = codes.map(() => '(?, ?, ?, ?, ?, ?)').join(', ');
+  const params = codes.flatMap((code) => [order.id, order.accountId, product.id, code, 'platform', product.isTest]);
+  const rows = await em.execute<{ code: string }[]>(
+    `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test) values ${values}
+     on conflict (code) do nothing returning code`,
+    params,
+  );
+  return rows.map((r) => r.code);
+}
+
+/** `order.delivered` goes into the outbox in the same transaction as the delivery. */
+export async function recordDelivered(em: EntityManager, order: Order, codes: string[], baseUrl: string): Promise<void> {
+  await recordEvent(em, order.accountId, 'order.delivered', {
+    orderId: order.id,
+    externalOrderId: order.externalOrderId ?? null,
+    productId: order.productId,
+    qty: order.qty,
+    codes,
+    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
+    deliveryType: order.deliveryType,
+  });
+}
+
+/**
+ * Places an order in one transaction (spec 4.3): lock the account, replay or conflict on an
+ * existing externalOrderId, check product, price and stock, then in balance mode debit, write the
+ * ledger, issue codes and emit `order.delivered`. Intent orders are created `pending` here and
+ * get their checkout from the payment step.
+ */
+export async function placeOrder(
+  em: EntityManager,
+  input: PlaceOrderInput,
+  settings: OrderSettings,
+): Promise<{ order: Order; reused: boolean }> {
+  checkTestProductRules(input);
+  return em.transactional(async (tx) => {
+    const account = await lockAccount(tx, input.accountId);
+    const existing = await findByExternalId(tx, input.accountId, input.externalOrderId);
+    if (existing) {
+      assertSameRequest(existing, input);
+      return { order: existing, reused: true };
+    }
+    const product = await findActiveProduct(tx, input.productId);
+    const block = listingBlock(product);
+    if (block === 'out_of_stock') throw new ApiError('out_of_stock', `Product ${product.id} is currently not purchasable`);
+    if (block) throw new ApiError('fulfillment_unavailable', `Delivery for ${product.id} is currently unavailable`);
+    const unitPrice = priceAt((await priceTable(tx, [product.id])).get(product.id), account.level);
+    if (input.expectedUnitPrice !== undefined && parseDecimal(input.expectedUnitPrice) !== unitPrice) {
+      throw new ApiError('price_changed', 'The unit price at your level differs from expectedUnitPrice', {
+        actualUnitPrice: toDecimal(unitPrice),
+      });
+    }
+    await reserveStock(tx, product, input.qty);
+    const amount = unitPrice * input.qty;
+    const order = tx.create(OrderSchema, {
+      id: newId('ord'),
+      accountId: input.accountId,
+      kind: 'purchase',
+      channel: 'wholesale_api',
+      source: input.source,
+      externalOrderId: input.externalOrderId,
+      productId: product.id,
+      qty: input.qty,
+      unitPrice: toDecimal(unitPrice),
+      amount: toDecimal(amount),
+      currency: product.currency,
+      payment: input.payment,
+      status: 'pending',
+      deliveryType: product.deliveryType,
+      fulfillmentStatus: product.deliveryType === 'direct_code' ? 'awaiting_payment' : null,
+    });
+    await tx.flush();
+    if (input.payment === 'balance') {
+      await applyBalanceChange(
+        tx,
+        account,
+        { type: 'purchase', amount: -amount, spending: amount, orderId: order.id, idempotencyKey: `purchase:${order.id}` },
+        settings.levelThresholds,
+      );
+      await fulfilPaidOrder(tx, order, product, settings.publicBaseUrl);
+    }
+    return { order, reused: false };
+  });
+}
+
+/**
+ * A paid order takes its stock and is delivered (ordinary products, codes issued now) or handed
+ * to procurement (`paid`, fulfillmentStatus `processing`, direct-code products).
+ */
+export async function fulfilPaidOrder(em: EntityManager, order: Order, product: Product, baseUrl: string): Promise<void> {
+  const now = new Date();
+  order.paidAt = now;
+  order.updatedAt = now;
+  if (product.stockMode === 'limited') {
+    await em.execute('update products set limited_remaining = greatest(limited_remaining - ?, 0) where id = ?', [order.qty, product.id]);
+  }
+  if (product.deliveryType === 'direct_code') {
+    order.status = 'paid';
+    order.fulfillmentStatus = 'processing';
+    await em.flush();
+    return;
+  }
+  const codes = await issueCodes(em, order, product);
+  order.status = 'delivered';
+  order.deliveredAt = now;
+  order.fulfilledQuantity = order.qty;
+  await em.flush();
+  await recordDelivered(em, order, codes, baseUrl);
+}

@@ -1,0 +1,3 @@
+import { runProcess } from './processes';
+
+runProcess('worker');

@@ -1,0 +1,2 @@
+// Every workflow the worker runs; the bundler starts here.
+export { orderWorkflow } from './order';
