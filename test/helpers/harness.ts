@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { Client as PgClient } from 'pg';
+import { Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
+import { loadConfig, type Config } from '../../src/config';
+import { startServices, type Services } from '../../src/bootstrap';
+import { seedCatalog } from '../../src/db/seed';
+import { createLogger } from '../../src/logger';
+import { createAccount } from '../../src/services/accounts';
+import { adjustBalance } from '../../src/services/admin';
+import { bundleWorkflows } from '../../src/temporal/worker';
+
+let runtimeInstalled = false;
+let bundle: Promise<WorkflowBundle> | undefined;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A fresh database on the test Postgres server, so each test file owns its data. */
+export async function createTestDatabase(): Promise<string> {
+  const admin = process.env.TEST_DATABASE_URL;
+  if (!admin) throw new Error('TEST_DATABASE_URL is not set: run the tests through jest (test/global-setup.mjs)');
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const client = new PgClient({ connectionString: admin });
+  await client.connect();
+  await client.query(`create database "${name}"`);
+  await client.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export interface Harness {
+  config: Config;
+  services: Services;
+  baseUrl: string;
+  apiUrl: string;
+  databaseUrl: string;
+  /** A new account holding `balance` (an `adjust` ledger row), with its API key. */
+  account(balance?: string): Promise<{ accountId: string; apiKey: string }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real service for one test file: its own database (migrated and seeded), the API on a
+ * loopback port and a worker on its own task queue of the shared Temporal dev server.
+ */
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    runtimeInstalled = true;
+  }
+  const databaseUrl = await createTestDatabase();
+  const port = await freePort();
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
+    TEMPORAL_TASK_QUEUE: `test-${randomBytes(5).toString('hex')}`,
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  bundle ??= bundleWorkflows();
+  const services = await startServices({
+    config,
+    databaseUrl,
+    temporalAddress: config.TEMPORAL_ADDRESS!,
+    registerSearchAttributes: true,
+    logger: createLogger(config.LOG_LEVEL),
+    api: true,
+    worker: true,
+    workflowBundle: await bundle,
+  });
+  await seedCatalog(services.orm.em.fork());
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    config,
+    services,
+    baseUrl,
+    apiUrl: `${baseUrl}/wholesale/v1`,
+    databaseUrl,
+    async account(balance = '0') {
+      const em = services.orm.em.fork();
+      const created = await createAccount(em, `acct-${randomBytes(3).toString('hex')}`);
+      if (balance !== '0') {
+        await adjustBalance(em, { accountId: created.accountId, amount: balance, note: 'test funding', levelThresholds: config.LEVEL_THRESHOLDS });
+      }
+      return created;
+    },
+    stop: () => services.stop(),
+  };
+}
