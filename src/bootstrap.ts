@@ -66,7 +66,8 @@ export async function startServices(opts: {
     async stop() {
       if (server) await new Promise<void>((ok) => server!.close(() => ok()));
       if (worker) {
-        worker.shutdown();
+        // The Temporal runtime may already be draining the worker on SIGINT/SIGTERM.
+        if (worker.getState() === 'RUNNING') worker.shutdown();
         await workerRun;
       }
       await temporal.connection.close();

