@@ -14,6 +14,8 @@ import { groupPicker } from './services/catalog';
 import { ApiError } from './domain/errors';
 import { ProductPriceSchema, ProductSchema } from './db/entities';
 import { fromDb, toDecimal } from './domain/money';
+import { decideRedemption, settledRedemption } from './services/redemptions';
+import { connectTemporal } from './temporal/client';
 
 const USAGE = `usage: wholesale <command>
   accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
@@ -22,7 +24,9 @@ const USAGE = `usage: wholesale <command>
   stock import --product ID --file codes.txt          import inventory codes, one per line
   products list                                       the catalog with Lv1..Lv5 prices
   products group GROUP_ID [--level N]                 gift-card value picker: in-stock, available rows by denomination
-  catalog seed                                        insert the demo catalog (existing products are kept)`;
+  catalog seed                                        insert the demo catalog (existing products are kept)
+  support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
+                                                      waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)`;
 
 type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
 
@@ -65,6 +69,24 @@ const commands: Record<string, Command> = {
     await seedCatalog(orm.em.fork());
     return { ok: true };
   },
+  'support redemption': async ({ orm, config, values, positionals }) => {
+    const [action, redemptionId] = positionals.slice(2);
+    if ((action !== 'fulfill' && action !== 'reject') || !redemptionId) {
+      throw new ApiError('invalid_input', 'usage: support redemption fulfill|reject ID [--reason TEXT]');
+    }
+    const temporal = await connectTemporal({
+      address: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+    });
+    try {
+      const decision = { decision: action, reason: values.reason ?? '', actor: process.env.USER ?? 'cli' } as const;
+      const ref = await decideRedemption({ em: orm.em.fork(), temporal }, redemptionId, decision);
+      return await settledRedemption(orm.em.fork(), ref, 30_000);
+    } finally {
+      await temporal.connection.close();
+    }
+  },
 };
 
 async function reachable(url: string): Promise<boolean> {
@@ -93,6 +115,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
+      reason: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -55,6 +55,8 @@ export const configSchema = z.object({
 
   RATE_LIMIT_PER_MINUTE: int(300, 1),
   REDEMPTION_RATE_LIMIT_PER_MINUTE: int(60, 1),
+  // The public redemption site has no key: form posts are limited per client IP.
+  SITE_RATE_LIMIT_PER_MINUTE: int(30, 1),
   TOPUP_RATE_LIMIT_PER_HOUR: int(20, 1),
   MAX_PENDING_TOPUPS: int(5, 1),
   STOCK_DISPLAY_CAP: int(100, 1),

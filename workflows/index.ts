@@ -1,2 +1,3 @@
 // Every workflow the worker runs; the bundler starts here.
 export { orderWorkflow } from './order';
+export { redemptionWorkflow } from './redemption';

@@ -4,6 +4,8 @@ import { accessLog, bearerAuth, errorHandler, notFound, rateLimit, requestId } f
 import { createRegistry, openApiDocument } from './openapi';
 import { catalogRoutes } from './routers/catalog';
 import { orderRoutes } from './routers/orders';
+import { redemptionRoutes } from './routers/redemptions';
+import { redeemSite } from '../pages/redeem';
 
 export const API_PREFIX = '/wholesale/v1';
 
@@ -25,6 +27,7 @@ export function createApp(ctx: AppContext): Express {
   api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
   catalogRoutes(api, registry, API_PREFIX, ctx);
   orderRoutes(api, registry, API_PREFIX, ctx);
+  redemptionRoutes(api, registry, API_PREFIX, ctx);
   api.use(notFound);
 
   const document = openApiDocument(registry, ctx.config.publicBaseUrl + API_PREFIX);
@@ -32,6 +35,8 @@ export function createApp(ctx: AppContext): Express {
     res.json(document);
   });
   app.use(API_PREFIX, api);
+  // The public redemption site behind redeemUrl: no bearer key, its own per-IP limit.
+  app.use('/redeem', redeemSite(ctx));
   app.use(notFound);
   app.use(errorHandler(ctx));
   return app;

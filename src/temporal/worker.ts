@@ -2,11 +2,12 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } fro
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { createOrderActivities } from '../../activities/orders';
+import { createRedemptionActivities } from '../../activities/redemptions';
 
 export const workflowsPath = require.resolve('../../workflows');
 
 export function createActivities(deps: { orm: Orm; config: Config }) {
-  return { ...createOrderActivities(deps) };
+  return { ...createOrderActivities(deps), ...createRedemptionActivities(deps) };
 }
 
 export async function bundleWorkflows(): Promise<WorkflowBundle> {

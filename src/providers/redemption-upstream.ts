@@ -1,0 +1,145 @@
+// The supplier's redemption upstream (ARCHITECTURE "Providers are ports"): it takes a submission,
+// reports its status, and pre-checks third-party sessions. The built-in sandbox is the only
+// implementation; it is scriptable per product so tests and demos can drive every outcome.
+
+export type UpstreamFailureCode = 'fulfillment_failed' | 'rejected_by_operator';
+
+export type UpstreamStatus =
+  | { state: 'processing' }
+  | { state: 'fulfilled'; deliverable: string }
+  /** `holdsResources`: the failed attempt still holds supplier resources; a resubmission must wait. */
+  | { state: 'failed'; failureCode: UpstreamFailureCode; holdsResources: boolean };
+
+export interface UpstreamSubmission {
+  /** Idempotency key of the attempt: `<redemptionId>:<attempt>`. A repeated submit returns the same ref. */
+  key: string;
+  productId: string;
+  productName: string;
+  /** Normalized values, passwords included (they are never stored by us). */
+  redeemInfo: Record<string, string>;
+  /** Manual products are queued for an operator; their status stays `processing`. */
+  manual: boolean;
+}
+
+export interface RedemptionUpstream {
+  /** Throws UpstreamUnavailableError when the pre-check cannot be made. */
+  validateSession(input: { productId: string; userId: string }): Promise<'valid' | 'invalid'>;
+  submit(submission: UpstreamSubmission): Promise<{ ref: string }>;
+  status(ref: string): Promise<UpstreamStatus>;
+}
+
+export class UpstreamUnavailableError extends Error {
+  constructor(message = 'upstream unavailable') {
+    super(message);
+    this.name = 'UpstreamUnavailableError';
+  }
+}
+
+/** How the sandbox answers one submission. */
+export interface SandboxScript {
+  outcome: 'fulfilled' | 'failed';
+  /** Status calls answered `processing` before the outcome is reported. */
+  polls: number;
+  /** After a failure, status calls that still report held resources. */
+  holdPolls: number;
+  failureCode: UpstreamFailureCode;
+  /** Completion note; `{target}` is replaced by the first submitted value (the upstream echoes it). */
+  deliverable: string;
+}
+
+interface Ticket {
+  submission: UpstreamSubmission;
+  script: SandboxScript;
+  polls: number;
+}
+
+const DEFAULT_SCRIPT: SandboxScript = {
+  outcome: 'fulfilled',
+  polls: 0,
+  holdPolls: 0,
+  failureCode: 'fulfillment_failed',
+  deliverable: '{product} activated for {target}.',
+};
+
+/**
+ * In-process sandbox. By default auto products fulfil on the first status refresh, and manual
+ * products wait for the operator. Tests script it through `sandboxRedemptionUpstream`, which is
+ * the instance the worker and the API use when both run in the test's process.
+ */
+export class SandboxRedemptionUpstream implements RedemptionUpstream {
+  private scripts = new Map<string, Partial<SandboxScript>>();
+  private queues = new Map<string, Partial<SandboxScript>[]>();
+  private tickets = new Map<string, Ticket>();
+  private sessionCheck: 'up' | 'down' | 'reject' = 'up';
+  /** Every accepted submission, oldest first (what the supplier was sent). */
+  readonly submissions: UpstreamSubmission[] = [];
+
+  /** The standing script for a product's submissions. */
+  script(productId: string, script: Partial<SandboxScript>): this {
+    this.scripts.set(productId, script);
+    return this;
+  }
+
+  /** Scripts for the next submissions of a product, one each, before the standing script applies. */
+  enqueue(productId: string, ...scripts: Partial<SandboxScript>[]): this {
+    this.queues.set(productId, [...(this.queues.get(productId) ?? []), ...scripts]);
+    return this;
+  }
+
+  setSessionCheck(state: 'up' | 'down' | 'reject'): this {
+    this.sessionCheck = state;
+    return this;
+  }
+
+  /** The supplier lets go of every failed attempt's resources: the next status call says so. */
+  releaseHeldResources(): void {
+    for (const ticket of this.tickets.values()) ticket.script = { ...ticket.script, holdPolls: 0 };
+  }
+
+  reset(): void {
+    this.scripts.clear();
+    this.queues.clear();
+    this.sessionCheck = 'up';
+  }
+
+  async validateSession(): Promise<'valid' | 'invalid'> {
+    if (this.sessionCheck === 'down') throw new UpstreamUnavailableError('session pre-check unavailable (sandbox)');
+    return this.sessionCheck === 'reject' ? 'invalid' : 'valid';
+  }
+
+  async submit(submission: UpstreamSubmission): Promise<{ ref: string }> {
+    const ref = `sbx:${submission.key}`;
+    if (!this.tickets.has(ref)) {
+      const queued = this.queues.get(submission.productId)?.shift();
+      const script = { ...DEFAULT_SCRIPT, ...this.scripts.get(submission.productId), ...queued };
+      this.tickets.set(ref, { submission, script, polls: 0 });
+      this.submissions.push(submission);
+    }
+    return { ref };
+  }
+
+  async status(ref: string): Promise<UpstreamStatus> {
+    const ticket = this.tickets.get(ref);
+    // A ticket lost with a restarted process: the sandbox reports it done, holding nothing.
+    if (!ticket) return { state: 'fulfilled', deliverable: 'Activated (sandbox).' };
+    if (ticket.submission.manual) return { state: 'processing' };
+    const n = ticket.polls++;
+    const { script } = ticket;
+    if (n < script.polls) return { state: 'processing' };
+    if (script.outcome === 'fulfilled') {
+      const target = Object.values(ticket.submission.redeemInfo)[0] ?? 'the account';
+      return {
+        state: 'fulfilled',
+        deliverable: script.deliverable.replaceAll('{product}', ticket.submission.productName).replaceAll('{target}', target),
+      };
+    }
+    return { state: 'failed', failureCode: script.failureCode, holdsResources: n - script.polls < script.holdPolls };
+  }
+}
+
+export const sandboxRedemptionUpstream = new SandboxRedemptionUpstream();
+
+/** The upstream the service uses: the sandbox until a real supplier is configured. */
+export function defaultRedemptionUpstream(): RedemptionUpstream {
+  return sandboxRedemptionUpstream;
+}

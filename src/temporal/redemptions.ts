@@ -1,0 +1,53 @@
+// The redemption lifecycle's shared contract: ids, signal/query definitions and types.
+// Workflow-safe (no Node modules), imported by the workflow, its activities, the service and the CLI.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { UpstreamFailureCode } from '../providers/redemption-upstream';
+
+export type RedemptionStatus = 'pending' | 'processing' | 'fulfilled' | 'failed';
+export type RedemptionEventType = 'redemption.fulfilled' | 'redemption.failed';
+
+/** One workflow per attempt, so a resubmission after a failure is a new run with its own id. */
+export const redemptionWorkflowId = (redemptionId: string, attempt: number) => `redemption:${redemptionId}:${attempt}`;
+
+/** Spec part 6: `redemption:<redemption_id>:<attempt>:<event>`, distinct per resubmission. */
+export const redemptionEventId = (redemptionId: string, attempt: number, event: RedemptionEventType) =>
+  `redemption:${redemptionId}:${attempt}:${event}`;
+
+export interface AttemptRef {
+  redemptionId: string;
+  attempt: number;
+}
+
+export interface RedemptionWorkflowInput extends AttemptRef {
+  /** Upstream status is refreshed at most once per this many seconds (spec 8). */
+  refreshSeconds: number;
+  /** Password field values: passed to the upstream, never written to Postgres. */
+  secrets?: Record<string, string>;
+  /** Where a continued-as-new run picks up. */
+  resume?: { phase: RedemptionPhase; upstreamRef: string | null; manual: boolean; decision: OperatorDecision | null };
+}
+
+export type RedemptionPhase = 'start' | 'waiting' | 'releasing' | 'done' | 'abandoned';
+
+export type AttemptOutcome =
+  | { status: 'fulfilled'; deliverable: string }
+  | { status: 'failed'; failureCode: UpstreamFailureCode; holdsResources: boolean };
+
+export interface OperatorDecision {
+  decision: 'fulfill' | 'reject';
+  reason: string;
+  actor: string;
+}
+
+export interface RedemptionWorkflowState extends AttemptRef {
+  phase: RedemptionPhase;
+  status: RedemptionStatus;
+  manual: boolean;
+  upstreamRef: string | null;
+  refreshes: number;
+  decision: OperatorDecision | null;
+}
+
+/** `npx wholesale support redemption fulfill|reject <id>`: an operator's decision for the current attempt. */
+export const operatorDecisionSignal = defineSignal<[OperatorDecision]>('operatorDecision');
+export const redemptionStateQuery = defineQuery<RedemptionWorkflowState>('state');
