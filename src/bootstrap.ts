@@ -11,6 +11,7 @@ import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './http/app';
 import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance } from './services/admin';
+import { WebhookDispatcher } from './services/webhook-dispatcher';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { createWorker } from './temporal/worker';
 
@@ -18,6 +19,8 @@ export interface Services {
   orm: Orm;
   temporal: TemporalHandle;
   worker?: Worker;
+  /** The webhook outbox relay; runs wherever the worker runs. */
+  dispatcher?: WebhookDispatcher;
   server?: Server;
   stop(): Promise<void>;
 }
@@ -42,10 +45,13 @@ export async function startServices(opts: {
 
   let worker: Worker | undefined;
   let workerRun: Promise<void> | undefined;
+  let dispatcher: WebhookDispatcher | undefined;
   if (opts.worker) {
     const created = await createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, workflowBundle: opts.workflowBundle });
     worker = created.worker;
     workerRun = worker.run().finally(() => created.connection.close());
+    dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
+    await dispatcher.start();
   }
 
   let server: Server | undefined;
@@ -60,11 +66,13 @@ export async function startServices(opts: {
     orm,
     temporal,
     worker,
+    dispatcher,
     server,
     // Graceful: stop taking requests and let in-flight ones finish, then let the worker finish
     // its activities, then close connections.
     async stop() {
       if (server) await new Promise<void>((ok) => server!.close(() => ok()));
+      await dispatcher?.stop();
       if (worker) {
         // The Temporal runtime may already be draining the worker on SIGINT/SIGTERM.
         if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -5,6 +5,7 @@ import { createRegistry, openApiDocument } from './openapi';
 import { catalogRoutes } from './routers/catalog';
 import { orderRoutes } from './routers/orders';
 import { redemptionRoutes } from './routers/redemptions';
+import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
 
 export const API_PREFIX = '/wholesale/v1';
@@ -28,6 +29,7 @@ export function createApp(ctx: AppContext): Express {
   catalogRoutes(api, registry, API_PREFIX, ctx);
   orderRoutes(api, registry, API_PREFIX, ctx);
   redemptionRoutes(api, registry, API_PREFIX, ctx);
+  webhookRoutes(api, registry, API_PREFIX, ctx);
   api.use(notFound);
 
   const document = openApiDocument(registry, ctx.config.publicBaseUrl + API_PREFIX);

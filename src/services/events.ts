@@ -9,6 +9,9 @@ export type EventType =
   | 'redemption.failed'
   | 'webhook.test';
 
+/** NOTIFY channel that wakes the webhook dispatcher when an event commits (payload: the event id). */
+export const EVENTS_CHANNEL = 'wholesale_events';
+
 /**
  * Writes an event to the outbox in the caller's transaction. `id` is given for events whose id
  * shape the spec fixes (order.delivery_attention, redemption events); others get `evt_...`.
@@ -26,5 +29,7 @@ export async function recordEvent(
      on conflict (id) do nothing returning id`,
     [id, accountId, type, JSON.stringify(payload)],
   );
+  // Delivered on commit, so the dispatcher never sees an event its transaction rolled back.
+  if (rows[0]) await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [id]);
   return rows[0]?.id;
 }

@@ -3,11 +3,12 @@ import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { createOrderActivities } from '../../activities/orders';
 import { createRedemptionActivities } from '../../activities/redemptions';
+import { createWebhookActivities } from '../../activities/webhooks';
 
 export const workflowsPath = require.resolve('../../workflows');
 
 export function createActivities(deps: { orm: Orm; config: Config }) {
-  return { ...createOrderActivities(deps), ...createRedemptionActivities(deps) };
+  return { ...createOrderActivities(deps), ...createRedemptionActivities(deps), ...createWebhookActivities(deps) };
 }
 
 export async function bundleWorkflows(): Promise<WorkflowBundle> {

@@ -1,0 +1,160 @@
+import { Client as PgClient } from 'pg';
+import type { Logger } from 'pino';
+import type { Config } from '../config';
+import type { Orm } from '../db/orm';
+import type { TemporalHandle } from '../temporal/client';
+import { EVENTS_CHANNEL } from './events';
+import { insertDelivery, startDeliveryWorkflow } from './webhooks';
+
+// The outbox relay. Producers only write events (recordEvent, in their own transaction, which
+// also NOTIFYs on commit). Here, in the worker process, each new event gets its delivery row
+// when its account has a webhook configured, and its delivery workflow is started. A periodic
+// sweep covers missed notifications and downtime, and restarts deliveries whose workflow is
+// overdue (never started, or lost); every step is idempotent, so several workers may run this.
+
+export interface DispatcherDeps {
+  orm: Orm;
+  temporal: TemporalHandle;
+  config: Config;
+  logger: Logger;
+  databaseUrl: string;
+  /** How often the sweep runs even without notifications. */
+  sweepMs?: number;
+  /** How long past its scheduled attempt a pending delivery must be before it is restarted. */
+  overdueSeconds?: number;
+  /** How often overdue deliveries are looked for. */
+  overdueCheckMs?: number;
+}
+
+const BATCH = 100;
+
+export class WebhookDispatcher {
+  private listener?: PgClient;
+  private timer?: NodeJS.Timeout;
+  private reconnect?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+  private lastOverdueCheck = 0;
+
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  async start(): Promise<void> {
+    await this.listen();
+    this.timer = setInterval(() => this.kick(), this.deps.sweepMs ?? 2000);
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.reconnect);
+    await this.running;
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => undefined);
+  }
+
+  /** Runs a pass now, or once more after the pass in progress. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.pass();
+        } catch (err) {
+          this.deps.logger.warn({ err }, 'webhook dispatch pass failed; the sweep retries');
+        }
+      } while (this.again && !this.stopped);
+    })().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Relays every undispatched event; now and then also restarts overdue deliveries. */
+  async pass(): Promise<void> {
+    for (;;) {
+      const { decided, created } = await this.relayBatch();
+      await Promise.all(created.map((d) => this.ensureRunning(d)));
+      if (decided < BATCH || this.stopped) break;
+    }
+    if (Date.now() - this.lastOverdueCheck >= (this.deps.overdueCheckMs ?? 15_000)) {
+      this.lastOverdueCheck = Date.now();
+      await Promise.all((await this.overdue()).map((d) => this.ensureRunning(d)));
+    }
+  }
+
+  /** Decides the delivery of up to one batch of undispatched events, in one transaction. */
+  private async relayBatch(): Promise<{ decided: number; created: { id: string; accountId: string }[] }> {
+    return this.deps.orm.em.fork().transactional(async (tx) => {
+      const events = await tx.execute<{ id: string; account_id: string; configured: boolean }[]>(
+        `select e.id, e.account_id, exists (select 1 from webhook_endpoints w where w.account_id = e.account_id) as configured
+           from events e where e.dispatched_at is null
+          order by e.created_at, e.id limit ? for update of e skip locked`,
+        [BATCH],
+      );
+      const created: { id: string; accountId: string }[] = [];
+      for (const e of events) {
+        if (!e.configured) continue;
+        const id = await insertDelivery(tx, e.id, e.account_id);
+        if (id) created.push({ id, accountId: e.account_id });
+      }
+      if (events.length) await tx.execute('update events set dispatched_at = now() where id in (?)', [events.map((e) => e.id)]);
+      return { decided: events.length, created };
+    });
+  }
+
+  private async overdue(): Promise<{ id: string; accountId: string }[]> {
+    const rows = await this.deps.orm.em.fork().execute<{ id: string; account_id: string }[]>(
+      `select id, account_id from webhook_deliveries
+        where status = 'pending' and next_attempt_at < now() - make_interval(secs => ?)
+        order by next_attempt_at limit ?`,
+      [this.deps.overdueSeconds ?? 30, BATCH],
+    );
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id }));
+  }
+
+  private async ensureRunning(delivery: { id: string; accountId: string }): Promise<void> {
+    try {
+      await startDeliveryWorkflow(this.deps.temporal, this.deps.config, delivery, 'ensure');
+    } catch (err) {
+      // The delivery row is durable: it becomes overdue and a later sweep starts it.
+      this.deps.logger.warn({ err, deliveryId: delivery.id }, 'could not start webhook delivery workflow');
+    }
+  }
+
+  private async listen(): Promise<void> {
+    const client = new PgClient({ connectionString: this.deps.databaseUrl });
+    client.on('notification', () => this.kick());
+    client.on('error', (err) => {
+      this.deps.logger.warn({ err }, 'webhook dispatcher lost its LISTEN connection; reconnecting');
+      this.scheduleReconnect(client);
+    });
+    client.on('end', () => this.scheduleReconnect(client));
+    try {
+      await client.connect();
+      await client.query(`listen ${EVENTS_CHANNEL}`);
+      if (this.stopped) await client.end();
+      else this.listener = client;
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'webhook dispatcher could not LISTEN; relying on the sweep until it can');
+      this.scheduleReconnect(client);
+    }
+  }
+
+  private scheduleReconnect(client: PgClient): void {
+    // Ignore a stale connection's events once another one listens or a reconnect is pending.
+    if (this.stopped || this.reconnect || (this.listener && this.listener !== client)) return;
+    this.listener = undefined;
+    client.end().catch(() => undefined);
+    this.reconnect = setTimeout(() => {
+      this.reconnect = undefined;
+      if (!this.stopped) void this.listen().then(() => this.kick());
+    }, 1000);
+  }
+}

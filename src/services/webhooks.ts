@@ -1,0 +1,214 @@
+import { randomBytes } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Config } from '../config';
+import { newId } from '../domain/codes';
+import { ApiError } from '../domain/errors';
+import type { UrlPolicy } from '../domain/webhook-url';
+import type { TemporalHandle } from '../temporal/client';
+import { AccountIdKey } from '../temporal/search-attributes';
+import { deliveryWorkflowId, deliveryWorkflowInput, retryNowSignal } from '../temporal/webhooks';
+import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
+import { recordEvent } from './events';
+import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sender';
+
+// Webhook endpoint configuration and delivery records (spec 4.5, 3.5). Deliveries are created
+// from the events outbox (webhook-dispatcher.ts, or directly for webhook.test) and driven by
+// one webhookDeliveryWorkflow each.
+
+export const TEST_EVENT_MESSAGE = 'This is a test event from the Wholesale API.';
+
+export const urlPolicy = (config: Pick<Config, 'WEBHOOK_ALLOW_INSECURE_URLS'>): UrlPolicy => ({
+  allowInsecure: config.WEBHOOK_ALLOW_INSECURE_URLS,
+});
+
+export interface Endpoint {
+  url: string;
+  secret: string;
+}
+
+export async function findEndpoint(em: EntityManager, accountId: string): Promise<Endpoint | undefined> {
+  const [row] = await em.execute<Endpoint[]>('select url, secret from webhook_endpoints where account_id = ?', [accountId]);
+  return row;
+}
+
+/**
+ * PUT /webhook: `""` clears it; otherwise the URL is validated (including where its name
+ * resolves now) and stored with a fresh signing secret, which is returned this once.
+ */
+export async function configureWebhook(
+  em: EntityManager,
+  accountId: string,
+  rawUrl: string,
+  opts: { policy: UrlPolicy; resolver?: Resolver },
+): Promise<{ ok: true; url: string; secret?: string }> {
+  if (rawUrl === '') {
+    await em.execute('delete from webhook_endpoints where account_id = ?', [accountId]);
+    return { ok: true, url: '' };
+  }
+  const url = await validateWebhookUrl(rawUrl, opts.policy, opts.resolver ?? systemResolver);
+  const secret = `whsec_${randomBytes(24).toString('base64url')}`;
+  await em.execute(
+    `insert into webhook_endpoints (account_id, url, secret, version, updated_at) values (?, ?, ?, 1, now())
+     on conflict (account_id) do update
+       set url = excluded.url, secret = excluded.secret, version = webhook_endpoints.version + 1, updated_at = now()`,
+    [accountId, url, secret],
+  );
+  return { ok: true, url, secret };
+}
+
+export async function getWebhook(em: EntityManager, accountId: string): Promise<{ url: string }> {
+  return { url: (await findEndpoint(em, accountId))?.url ?? '' };
+}
+
+/** Inserts the delivery of an event; undefined if the event already has one (unique event_id). */
+export async function insertDelivery(em: EntityManager, eventId: string, accountId: string): Promise<string | undefined> {
+  const rows = await em.execute<{ id: string }[]>(
+    `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values (?, ?, ?, 'pending', now())
+     on conflict (event_id) do nothing returning id`,
+    [newId('whd'), eventId, accountId],
+  );
+  return rows[0]?.id;
+}
+
+/**
+ * Starts the delivery workflow. `ensure` is harmless to repeat (a running workflow is kept, a
+ * finished one is not started again); `retry` signals a running one to attempt now or starts a
+ * new run of a finished one.
+ */
+export async function startDeliveryWorkflow(
+  temporal: TemporalHandle,
+  config: Config,
+  delivery: { id: string; accountId: string },
+  mode: 'ensure' | 'retry',
+): Promise<void> {
+  const options = {
+    workflowId: deliveryWorkflowId(delivery.id),
+    taskQueue: temporal.taskQueue,
+    args: [deliveryWorkflowInput(config, delivery.id)] as const,
+    workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    typedSearchAttributes: [{ key: AccountIdKey, value: delivery.accountId }],
+  };
+  if (mode === 'retry') {
+    await temporal.client.workflow.signalWithStart('webhookDeliveryWorkflow', {
+      ...options,
+      args: [...options.args],
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      signal: retryNowSignal,
+      signalArgs: [],
+    });
+    return;
+  }
+  try {
+    await temporal.client.workflow.start('webhookDeliveryWorkflow', { ...options, args: [...options.args], workflowIdReusePolicy: 'REJECT_DUPLICATE' });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/**
+ * POST /webhook/test: a `webhook.test` event and its delivery, persisted together, then sent.
+ * If Temporal cannot be reached the delivery stays pending and the dispatcher's sweep starts it.
+ */
+export async function sendTestEvent(
+  deps: { em: EntityManager; temporal: TemporalHandle; config: Config; onStartError?: (err: unknown) => void },
+  accountId: string,
+): Promise<{ ok: true; deliveryId: string; eventId: string }> {
+  const created = await deps.em.transactional(async (tx) => {
+    const endpoint = await tx.execute('select 1 from webhook_endpoints where account_id = ? for share', [accountId]);
+    if (endpoint.length === 0) throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook');
+    const eventId = (await recordEvent(tx, accountId, 'webhook.test', { message: TEST_EVENT_MESSAGE }))!;
+    const deliveryId = (await insertDelivery(tx, eventId, accountId))!;
+    await tx.execute('update events set dispatched_at = now() where id = ?', [eventId]);
+    return { eventId, deliveryId };
+  });
+  try {
+    await startDeliveryWorkflow(deps.temporal, deps.config, { id: created.deliveryId, accountId }, 'ensure');
+  } catch (err) {
+    deps.onStartError?.(err);
+  }
+  return { ok: true, ...created };
+}
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  position: string;
+}
+
+const unix = (d: Date | string | null) => (d === null ? null : Math.floor(new Date(d).getTime() / 1000));
+
+export function deliveryItem(r: DeliveryRow) {
+  return {
+    id: r.id,
+    eventId: r.event_id,
+    event: r.event,
+    status: r.status as 'pending' | 'succeeded' | 'failed' | 'cancelled',
+    attempts: r.attempts,
+    lastStatusCode: r.last_status_code,
+    lastError: r.last_error,
+    nextAttemptAt: r.status === 'pending' ? unix(r.next_attempt_at) : null,
+    createdAt: unix(r.created_at)!,
+    updatedAt: unix(r.updated_at)!,
+  };
+}
+
+/** GET /webhook/deliveries: newest first, keyset-paginated on (created_at, id). */
+export async function listDeliveries(
+  em: EntityManager,
+  q: { accountId: string; limit: number; cursor?: string; cursorSecret: string },
+): Promise<Page<ReturnType<typeof deliveryItem>>> {
+  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'webhook_deliveries', filters: {} };
+  const params: unknown[] = [q.accountId];
+  let sql = `select d.id, d.event_id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at,
+                    d.created_at, d.updated_at, d.created_at::text as position
+               from webhook_deliveries d join events e on e.id = d.event_id
+              where d.account_id = ?`;
+  if (q.cursor) {
+    const position = String(decodeCursor(scope, q.cursor));
+    const split = position.lastIndexOf('|');
+    if (split < 0) throw new ApiError('invalid_cursor', 'Invalid or expired cursor; restart from the first page');
+    sql += ' and (d.created_at, d.id) < (?::timestamptz, ?)';
+    params.push(position.slice(0, split), position.slice(split + 1));
+  }
+  sql += ' order by d.created_at desc, d.id desc limit ?';
+  params.push(q.limit + 1);
+  const rows = await em.execute<DeliveryRow[]>(sql, params);
+  return pageOf(rows, q.limit, deliveryItem, (r) => `${r.position}|${r.id}`, scope);
+}
+
+/**
+ * POST /webhook/deliveries/{id}/retry: a failed or cancelled delivery is reset and attempted at
+ * once with a fresh attempt budget; a pending one waiting for its backoff is attempted now; a
+ * succeeded one is sent again (same event id, so receivers dedupe it).
+ */
+export async function retryDelivery(
+  deps: { em: EntityManager; temporal: TemporalHandle; config: Config },
+  accountId: string,
+  deliveryId: string,
+): Promise<{ ok: true }> {
+  await deps.em.transactional(async (tx) => {
+    const [row] = await tx.execute<{ id: string }[]>(
+      'select id from webhook_deliveries where id = ? and account_id = ? for update',
+      [deliveryId, accountId],
+    );
+    if (!row) throw new ApiError('not_found', `Delivery ${deliveryId} not found`);
+    if (!(await findEndpoint(tx, accountId))) {
+      throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook before retrying');
+    }
+    await tx.execute(
+      `update webhook_deliveries set status = 'pending', next_attempt_at = now(), updated_at = now() where id = ?`,
+      [deliveryId],
+    );
+  });
+  await startDeliveryWorkflow(deps.temporal, deps.config, { id: deliveryId, accountId }, 'retry');
+  return { ok: true };
+}
