@@ -8,6 +8,8 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../activities/orders';
+import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
+import { awaitPayment, type Notices } from './payment';
 import type { OrderCreateResponse } from '../src/services/orders';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
@@ -18,7 +20,7 @@ import {
   type PlaceOrderRequest,
 } from '../src/temporal/orders';
 
-const { placeOrder } = proxyActivities<OrderActivities>({
+const { placeOrder, orderStatus } = proxyActivities<OrderActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
 });
@@ -26,10 +28,14 @@ const { placeOrder } = proxyActivities<OrderActivities>({
 /**
  * One order, keyed by `order:<accountId>:<externalOrderId>`. Placement arrives as an update
  * (update-with-start), so concurrent retries of one externalOrderId meet here and are placed one
- * at a time; the placement activity itself is idempotent on the database's unique key.
+ * at a time; the placement activity itself is idempotent on the database's unique key. An intent
+ * order then waits for its payment (callback signal or status sync), expires, and is still
+ * delivered on a late payment; a callback for a closed run starts a new run with the signal.
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowState> {
   const state: OrderWorkflowState = { orderId: null, status: 'new', fulfillmentStatus: null, placementAttempts: 0, lastError: null };
+  const payment: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
+  const notices: Notices = { queue: [] };
   let placing = false;
 
   upsertSearchAttributes([
@@ -38,23 +44,27 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     { key: OrderStatusKey, value: state.status },
   ]);
 
-  const track = (res: OrderCreateResponse) => {
-    state.orderId = res.orderId;
-    state.status = res.status;
-    state.fulfillmentStatus = res.fulfillmentStatus;
+  const track = (status: string, fulfillmentStatus: string | null) => {
+    state.status = status;
+    state.fulfillmentStatus = fulfillmentStatus;
     upsertSearchAttributes([
-      { key: OrderStatusKey, value: res.status },
-      ...(res.fulfillmentStatus ? [{ key: FulfillmentStatusKey, value: res.fulfillmentStatus }] : []),
+      { key: OrderStatusKey, value: status },
+      ...(fulfillmentStatus ? [{ key: FulfillmentStatusKey, value: fulfillmentStatus }] : []),
     ]);
   };
 
-  setHandler(orderStateQuery, () => state);
+  setHandler(orderStateQuery, () => ({ ...state, payment }));
+  setHandler(paymentNotifiedSignal, (notice) => {
+    state.orderId ??= notice.orderId;
+    notices.queue.push(notice);
+  });
   setHandler(placeOrderUpdate, async (request: PlaceOrderRequest) => {
     await condition(() => !placing);
     placing = true;
     try {
       const res = await placeOrder({ ...input, ...request });
-      track(res);
+      state.orderId = res.orderId;
+      track(res.status, res.fulfillmentStatus);
       return res;
     } catch (err) {
       state.lastError = err instanceof Error ? err.message : String(err);
@@ -67,10 +77,13 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     }
   });
 
-  await condition(() => state.placementAttempts > 0 && !placing && allHandlersFinished());
+  await condition(() => state.orderId !== null || (state.placementAttempts > 0 && !placing && allHandlersFinished()));
   if (!state.orderId) {
-    state.status = 'rejected';
-    upsertSearchAttributes([{ key: OrderStatusKey, value: state.status }]);
+    track('rejected', null);
+  } else if (state.status === 'pending' || state.status === 'expired' || notices.queue.length > 0) {
+    if (input.timing) await awaitPayment(state.orderId, input.timing, notices, payment);
+    const after = await orderStatus(state.orderId);
+    track(after.status, after.fulfillmentStatus);
   }
   await condition(allHandlersFinished);
   return state;

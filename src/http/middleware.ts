@@ -26,7 +26,8 @@ export function accessLog(ctx: AppContext): RequestHandler {
         {
           requestId: res.locals.requestId,
           method: req.method,
-          path: req.baseUrl + req.path,
+          // Checkout links are secrets: their id never reaches the log.
+          path: (req.baseUrl + req.path).replace(/\/checkout\/[^/]+/, '/checkout/:id').replace(/\/v1\/checkouts\/[^/]+/, '/v1/checkouts/:id'),
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           accountId: res.locals.principal?.account.id,

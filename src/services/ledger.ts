@@ -69,3 +69,15 @@ export async function applyBalanceChange(
   account.level = level;
   return balance;
 }
+
+/**
+ * Adds to cumulative spending without touching the balance (an intent order paid at the hosted
+ * checkout), raising the level if spending plus balance crosses a threshold.
+ */
+export async function addSpending(em: EntityManager, account: LockedAccount, amount: Cents, levelThresholds: readonly Cents[]): Promise<void> {
+  const spending = account.cumulativeSpending + amount;
+  const level = raisedLevel(account.level, spending + account.balance, levelThresholds);
+  await em.execute('update accounts set cumulative_spending = ?, level = ? where id = ?', [toDecimal(spending), level, account.id]);
+  account.cumulativeSpending = spending;
+  account.level = level;
+}

@@ -4,6 +4,7 @@ import { ApiError } from '../domain/errors';
 import type { TemporalHandle } from '../temporal/client';
 import { apiErrorFromTemporal } from '../temporal/errors';
 import { orderWorkflowId, placeOrderUpdate } from '../temporal/orders';
+import type { PaymentTiming } from '../temporal/payments';
 import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
 import { assertSameRequest, checkTestProductRules, createResponse, findByExternalId, type OrderCreateResponse, type PlaceOrderInput } from './orders';
 
@@ -11,6 +12,7 @@ export interface SubmitDeps {
   em: EntityManager;
   temporal: TemporalHandle;
   baseUrl: string;
+  timing: PaymentTiming;
 }
 
 /**
@@ -46,7 +48,7 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput): P
     const startWorkflowOperation = new WithStartWorkflowOperation('orderWorkflow', {
       workflowId: orderWorkflowId(input.accountId, input.externalOrderId),
       taskQueue,
-      args: [{ accountId: input.accountId, externalOrderId: input.externalOrderId }],
+      args: [{ accountId: input.accountId, externalOrderId: input.externalOrderId, timing: deps.timing }],
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       typedSearchAttributes: [

@@ -165,64 +165,120 @@ export async function recordDelivered(em: EntityManager, order: Order, codes: st
   });
 }
 
+interface Placement {
+  account: Awaited<ReturnType<typeof lockAccount>>;
+  product: Product;
+  unitPrice: Cents;
+}
+
 /**
- * Places an order in one transaction (spec 4.3): lock the account, replay or conflict on an
- * existing externalOrderId, check product, price and stock, then in balance mode debit, write the
- * ledger, issue codes and emit `order.delivered`. Intent orders are created `pending` here and
- * get their checkout from the payment step.
+ * The checks of spec 4.3 inside the caller's transaction, with the account locked: product,
+ * listing, level price against expectedUnitPrice, and stock counting outstanding orders.
+ */
+async function checkPlacement(tx: EntityManager, input: PlaceOrderInput): Promise<Placement> {
+  const account = await lockAccount(tx, input.accountId);
+  const product = await findActiveProduct(tx, input.productId);
+  const block = listingBlock(product);
+  if (block === 'out_of_stock') throw new ApiError('out_of_stock', `Product ${product.id} is currently not purchasable`);
+  if (block) throw new ApiError('fulfillment_unavailable', `Delivery for ${product.id} is currently unavailable`);
+  const unitPrice = priceAt((await priceTable(tx, [product.id])).get(product.id), account.level);
+  if (input.expectedUnitPrice !== undefined && parseDecimal(input.expectedUnitPrice) !== unitPrice) {
+    throw new ApiError('price_changed', 'The unit price at your level differs from expectedUnitPrice', {
+      actualUnitPrice: toDecimal(unitPrice),
+    });
+  }
+  await reserveStock(tx, product, input.qty);
+  return { account, product, unitPrice };
+}
+
+/** Opens the hosted checkout of an intent order (the payment provider's call). */
+export type OpenCheckout = (orderId: string, amount: Cents, currency: string, description: string) => Promise<{ checkoutId: string; checkoutUrl: string }>;
+
+export interface IntentSettings extends OrderSettings {
+  openCheckout: OpenCheckout;
+  paymentWindowSeconds: number;
+}
+
+/**
+ * Places an order (spec 4.3): with the account locked, replay or conflict on an existing
+ * externalOrderId, check product, price and stock, then in balance mode debit, write the ledger,
+ * issue codes and emit `order.delivered` in one transaction. An intent order is checked, then
+ * its checkout is opened outside any transaction (a provider failure leaves no order behind),
+ * then it is checked again and stored `pending` with its checkout URL.
  */
 export async function placeOrder(
   em: EntityManager,
   input: PlaceOrderInput,
-  settings: OrderSettings,
+  settings: OrderSettings | IntentSettings,
 ): Promise<{ order: Order; reused: boolean }> {
   checkTestProductRules(input);
-  return em.transactional(async (tx) => {
-    const account = await lockAccount(tx, input.accountId);
+  const existingOr = async (tx: EntityManager) => {
     const existing = await findByExternalId(tx, input.accountId, input.externalOrderId);
-    if (existing) {
-      assertSameRequest(existing, input);
-      return { order: existing, reused: true };
-    }
-    const product = await findActiveProduct(tx, input.productId);
-    const block = listingBlock(product);
-    if (block === 'out_of_stock') throw new ApiError('out_of_stock', `Product ${product.id} is currently not purchasable`);
-    if (block) throw new ApiError('fulfillment_unavailable', `Delivery for ${product.id} is currently unavailable`);
-    const unitPrice = priceAt((await priceTable(tx, [product.id])).get(product.id), account.level);
-    if (input.expectedUnitPrice !== undefined && parseDecimal(input.expectedUnitPrice) !== unitPrice) {
-      throw new ApiError('price_changed', 'The unit price at your level differs from expectedUnitPrice', {
-        actualUnitPrice: toDecimal(unitPrice),
-      });
-    }
-    await reserveStock(tx, product, input.qty);
-    const amount = unitPrice * input.qty;
-    const order = tx.create(OrderSchema, {
-      id: newId('ord'),
+    if (existing) assertSameRequest(existing, input);
+    return existing;
+  };
+  const orderId = newId('ord');
+  const newOrder = (tx: EntityManager, p: Placement, extra: Partial<Order>) =>
+    tx.create(OrderSchema, {
+      id: orderId,
       accountId: input.accountId,
       kind: 'purchase',
       channel: 'wholesale_api',
       source: input.source,
       externalOrderId: input.externalOrderId,
-      productId: product.id,
+      productId: p.product.id,
       qty: input.qty,
-      unitPrice: toDecimal(unitPrice),
-      amount: toDecimal(amount),
-      currency: product.currency,
+      unitPrice: toDecimal(p.unitPrice),
+      amount: toDecimal(p.unitPrice * input.qty),
+      currency: p.product.currency,
       payment: input.payment,
       status: 'pending',
-      deliveryType: product.deliveryType,
-      fulfillmentStatus: product.deliveryType === 'direct_code' ? 'awaiting_payment' : null,
+      deliveryType: p.product.deliveryType,
+      fulfillmentStatus: p.product.deliveryType === 'direct_code' ? 'awaiting_payment' : null,
+      ...extra,
     });
-    await tx.flush();
-    if (input.payment === 'balance') {
+
+  if (input.payment === 'balance') {
+    return em.transactional(async (tx) => {
+      await lockAccount(tx, input.accountId);
+      const existing = await existingOr(tx);
+      if (existing) return { order: existing, reused: true };
+      const p = await checkPlacement(tx, input);
+      const order = newOrder(tx, p, {});
+      await tx.flush();
+      const amount = p.unitPrice * input.qty;
       await applyBalanceChange(
         tx,
-        account,
+        p.account,
         { type: 'purchase', amount: -amount, spending: amount, orderId: order.id, idempotencyKey: `purchase:${order.id}` },
         settings.levelThresholds,
       );
-      await fulfilPaidOrder(tx, order, product, settings.publicBaseUrl);
-    }
+      await fulfilPaidOrder(tx, order, p.product, settings.publicBaseUrl);
+      return { order, reused: false };
+    });
+  }
+
+  if (!('openCheckout' in settings)) throw new Error('intent mode needs a payment provider');
+  const quote = await em.transactional(async (tx) => {
+    await lockAccount(tx, input.accountId);
+    const existing = await existingOr(tx);
+    return existing ? { existing } : { placement: await checkPlacement(tx, input) };
+  });
+  if (quote.existing) return { order: quote.existing, reused: true };
+  const { product, unitPrice } = quote.placement!;
+  const checkout = await settings.openCheckout(orderId, unitPrice * input.qty, product.currency, `${input.qty} × ${product.nameEn ?? product.name}`);
+  return em.transactional(async (tx) => {
+    await lockAccount(tx, input.accountId);
+    // A concurrent request may have placed it meanwhile; that order wins and this checkout lapses.
+    const existing = await existingOr(tx);
+    if (existing) return { order: existing, reused: true };
+    const p = await checkPlacement(tx, input);
+    const order = newOrder(tx, p, {
+      checkoutId: checkout.checkoutId,
+      checkoutUrl: checkout.checkoutUrl,
+      expiresAt: new Date(Date.now() + settings.paymentWindowSeconds * 1000),
+    });
+    await tx.flush();
     return { order, reused: false };
   });
 }

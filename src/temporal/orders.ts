@@ -2,12 +2,15 @@
 // (no Node modules), imported by workflows, activities and HTTP handlers alike.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { OrderCreateResponse, PaymentMode } from '../services/orders';
+import type { PaymentTiming } from './payments';
 
 export const orderWorkflowId = (accountId: string, externalOrderId: string) => `order:${accountId}:${externalOrderId}`;
 
 export interface OrderWorkflowInput {
   accountId: string;
   externalOrderId: string;
+  /** Payment durations from config, for intent orders. */
+  timing?: PaymentTiming;
 }
 
 export interface PlaceOrderRequest {

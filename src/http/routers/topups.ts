@@ -1,0 +1,59 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Router } from 'express';
+import { paymentTiming } from '../../config';
+import { ApiError } from '../../domain/errors';
+import { submitTopup } from '../../services/topups';
+import type { AppContext } from '../context';
+import { z } from '../openapi';
+import { addRoute } from '../route';
+import { Decimal } from '../schemas';
+
+export const TopupBody = z
+  .object({
+    externalTopupId: z.string().min(1).max(64).optional(),
+    amount: Decimal,
+    currency: z.enum(['USDT', 'USDC']).default('USDT'),
+  })
+  .strict()
+  .openapi('CreateTopup');
+
+export const TopupResult = z
+  .object({
+    orderId: z.string(),
+    externalTopupId: z.string().nullable(),
+    amount: Decimal,
+    status: z.enum(['pending', 'delivered', 'expired', 'refunded']),
+    checkoutUrl: z.string().nullable(),
+    paymentUrl: z.string().nullable(),
+    reused: z.boolean(),
+    idempotencyWarning: z.string().optional(),
+  })
+  .openapi('TopupResult');
+
+export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
+  addRoute(router, registry, mount, {
+    method: 'post', path: '/topup', summary: 'Top up the balance through a hosted crypto checkout (idempotent on Idempotency-Key or externalTopupId)',
+    headers: z.object({ 'idempotency-key': z.string().min(1).max(64).optional() }),
+    body: TopupBody, response: TopupResult,
+    errors: ['idempotency_conflict', 'too_many_pending_topups', 'payment_provider_error', 'payment_provider_timeout'],
+  }, async ({ body, req, res, principal }) => {
+    const header = req.header('idempotency-key');
+    if (header !== undefined && (header.length < 1 || header.length > 64)) {
+      throw new ApiError('invalid_input', 'Idempotency-Key must be 1 to 64 characters');
+    }
+    if (header !== undefined && body.externalTopupId !== undefined && header !== body.externalTopupId) {
+      throw new ApiError('invalid_input', 'Idempotency-Key and externalTopupId differ; send one of them');
+    }
+    const result = await submitTopup(
+      {
+        em: ctx.orm.em.fork(),
+        temporal: ctx.temporal,
+        limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
+        timing: paymentTiming(ctx.config),
+      },
+      { accountId: principal.account.id, externalTopupId: header ?? body.externalTopupId ?? null, amount: body.amount, currency: body.currency, source: 'rest' },
+    );
+    if (result.idempotencyWarning) res.setHeader('Warning', `299 - "${result.idempotencyWarning}"`);
+    return result;
+  });
+}

@@ -1,0 +1,42 @@
+import { ApiError } from '../domain/errors';
+
+// The hosted crypto checkout, as a port: the service never holds the payer's funds itself.
+
+export type PaymentCurrency = 'USDT' | 'USDC';
+
+export interface CheckoutRequest {
+  /** Our order id; the provider echoes it in callbacks. */
+  reference: string;
+  amount: string;
+  currency: PaymentCurrency;
+  description: string;
+  callbackUrl: string;
+}
+
+export interface Checkout {
+  checkoutId: string;
+  /** Secret-ish: whoever has it can pay; shown only to the order's owner, never logged. */
+  checkoutUrl: string;
+}
+
+export interface PaymentStatus {
+  status: 'pending' | 'paid' | 'abandoned';
+  paidAt?: number;
+}
+
+export interface PaymentCallback {
+  checkoutId: string;
+  reference: string;
+  status: 'paid' | 'abandoned';
+}
+
+export interface PaymentProvider {
+  /** Throws ApiError payment_provider_error (5xx) or payment_provider_timeout. */
+  createCheckout(req: CheckoutRequest): Promise<Checkout>;
+  getStatus(checkoutId: string): Promise<PaymentStatus>;
+  /** Verifies a callback's signature over the raw body; undefined when it does not verify. */
+  verifyCallback(rawBody: Buffer, signature: string | undefined): PaymentCallback | undefined;
+}
+
+export const providerError = () => new ApiError('payment_provider_error', 'The payment provider failed; no order was created, retry with the same id');
+export const providerTimeout = () => new ApiError('payment_provider_timeout', 'The payment provider timed out; no order was created, retry with the same id');

@@ -1,0 +1,173 @@
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { OrderSchema, type Order } from '../db/entities';
+import { newId } from '../domain/codes';
+import { ApiError } from '../domain/errors';
+import { fromDb, parseDecimal, toDecimal } from '../domain/money';
+import type { PaymentProvider } from '../providers/payments';
+import type { TemporalHandle } from '../temporal/client';
+import { apiErrorFromTemporal } from '../temporal/errors';
+import { openTopupUpdate, topupWorkflowId, type OpenTopupRequest, type PaymentTiming, type TopupCreateResponse } from '../temporal/payments';
+import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
+import { lockAccount } from './ledger';
+import { hitRateLimit } from './rate-limit';
+
+export const IDEMPOTENCY_WARNING =
+  'No idempotency key was sent: this request cannot be retried safely. Send Idempotency-Key or externalTopupId; a future version will require it.';
+
+export interface TopupInput {
+  accountId: string;
+  externalTopupId: string | null;
+  amount: string;
+  currency: 'USDT' | 'USDC';
+  source: 'rest' | 'mcp';
+}
+
+export interface TopupLimits {
+  perHour: number;
+  maxPending: number;
+}
+
+export function topupResponse(order: Order, reused: boolean): TopupCreateResponse {
+  const pendingUrl = order.status === 'pending' ? order.checkoutUrl ?? null : null;
+  return {
+    orderId: order.id,
+    externalTopupId: order.externalTopupId ?? null,
+    amount: toDecimal(fromDb(order.amount)),
+    status: order.status as TopupCreateResponse['status'],
+    checkoutUrl: pendingUrl,
+    paymentUrl: pendingUrl,
+    reused,
+    ...(order.idempotencyWarning ? { idempotencyWarning: IDEMPOTENCY_WARNING } : {}),
+  };
+}
+
+async function findByKey(em: EntityManager, accountId: string, key: string): Promise<Order | null> {
+  return em.findOne(OrderSchema, { accountId, externalTopupId: key, kind: 'topup' });
+}
+
+function assertSameTopup(order: Order, input: { amount: string; currency: string }): void {
+  if (fromDb(order.amount) !== parseDecimal(input.amount) || order.currency !== input.currency) {
+    throw new ApiError('idempotency_conflict', 'This top-up id was used with a different amount or currency; use a new id', {
+      amount: toDecimal(fromDb(order.amount)),
+      currency: order.currency,
+    });
+  }
+}
+
+async function unpaidTopups(em: EntityManager, accountId: string): Promise<number> {
+  const [row] = await em.execute<{ n: string }[]>(
+    `select count(*) as n from orders where account_id = ? and kind = 'topup' and status = 'pending'`,
+    [accountId],
+  );
+  return Number(row.n);
+}
+
+const tooManyPending = (max: number) =>
+  new ApiError('too_many_pending_topups', `${max} unpaid top-ups already exist; pay or let one expire first`);
+
+/**
+ * The top-up workflow's checkout step: open the hosted checkout first (a provider failure leaves
+ * no order behind), then store the pending top-up, with the account locked so the unpaid limit
+ * and the idempotency key hold under concurrency.
+ */
+export async function openTopup(
+  em: EntityManager,
+  provider: PaymentProvider,
+  req: OpenTopupRequest & { accountId: string },
+  opts: { maxPending: number; paymentWindowSeconds: number; callbackUrl: string },
+): Promise<TopupCreateResponse> {
+  if (req.externalTopupId) {
+    const existing = await findByKey(em, req.accountId, req.externalTopupId);
+    if (existing) {
+      assertSameTopup(existing, req);
+      return topupResponse(existing, true);
+    }
+  }
+  if ((await unpaidTopups(em, req.accountId)) >= opts.maxPending) throw tooManyPending(opts.maxPending);
+  const checkout = await provider.createCheckout({
+    reference: req.orderId,
+    amount: req.amount,
+    currency: req.currency,
+    description: `Balance top-up of ${req.amount} ${req.currency}`,
+    callbackUrl: opts.callbackUrl,
+  });
+  return em.transactional(async (tx) => {
+    await lockAccount(tx, req.accountId);
+    if (req.externalTopupId) {
+      const existing = await findByKey(tx, req.accountId, req.externalTopupId);
+      if (existing) {
+        assertSameTopup(existing, req);
+        return topupResponse(existing, true);
+      }
+    }
+    if ((await unpaidTopups(tx, req.accountId)) >= opts.maxPending) throw tooManyPending(opts.maxPending);
+    const order = tx.create(OrderSchema, {
+      id: req.orderId,
+      accountId: req.accountId,
+      kind: 'topup',
+      channel: 'topup',
+      source: req.source,
+      externalTopupId: req.externalTopupId,
+      qty: 1,
+      unitPrice: req.amount,
+      amount: req.amount,
+      currency: req.currency,
+      payment: 'intent',
+      status: 'pending',
+      checkoutId: checkout.checkoutId,
+      checkoutUrl: checkout.checkoutUrl,
+      idempotencyWarning: !req.externalTopupId,
+      expiresAt: new Date(Date.now() + opts.paymentWindowSeconds * 1000),
+    });
+    await tx.flush();
+    return topupResponse(order, false);
+  });
+}
+
+/**
+ * POST /topup and MCP create_topup: the hourly quota (replays count), the replay fast path, then
+ * the top-up workflow through update-with-start.
+ */
+export async function submitTopup(
+  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; timing: PaymentTiming },
+  input: TopupInput,
+): Promise<TopupCreateResponse> {
+  if (parseDecimal(input.amount) <= 0) throw new ApiError('invalid_input', 'amount must be greater than 0');
+  const quota = await hitRateLimit(deps.em, `topup:${input.accountId}`, deps.limits.perHour, 3600);
+  if (!quota.allowed) {
+    throw new ApiError('rate_limited', `At most ${deps.limits.perHour} top-up requests per hour`, undefined, { 'Retry-After': String(quota.retryAfter) });
+  }
+  if (input.externalTopupId) {
+    const existing = await findByKey(deps.em, input.accountId, input.externalTopupId);
+    if (existing) {
+      assertSameTopup(existing, input);
+      return topupResponse(existing, true);
+    }
+  }
+  if ((await unpaidTopups(deps.em, input.accountId)) >= deps.limits.maxPending) throw tooManyPending(deps.limits.maxPending);
+
+  const orderId = newId('ord');
+  const key = input.externalTopupId ?? orderId;
+  const request: OpenTopupRequest = { orderId, externalTopupId: input.externalTopupId, amount: input.amount, currency: input.currency, source: input.source };
+  for (let attempt = 1; ; attempt++) {
+    const startWorkflowOperation = new WithStartWorkflowOperation('topupWorkflow', {
+      workflowId: topupWorkflowId(input.accountId, key),
+      taskQueue: deps.temporal.taskQueue,
+      args: [{ accountId: input.accountId, key, timing: deps.timing }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: [
+        { key: AccountIdKey, value: input.accountId },
+        { key: ExternalOrderIdKey, value: key },
+      ],
+    });
+    try {
+      return await deps.temporal.client.workflow.executeUpdateWithStart(openTopupUpdate, { args: [request], startWorkflowOperation });
+    } catch (err) {
+      const apiError = apiErrorFromTemporal(err);
+      if (apiError) throw apiError;
+      if (err instanceof WorkflowUpdateFailedError || attempt >= 3) throw err;
+    }
+  }
+}
