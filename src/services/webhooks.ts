@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Config } from '../config';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
@@ -72,9 +71,9 @@ export async function insertDelivery(em: EntityManager, eventId: string, account
 }
 
 /**
- * Starts the delivery workflow. `ensure` is harmless to repeat (a running workflow is kept, a
- * finished one is not started again); `retry` signals a running one to attempt now or starts a
- * new run of a finished one.
+ * Starts the delivery workflow, harmless to repeat: a running workflow is kept (`ensure`) or told
+ * to attempt now (`retry`), and a closed one gets a new run, which is what a delivery row still
+ * pending needs (the previous run failed, or a retry's signal never arrived).
  */
 export async function startDeliveryWorkflow(
   temporal: TemporalHandle,
@@ -85,24 +84,15 @@ export async function startDeliveryWorkflow(
   const options = {
     workflowId: deliveryWorkflowId(delivery.id),
     taskQueue: temporal.taskQueue,
-    args: [deliveryWorkflowInput(config, delivery.id)] as const,
+    args: [deliveryWorkflowInput(config, delivery.id)],
     workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
     typedSearchAttributes: [{ key: AccountIdKey, value: delivery.accountId }],
   };
   if (mode === 'retry') {
-    await temporal.client.workflow.signalWithStart('webhookDeliveryWorkflow', {
-      ...options,
-      args: [...options.args],
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      signal: retryNowSignal,
-      signalArgs: [],
-    });
-    return;
-  }
-  try {
-    await temporal.client.workflow.start('webhookDeliveryWorkflow', { ...options, args: [...options.args], workflowIdReusePolicy: 'REJECT_DUPLICATE' });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    await temporal.client.workflow.signalWithStart('webhookDeliveryWorkflow', { ...options, signal: retryNowSignal, signalArgs: [] });
+  } else {
+    await temporal.client.workflow.start('webhookDeliveryWorkflow', options);
   }
 }
 

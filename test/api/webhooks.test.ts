@@ -320,3 +320,14 @@ describe('GET /webhook/deliveries (spec 4.5, limits of part 8)', () => {
     expect((await api.get('/webhook/deliveries?cursor=forged.cursor')).body.error).toBe('invalid_cursor');
   });
 });
+
+test('the webhook routes are in the OpenAPI document from the same schemas that parse them', async () => {
+  const doc = (await call(`${h.apiUrl}/openapi.json`)).body;
+  expect(Object.keys(doc.paths)).toEqual(
+    expect.arrayContaining(['/webhook', '/webhook/test', '/webhook/deliveries', '/webhook/deliveries/{id}/retry'].map((p) => `/wholesale/v1${p}`)),
+  );
+  expect(doc.paths['/wholesale/v1/webhook'].put.responses['200'].content['application/json'].schema).toBeDefined();
+  expect(doc.components.schemas.WebhookDelivery.required).toEqual(
+    expect.arrayContaining(['id', 'eventId', 'event', 'status', 'attempts', 'lastStatusCode', 'lastError', 'nextAttemptAt', 'createdAt', 'updatedAt']),
+  );
+});
