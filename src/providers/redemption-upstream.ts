@@ -53,6 +53,9 @@ interface Ticket {
   polls: number;
 }
 
+const MAX_KEPT = 500;
+const MAX_TICKETS = 10_000;
+
 const DEFAULT_SCRIPT: SandboxScript = {
   outcome: 'fulfilled',
   polls: 0,
@@ -114,6 +117,9 @@ export class SandboxRedemptionUpstream implements RedemptionUpstream {
       const script = { ...DEFAULT_SCRIPT, ...this.scripts.get(submission.productId), ...queued };
       this.tickets.set(ref, { submission, script, polls: 0 });
       this.submissions.push(submission);
+      // A long-running demo keeps a bounded history (Maps iterate oldest first).
+      if (this.submissions.length > MAX_KEPT) this.submissions.splice(0, this.submissions.length - MAX_KEPT);
+      if (this.tickets.size > MAX_TICKETS) this.tickets.delete(this.tickets.keys().next().value!);
     }
     return { ref };
   }

@@ -135,6 +135,34 @@ describe('the public redemption site', () => {
     expect([again.status, again.headers.get('location')]).toEqual([303, location]);
   });
 
+  test('a failed redemption: the status page offers a retry, which waits while the supplier holds resources, then shows the form again', async () => {
+    const { api } = await reseller(h);
+    const { code } = await buyCode(api, TEAM);
+    sandbox.enqueue(TEAM, { outcome: 'failed', holdPolls: 1_000_000 });
+    const v = visitor();
+    const location = (await v.post('/redeem/submit', { code, rf_account_id: ORG, rf_email: 'jane@example.com' })).headers.get('location')!;
+    const id = location.split('/').pop()!;
+    await eventually(async () => (await api.get(`/redemptions/${id}`)).body.status === 'failed');
+    const failedPage = await v.get(location);
+    expect(failedPage.text).toContain('could not apply the code');
+    expect(failedPage.text).toContain('Try again');
+
+    const held = await v.post('/redeem', { code });
+    expect(held.status).toBe(409);
+    expect(held.text).toContain('still being released');
+
+    sandbox.releaseHeldResources();
+    await eventually(async () => {
+      const [row] = await h.services.orm.em.fork().execute<{ holds_resources: boolean }[]>(
+        'select holds_resources from redemption_attempts where redemption_id = ?', [id]);
+      return row.holds_resources === false;
+    });
+    const retry = await visitor().post('/redeem', { code });
+    expect(retry.status).toBe(200);
+    expect(retry.text).toContain('The previous attempt failed');
+    expect(retry.text).toContain('name="rf_email"');
+  });
+
   test('503 session_validation_unavailable is explained and the code stays unused', async () => {
     const { api } = await reseller(h);
     const { code } = await buyCode(api, 'prod_chatgpt_plus_1m');
