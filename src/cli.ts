@@ -12,7 +12,8 @@ import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance, importStock } from './services/admin';
 import { groupPicker } from './services/catalog';
 import { ApiError } from './domain/errors';
-import { ProductPriceSchema, ProductSchema } from './db/entities';
+import { OrderSchema, ProductPriceSchema, ProductSchema } from './db/entities';
+import { payCheckout } from './providers/sandbox-payments';
 import { fromDb, toDecimal } from './domain/money';
 import { decideRedemption, settledRedemption } from './services/redemptions';
 import { connectTemporal } from './temporal/client';
@@ -25,6 +26,7 @@ const USAGE = `usage: wholesale <command>
   products list                                       the catalog with Lv1..Lv5 prices
   products group GROUP_ID [--level N]                 gift-card value picker: in-stock, available rows by denomination
   catalog seed                                        insert the demo catalog (existing products are kept)
+  sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
   support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
                                                       waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)`;
 
@@ -68,6 +70,18 @@ const commands: Record<string, Command> = {
   'catalog seed': async ({ orm }) => {
     await seedCatalog(orm.em.fork());
     return { ok: true };
+  },
+  'sandbox pay': async ({ orm, config, positionals }) => {
+    const orderId = positionals[2];
+    if (!orderId) throw new ApiError('invalid_input', 'usage: sandbox pay ORDER_ID');
+    const em = orm.em.fork();
+    const order = await em.findOne(OrderSchema, { id: orderId });
+    if (!order?.checkoutId) throw new ApiError('not_found', `Order ${orderId} has no hosted checkout`);
+    // As the payer would: the sandbox provider records the payment and sends its signed callback.
+    const paid = await payCheckout(em, config.PAYMENT_CALLBACK_SECRET, order.checkoutId);
+    if (!paid) throw new ApiError('invalid_input', 'That checkout was abandoned; replay the order in intent mode for a fresh one');
+    await paid.callback; // the callback must leave before the process exits
+    return { orderId, checkout: 'paid', orderStatus: order.status };
   },
   'support redemption': async ({ orm, config, values, positionals }) => {
     const [action, redemptionId] = positionals.slice(2);

@@ -53,6 +53,15 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_INSECURE_URLS: bool(false),
   LEVEL_THRESHOLDS: levelThresholds,
 
+  // Hosted checkout: the built-in sandbox provider is served by this service under /sandbox-pay.
+  PAYMENT_PROVIDER_URL: z.string().url().optional(),
+  PAYMENT_PROVIDER_TIMEOUT_MS: int(10000, 1),
+  PAYMENT_CALLBACK_SECRET: z.string().min(8).default('sandbox-callback-secret'),
+  SANDBOX_PAYMENT_FAULT: z.enum(['none', 'error', 'timeout']).default('none'),
+  SANDBOX_CALLBACK_DELAY_MS: int(0, 0),
+  // After expiry the workflow keeps asking the provider for a late payment this long, this often.
+  LATE_PAYMENT_WATCH_SECONDS: int(86400, 0),
+  LATE_PAYMENT_POLL_SECONDS: int(300, 1),
   RATE_LIMIT_PER_MINUTE: int(300, 1),
   REDEMPTION_RATE_LIMIT_PER_MINUTE: int(60, 1),
   // The public redemption site has no key: form posts are limited per client IP.
@@ -62,7 +71,7 @@ export const configSchema = z.object({
   STOCK_DISPLAY_CAP: int(100, 1),
 });
 
-export type Config = z.infer<typeof configSchema> & { publicBaseUrl: string };
+export type Config = z.infer<typeof configSchema> & { publicBaseUrl: string; paymentProviderUrl: string };
 
 export class ConfigError extends Error {}
 
@@ -76,5 +85,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
-  return { ...c, publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '') };
+  const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
+  return { ...c, publicBaseUrl, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
+}
+
+/** Payment durations handed to the order and top-up workflows (they cannot read the environment). */
+export function paymentTiming(c: Config): { syncSeconds: number; lateWatchSeconds: number; latePollSeconds: number } {
+  return { syncSeconds: c.PAYMENT_SYNC_SECONDS, lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS, latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS };
 }

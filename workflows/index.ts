@@ -1,4 +1,5 @@
 // Every workflow the worker runs; the bundler starts here.
 export { orderWorkflow } from './order';
+export { topupWorkflow } from './topup';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { redemptionWorkflow } from './redemption';

@@ -4,6 +4,9 @@ import { accessLog, bearerAuth, errorHandler, notFound, rateLimit, requestId } f
 import { createRegistry, openApiDocument } from './openapi';
 import { catalogRoutes } from './routers/catalog';
 import { orderRoutes } from './routers/orders';
+import { topupRoutes } from './routers/topups';
+import { paymentCallbackRoutes } from './routers/payment-callbacks';
+import { createPaymentProvider, sandboxPaymentRoutes } from '../providers/sandbox-payments';
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
@@ -28,6 +31,7 @@ export function createApp(ctx: AppContext): Express {
   api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
   catalogRoutes(api, registry, API_PREFIX, ctx);
   orderRoutes(api, registry, API_PREFIX, ctx);
+  topupRoutes(api, registry, API_PREFIX, ctx);
   redemptionRoutes(api, registry, API_PREFIX, ctx);
   webhookRoutes(api, registry, API_PREFIX, ctx);
   api.use(notFound);
@@ -39,6 +43,11 @@ export function createApp(ctx: AppContext): Express {
   app.use(API_PREFIX, api);
   // The public redemption site behind redeemUrl: no bearer key, its own per-IP limit.
   app.use('/redeem', redeemSite(ctx));
+  // The built-in sandbox payment provider (its API and hosted checkout) and our callback endpoint.
+  const sandbox = sandboxPaymentRoutes(ctx);
+  app.use('/sandbox-pay', sandbox.api);
+  app.use('/checkout', sandbox.pages);
+  app.use('/payments', paymentCallbackRoutes(ctx, createPaymentProvider(ctx.config)));
   app.use(notFound);
   app.use(errorHandler(ctx));
   return app;

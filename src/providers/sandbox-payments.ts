@@ -59,14 +59,16 @@ async function findCheckout(em: EntityManager, id: string): Promise<CheckoutRow 
   return rows[0];
 }
 
-/** The payer pays: the provider records it and notifies the merchant with a signed callback. */
-export async function payCheckout(em: EntityManager, secret: string, checkoutId: string): Promise<CheckoutRow | undefined> {
+/**
+ * The payer pays: the provider records it and notifies the merchant with a signed callback.
+ * `callback` settles once the callback was delivered or given up.
+ */
+export async function payCheckout(em: EntityManager, secret: string, checkoutId: string): Promise<(CheckoutRow & { callback: Promise<void> }) | undefined> {
   const rows = await em.execute<CheckoutRow[]>(
     `update sandbox_checkouts set status = 'paid', paid_at = coalesce(paid_at, now()) where id = ? and status <> 'abandoned' returning *`,
     [checkoutId],
   );
-  if (rows[0]) notify(secret, rows[0], 'paid');
-  return rows[0];
+  return rows[0] ? { ...rows[0], callback: notify(secret, rows[0], 'paid') } : undefined;
 }
 
 export async function abandonCheckout(em: EntityManager, secret: string, checkoutId: string): Promise<CheckoutRow | undefined> {
@@ -74,29 +76,31 @@ export async function abandonCheckout(em: EntityManager, secret: string, checkou
     `update sandbox_checkouts set status = 'abandoned' where id = ? and status = 'pending' returning *`,
     [checkoutId],
   );
-  if (rows[0]) notify(secret, rows[0], 'abandoned');
+  if (rows[0]) void notify(secret, rows[0], 'abandoned');
   return rows[0];
 }
 
-/** Sends the callback (with the configured delay), retrying a few times like a real provider. */
-function notify(secret: string, row: CheckoutRow, status: 'paid' | 'abandoned'): void {
-  if (sandboxControl.suppressCallback) return;
+/** Sends the callback (after the configured delay), retrying a few times like a real provider. */
+function notify(secret: string, row: CheckoutRow, status: 'paid' | 'abandoned'): Promise<void> {
+  if (sandboxControl.suppressCallback) return Promise.resolve();
   const body = JSON.stringify({ checkoutId: row.id, reference: row.reference, status });
-  const send = async (attempt: number): Promise<void> => {
-    try {
-      const res = await fetch(row.callback_url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: sign(secret, body) },
-        body,
-        signal: AbortSignal.timeout(5000),
-      });
-      if (res.ok || attempt >= 3) return;
-    } catch {
-      if (attempt >= 3) return;
+  const send = async (): Promise<void> => {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      try {
+        const res = await fetch(row.callback_url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: sign(secret, body) },
+          body,
+          signal: AbortSignal.timeout(5000),
+        });
+        if (res.ok) return;
+      } catch {
+        // retried below
+      }
+      await new Promise((r) => setTimeout(r, 500 * attempt));
     }
-    setTimeout(() => void send(attempt + 1), 500 * attempt);
   };
-  setTimeout(() => void send(1), sandboxControl.callbackDelayMs);
+  return new Promise((resolve) => setTimeout(() => void send().finally(resolve), sandboxControl.callbackDelayMs));
 }
 
 async function applyFault(call: 'create' | 'status', timeoutMs: number, res: express.Response): Promise<boolean> {

@@ -2,13 +2,14 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } fro
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { createOrderActivities } from '../../activities/orders';
+import { createPaymentActivities } from '../../activities/payments';
 import { createRedemptionActivities } from '../../activities/redemptions';
 import { createWebhookActivities } from '../../activities/webhooks';
 
 export const workflowsPath = require.resolve('../../workflows');
 
 export function createActivities(deps: { orm: Orm; config: Config }) {
-  return { ...createOrderActivities(deps), ...createRedemptionActivities(deps), ...createWebhookActivities(deps) };
+  return { ...createOrderActivities(deps), ...createPaymentActivities(deps), ...createRedemptionActivities(deps), ...createWebhookActivities(deps) };
 }
 
 export async function bundleWorkflows(): Promise<WorkflowBundle> {

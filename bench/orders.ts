@@ -1,0 +1,122 @@
+// bench/orders: N balance orders at concurrency C through the running stack (HTTP → Temporal
+// update-with-start → activity → Postgres), next to N bare Postgres debit transactions and N empty
+// Temporal update-with-start round trips measured in this same process, so each layer's overhead
+// is a ratio from one run. Usage (with `npm start` running):
+//   npm run bench:orders -- [N=500] [C=16]
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { loadConfig } from '../src/config';
+import { initOrm } from '../src/db/orm';
+import { createAccount } from '../src/services/accounts';
+import { adjustBalance } from '../src/services/admin';
+import { applyBalanceChange, lockAccount } from '../src/services/ledger';
+import { benchUpdate } from './workflows';
+
+const N = Number(process.argv[2] ?? 500);
+const C = Number(process.argv[3] ?? 16);
+
+interface Result {
+  name: string;
+  seconds: number;
+  latencies: number[];
+  failures: number;
+}
+
+async function runPool(name: string, n: number, c: number, task: (i: number) => Promise<boolean>): Promise<Result> {
+  const latencies: number[] = [];
+  let failures = 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (next < n) {
+        const i = next++;
+        const t0 = performance.now();
+        const ok = await task(i).catch(() => false);
+        latencies.push(performance.now() - t0);
+        if (!ok) failures++;
+      }
+    }),
+  );
+  return { name, seconds: (performance.now() - started) / 1000, latencies, failures };
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+function report(results: Result[]) {
+  const base = results[results.length - 1];
+  console.log(`\nbench/orders  N=${N}  C=${C}  (${new Date().toISOString()})\n`);
+  console.log('layer                                   orders/s    p50 ms    p99 ms   failures   p50 vs Postgres');
+  for (const r of results) {
+    const s = [...r.latencies].sort((a, b) => a - b);
+    const baseP50 = pct([...base.latencies].sort((a, b) => a - b), 50);
+    console.log(
+      `${r.name.padEnd(38)} ${(N / r.seconds).toFixed(1).padStart(9)} ${pct(s, 50).toFixed(1).padStart(9)} ${pct(s, 99).toFixed(1).padStart(9)} ${String(r.failures).padStart(10)} ${(pct(s, 50) / baseP50).toFixed(1).padStart(12)}x`,
+    );
+  }
+}
+
+async function main() {
+  const config = loadConfig();
+  const databaseUrl = config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
+  const temporalAddress = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
+  const apiUrl = process.env.BENCH_API_URL ?? `${config.publicBaseUrl}/wholesale/v1`;
+  const orm = await initOrm(databaseUrl);
+  const em = orm.em.fork();
+  const funding = (N * 0.02 + 1).toFixed(2);
+  const [httpAcct, pgAcct] = [await createAccount(em, 'bench-http'), await createAccount(em, 'bench-pg')];
+  for (const a of [httpAcct, pgAcct]) {
+    await adjustBalance(em, { accountId: a.accountId, amount: funding, note: 'bench funding', levelThresholds: config.LEVEL_THRESHOLDS });
+  }
+
+  // 1. The whole stack, over HTTP.
+  const runId = randomUUID().slice(0, 8);
+  const http = await runPool('HTTP order (API+Temporal+Postgres)', N, C, async (i) => {
+    const res = await fetch(`${apiUrl}/orders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${httpAcct.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ externalOrderId: `bench-${runId}-${i}`, productId: 'prod_api_order_test', qty: 1 }),
+    });
+    return res.status === 200;
+  });
+
+  // 2. Empty Temporal update-with-start round trips, on a worker in this process.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const taskQueue = `bench-${runId}`;
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  const worker = await Worker.create({
+    connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+  });
+  const connection = await Connection.connect({ address: temporalAddress });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  let temporal!: Result;
+  await worker.runUntil(async () => {
+    temporal = await runPool('empty Temporal update-with-start', N, C, async (i) => {
+      const op = new WithStartWorkflowOperation('benchWorkflow', {
+        workflowId: `bench:${runId}:${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+    });
+  });
+
+  // 3. Bare Postgres debit transactions: lock the account, ledger row, balance update.
+  const pg = await runPool('bare Postgres debit transaction', N, C, async (i) => {
+    await orm.em.fork().transactional(async (tx) => {
+      const account = await lockAccount(tx, pgAcct.accountId);
+      await applyBalanceChange(tx, account, { type: 'purchase', amount: -1, spending: 1, idempotencyKey: `bench:${runId}:${i}` }, config.LEVEL_THRESHOLDS);
+    });
+    return true;
+  });
+
+  report([http, temporal, pg]);
+  await connection.close();
+  await nativeConnection.close();
+  await orm.close();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
