@@ -8,7 +8,7 @@ import {
   recordUpstreamRef,
   releaseAttemptResources,
   upstreamSubmission,
-} from '../src/services/redemptions';
+} from '../src/services/redemption-attempts';
 import type { AttemptOutcome, AttemptRef } from '../src/temporal/redemptions';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */
