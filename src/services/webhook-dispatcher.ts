@@ -83,10 +83,19 @@ export class WebhookDispatcher {
       await Promise.all(created.map((d) => this.ensureRunning(d)));
       if (decided < BATCH || this.stopped) break;
     }
-    if (Date.now() - this.lastOverdueCheck >= (this.deps.overdueCheckMs ?? 15_000)) {
-      this.lastOverdueCheck = Date.now();
-      await Promise.all((await this.overdue()).map((d) => this.ensureRunning(d)));
-    }
+    if (Date.now() - this.lastOverdueCheck >= (this.deps.overdueCheckMs ?? 15_000)) await this.restartOverdue();
+  }
+
+  /**
+   * (Re)starts the workflow of every pending delivery well past its scheduled attempt: its start
+   * was lost (a crash after the commit, Temporal unreachable) or its run closed without settling
+   * it. Running workflows are left as they are. Returns how many were looked at.
+   */
+  async restartOverdue(): Promise<number> {
+    this.lastOverdueCheck = Date.now();
+    const overdue = await this.overdue();
+    await Promise.all(overdue.map((d) => this.ensureRunning(d)));
+    return overdue.length;
   }
 
   /** Decides the delivery of up to one batch of undispatched events, in one transaction. */

@@ -274,6 +274,23 @@ describe('the events outbox (spec part 6: persisted first, then delivered)', () 
     expect(list.filter((d: any) => d.eventId === 'evt_swept_1')).toHaveLength(1);
   });
 
+  test('a pending delivery whose workflow was never started (lost start) is restarted by the sweep and delivered', async () => {
+    const r = await receiver();
+    const { api, accountId } = await subscriber(r);
+    const em = h.services.orm.em.fork();
+    await em.execute(
+      `insert into events (id, account_id, type, payload, dispatched_at) values ('evt_lost_1', ?, 'webhook.test', '{"message":"lost"}', now())`,
+      [accountId]);
+    await em.execute(
+      `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at)
+       values ('whd_lost_1', 'evt_lost_1', ?, 'pending', now() - interval '5 minutes')`, [accountId]);
+
+    expect(await h.services.dispatcher!.restartOverdue()).toBeGreaterThanOrEqual(1);
+    const [got] = await r.waitFor(1, forEvent('evt_lost_1'));
+    expect(got.headers['x-wholesale-delivery-id']).toBe('whd_lost_1.1');
+    expect(await deliveryReaches(api, 'whd_lost_1', 'succeeded')).toMatchObject({ attempts: 1, lastStatusCode: 200 });
+  });
+
   test('events of an account with no webhook are not delivered', async () => {
     const acct = await h.account('1.00');
     const api = client(h.apiUrl, acct.apiKey);
