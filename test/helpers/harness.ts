@@ -53,7 +53,7 @@ export interface Harness {
  * The real service for one test file: its own database (migrated and seeded), the API on a
  * loopback port and a worker on its own task queue of the shared Temporal dev server.
  */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, opts: { worker?: boolean } = {}): Promise<Harness> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
@@ -68,7 +68,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     LOG_LEVEL: 'silent',
     ...env,
   });
-  bundle ??= bundleWorkflows();
+  if (opts.worker !== false) bundle ??= bundleWorkflows();
   const services = await startServices({
     config,
     databaseUrl,
@@ -76,8 +76,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     registerSearchAttributes: true,
     logger: createLogger(config.LOG_LEVEL),
     api: true,
-    worker: true,
-    workflowBundle: await bundle,
+    worker: opts.worker ?? true,
+    workflowBundle: opts.worker === false ? undefined : await bundle,
   });
   await seedCatalog(services.orm.em.fork());
   const baseUrl = `http://127.0.0.1:${port}`;
