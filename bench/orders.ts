@@ -8,12 +8,12 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
-import { createAccount } from '../src/services/accounts';
+import { createAccount, createApiKey } from '../src/services/accounts';
 import { adjustBalance } from '../src/services/admin';
 import { applyBalanceChange, lockAccount } from '../src/services/ledger';
 import { benchUpdate } from './workflows';
 
-const N = Number(process.argv[2] ?? 500);
+const N = Number(process.argv[2] ?? 300);
 const C = Number(process.argv[3] ?? 16);
 
 interface Result {
@@ -70,12 +70,16 @@ async function main() {
     await adjustBalance(em, { accountId: a.accountId, amount: funding, note: 'bench funding', levelThresholds: config.LEVEL_THRESHOLDS });
   }
 
+  // One key per concurrent client of the same account: the 300/min limit is per key.
+  const keys = [httpAcct.apiKey];
+  while (keys.length < C) keys.push(await createApiKey(em, httpAcct.accountId));
+
   // 1. The whole stack, over HTTP.
   const runId = randomUUID().slice(0, 8);
   const http = await runPool('HTTP order (API+Temporal+Postgres)', N, C, async (i) => {
     const res = await fetch(`${apiUrl}/orders`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${httpAcct.apiKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
       body: JSON.stringify({ externalOrderId: `bench-${runId}-${i}`, productId: 'prod_api_order_test', qty: 1 }),
     });
     return res.status === 200;
