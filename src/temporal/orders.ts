@@ -2,7 +2,7 @@
 // (no Node modules), imported by workflows, activities and HTTP handlers alike.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { OrderCreateResponse, PaymentMode } from '../services/orders';
-import type { PaymentTiming } from './payments';
+import type { PaymentTiming, PaymentWorkflowState } from './payments';
 
 export const orderWorkflowId = (accountId: string, externalOrderId: string) => `order:${accountId}:${externalOrderId}`;
 
@@ -27,6 +27,8 @@ export interface OrderWorkflowState {
   fulfillmentStatus: string | null;
   placementAttempts: number;
   lastError: string | null;
+  /** Intent orders: the payment loop's view (syncs made, last provider error). */
+  payment?: PaymentWorkflowState;
 }
 
 export const placeOrderUpdate = defineUpdate<OrderCreateResponse, [PlaceOrderRequest]>('placeOrder');

@@ -141,11 +141,11 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     const handle = long.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'i-sync'));
     const started = Date.now();
     const state = await eventually(async () => {
-      const s = (await handle.query(orderStateQuery)) as any;
-      return s.payment.syncs >= 2 ? s : undefined;
+      const s = await handle.query(orderStateQuery);
+      return (s.payment?.syncs ?? 0) >= 2 ? s : undefined;
     });
     const elapsedSeconds = (Date.now() - started) / 1000;
-    expect(state.payment.syncs).toBeLessThanOrEqual(Math.ceil(elapsedSeconds / Number(PAYMENT_ENV.PAYMENT_SYNC_SECONDS)) + 1);
+    expect(state.payment!.syncs).toBeLessThanOrEqual(Math.ceil(elapsedSeconds / Number(PAYMENT_ENV.PAYMENT_SYNC_SECONDS)) + 1);
   });
 });
 
