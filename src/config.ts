@@ -69,6 +69,14 @@ export const configSchema = z.object({
   TOPUP_RATE_LIMIT_PER_HOUR: int(20, 1),
   MAX_PENDING_TOPUPS: int(5, 1),
   STOCK_DISPLAY_CAP: int(100, 1),
+  // Direct-code procurement (spec 3.2): rounds with backoff (base doubling after a round that obtained
+  // nothing, capped), then needs_attention after PROCUREMENT_MAX_ROUNDS rounds or PROCUREMENT_DEADLINE_SECONDS.
+  PROCUREMENT_RETRY_BASE_SECONDS: int(30, 0),
+  PROCUREMENT_RETRY_CAP_SECONDS: int(900, 1),
+  PROCUREMENT_MAX_ROUNDS: int(12, 1),
+  PROCUREMENT_DEADLINE_SECONDS: int(7200, 1),
+  // The built-in sandbox supplier's script, JSON by product id or "*" (see src/providers/sandbox-supplier.ts).
+  SANDBOX_SUPPLIER_SCRIPT: z.string().optional(),
 });
 
 export type Config = z.infer<typeof configSchema> & { publicBaseUrl: string; paymentProviderUrl: string };
