@@ -81,3 +81,10 @@ export async function addSpending(em: EntityManager, account: LockedAccount, amo
   account.cumulativeSpending = spending;
   account.level = level;
 }
+
+/** The balance of spec 2.6, read by GET /balance and the MCP get_balance tool. */
+export async function getBalance(em: EntityManager, accountId: string): Promise<{ balance: string; currency: 'USDT' }> {
+  const rows = await em.execute<{ balance: string }[]>('select balance from accounts where id = ?', [accountId]);
+  if (rows.length === 0) throw new ApiError('not_found', 'Account not found');
+  return { balance: toDecimal(fromDb(rows[0].balance)), currency: 'USDT' };
+}

@@ -5,7 +5,7 @@ import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { addRoute } from '../route';
 import { Availability, Balance, Product, Qty } from '../schemas';
-import { toDecimal, fromDb } from '../../domain/money';
+import { getBalance } from '../../services/ledger';
 
 const ProductParams = z.object({ id: z.string().min(1).max(128) });
 
@@ -30,9 +30,5 @@ export function catalogRoutes(router: Router, registry: OpenAPIRegistry, mount: 
   addRoute(router, registry, mount, {
     method: 'get', path: '/balance', summary: 'Prepaid balance',
     response: Balance,
-  }, async ({ principal }) => {
-    const em = ctx.orm.em.fork();
-    const rows = await em.execute<{ balance: string }[]>('select balance from accounts where id = ?', [principal.account.id]);
-    return { balance: toDecimal(fromDb(rows[0].balance)), currency: 'USDT' };
-  });
+  }, async ({ principal }) => getBalance(ctx.orm.em.fork(), principal.account.id));
 }
