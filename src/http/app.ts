@@ -10,6 +10,7 @@ import { createPaymentProvider, sandboxPaymentRoutes } from '../providers/sandbo
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
+import { mcpRoutes } from '../mcp/route';
 
 export const API_PREFIX = '/wholesale/v1';
 
@@ -48,6 +49,8 @@ export function createApp(ctx: AppContext): Express {
   app.use('/sandbox-pay', sandbox.api);
   app.use('/checkout', sandbox.pages);
   app.use('/payments', paymentCallbackRoutes(ctx, createPaymentProvider(ctx.config)));
+  // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
+  app.use('/mcp', mcpRoutes(ctx));
   app.use(notFound);
   app.use(errorHandler(ctx));
   return app;
