@@ -236,7 +236,11 @@ const INSTRUCTIONS = [
   'Server-side redemption of codes is available through REST only.',
 ].join('\n');
 
-/** The spec 2.11 error body as a tool error; Retry-After becomes `details.retryAfter` (seconds), as MCP has no headers. */
+/**
+ * The spec 2.11 error body as a tool error; Retry-After becomes `details.retryAfter` (seconds), as
+ * MCP has no headers. It travels as text only: the SDK client checks any structuredContent against
+ * the tool's output schema, even on an error.
+ */
 function errorResult(err: ApiError, requestId: string): CallToolResult {
   const retryAfter = err.headers?.['Retry-After'];
   const details = retryAfter ? { ...err.details, retryAfter: Number(retryAfter) } : err.details;
