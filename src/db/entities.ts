@@ -1,4 +1,5 @@
 import { EntitySchema, type Opt } from '@mikro-orm/core';
+import type { RedeemFieldDef } from '../domain/redeem-info';
 
 // Amounts are numeric(18,2) in Postgres and hydrate as strings; src/domain/money converts them.
 const money = { type: 'decimal', precision: 18, scale: 2 } as const;
@@ -46,14 +47,8 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
   },
 });
 
-export interface RedeemField {
-  key: string;
-  label: string;
-  type: 'text' | 'email' | 'password' | 'select' | 'textarea';
-  required: boolean;
-  options?: string[];
-  placeholder?: string;
-}
+/** A product's redeem field (spec 2.3), as the shared redeemInfo validation defines it. */
+export type RedeemField = RedeemFieldDef;
 
 export interface Product {
   id: string;

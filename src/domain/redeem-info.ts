@@ -4,7 +4,7 @@ import { ApiError } from './errors';
 // redemption site. It runs before a code is touched, so a malformed submission never consumes
 // one. Field semantics are decided by key; the record keeps normalized values only.
 
-/** The shape of a product's redeem field (spec 2.3); structurally the entity's RedeemField. */
+/** The shape of a product's redeem field (spec 2.3). */
 export interface RedeemFieldDef {
   key: string;
   label: string;

@@ -31,28 +31,16 @@ export async function orderDetail(em: EntityManager, accountId: string, id: stri
   if (!order) throw new ApiError('not_found', `Order ${id} not found`);
   const product = order.productId ? await em.findOne(ProductSchema, { id: order.productId }) : null;
   return {
-    id: order.id,
-    external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
-    channel: order.channel,
-    product_id: order.productId ?? null,
+    ...orderSummary(order, baseUrl),
     order_number: String(order.orderNumber),
-    qty: order.qty,
     unit_price: toDecimal(fromDb(order.unitPrice)),
-    amount: toDecimal(fromDb(order.amount)),
     currency: order.currency,
-    status: order.status,
-    deliveryType: order.deliveryType ?? null,
     created_at: unix(order.createdAt),
     paid_at: unix(order.paidAt),
     product_name: product ? product.nameEn ?? product.name : null,
-    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
     // Only the owner sees the checkout link, and only while it can still be paid (rule 10).
     paymentUrl: order.status === 'pending' ? order.checkoutUrl ?? null : null,
     codes: await deliveredCodes(em, order),
-    fulfillmentStatus: order.fulfillmentStatus ?? null,
-    fulfilledQuantity: order.fulfilledQuantity,
-    errorCode: order.errorCode ?? null,
-    resolution: order.resolution ?? null,
   };
 }
 

@@ -5,9 +5,9 @@ import { CODE_RE } from '../../src/domain/codes';
 import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox-payments';
 import { orderStateQuery, orderWorkflowId } from '../../src/temporal/orders';
 import { startHarness, type Harness } from '../helpers/harness';
-import { client, eventually } from '../helpers/http';
+import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';
-import { checkoutIdOf, PAYMENT_ENV, payThroughPage } from '../helpers/payments';
+import { checkoutIdOf, PAYMENT_ENV, payThroughPage, reseller, waitForOrderStatus } from '../helpers/payments';
 
 // Spec 4.3 payment=intent (rules 3, 4, 8, 9, 10) and 3.1, with the sandbox hosted checkout.
 let long: Harness;
@@ -23,23 +23,11 @@ afterAll(async () => {
 });
 beforeEach(() => resetSandboxControl());
 
-async function acct(h: Harness, balance = '0') {
-  const a = await h.account(balance);
-  return { ...a, api: client(h.apiUrl, a.apiKey) };
-}
-
 const intent = (externalOrderId: string, productId = 'prod_chatgpt_plus_1m', qty = 1) => ({ externalOrderId, productId, qty, payment: 'intent' });
-
-async function waitForStatus(api: ReturnType<typeof client>, orderId: string, status: string) {
-  return eventually(async () => {
-    const res = await api.get(`/orders/${orderId}`);
-    return res.body.status === status ? res.body : undefined;
-  });
-}
 
 describe('intent orders (spec 3.1, 4.3)', () => {
   test('pending with checkoutUrl and no debit; paid at the checkout, delivered with codes; spending raises the level', async () => {
-    const { api, accountId } = await acct(long, '5.00');
+    const { api, accountId } = await reseller(long, '5.00');
     const res = await api.post('/orders', intent('i-1', 'prod_chatgpt_plus_1m', 2));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -61,7 +49,7 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     expect(intentReplay.body).toMatchObject({ checkoutUrl: res.body.checkoutUrl, reused: true });
 
     await payThroughPage(res.body.checkoutUrl);
-    const delivered = await waitForStatus(api, res.body.orderId, 'delivered');
+    const delivered = await waitForOrderStatus(api, res.body.orderId, 'delivered');
     expect(delivered.codes).toHaveLength(2);
     for (const c of delivered.codes) expect(c).toMatch(CODE_RE);
     expect(delivered.paymentUrl).toBeNull();
@@ -78,26 +66,26 @@ describe('intent orders (spec 3.1, 4.3)', () => {
   });
 
   test('a direct-code intent order is paid with fulfillmentStatus processing once paid', async () => {
-    const { api } = await acct(long);
+    const { api } = await reseller(long);
     const res = await api.post('/orders', intent('i-gift', 'prod_robux_800', 1));
     expect(res.body).toMatchObject({ status: 'pending', fulfillmentStatus: 'awaiting_payment', redeemUrl: null });
     await payCheckout(long.services.orm.em.fork(), long.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
-    const paid = await waitForStatus(api, res.body.orderId, 'paid');
+    const paid = await waitForOrderStatus(api, res.body.orderId, 'paid');
     expect(paid).toMatchObject({ fulfillmentStatus: 'processing', codes: [], fulfilledQuantity: 0 });
   });
 
   test('npx wholesale sandbox pay pays as the payer would', async () => {
-    const { api } = await acct(long);
+    const { api } = await reseller(long);
     const res = await api.post('/orders', intent('i-cli'));
     const { stdout } = await promisify(execFile)(process.execPath, [join(resolve(__dirname, '..', '..'), 'bin', 'wholesale.js'), 'sandbox', 'pay', res.body.orderId], {
       env: { ...process.env, DATABASE_URL: long.databaseUrl, PAYMENT_CALLBACK_SECRET: long.config.PAYMENT_CALLBACK_SECRET },
     });
     expect(JSON.parse(stdout)).toMatchObject({ orderId: res.body.orderId, checkout: 'paid' });
-    await waitForStatus(api, res.body.orderId, 'delivered');
+    await waitForOrderStatus(api, res.body.orderId, 'delivered');
   });
 
   test('rule 4: a pending order whose checkout was abandoned gets a fresh checkoutUrl on an intent replay', async () => {
-    const { api } = await acct(long);
+    const { api } = await reseller(long);
     const res = await api.post('/orders', intent('i-repair'));
     const page = await fetch(res.body.checkoutUrl).then((r) => r.text());
     const abandon = /<form method="post" action="([^"]+\/abandon)"/.exec(page)![1];
@@ -108,14 +96,14 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     expect(repaired.body.checkoutUrl).not.toBe(res.body.checkoutUrl);
     expect((await api.get(`/orders/${res.body.orderId}`)).body.paymentUrl).toBe(repaired.body.checkoutUrl);
     await payThroughPage(repaired.body.checkoutUrl);
-    await waitForStatus(api, res.body.orderId, 'delivered');
+    await waitForOrderStatus(api, res.body.orderId, 'delivered');
   });
 
   test.each([
     ['502', 'error', 502, 'payment_provider_error'],
     ['a timeout', 'timeout', 504, 'payment_provider_timeout'],
   ] as const)('rule 8: provider %s (%s) is %d %s and leaves no order; retrying the same id works', async (_n, fault, status, code) => {
-    const { api } = await acct(long);
+    const { api } = await reseller(long);
     sandboxControl.fault = fault;
     const res = await api.post('/orders', intent(`i-${fault}`));
     expect(res.status).toBe(status);
@@ -126,7 +114,7 @@ describe('intent orders (spec 3.1, 4.3)', () => {
   });
 
   test('stock checks hold in intent mode, and a pending intent order counts as outstanding', async () => {
-    const { api } = await acct(long);
+    const { api } = await reseller(long);
     await long.services.orm.em.fork().execute(`update products set limited_remaining = 2 where id = 'prod_chatgpt_team_1m'`);
     const first = await api.post('/orders', intent('i-lim-1', 'prod_chatgpt_team_1m', 2));
     expect(first.body.status).toBe('pending');
@@ -136,7 +124,7 @@ describe('intent orders (spec 3.1, 4.3)', () => {
   });
 
   test('the workflow syncs the provider at most once per PAYMENT_SYNC_SECONDS while pending', async () => {
-    const { api, accountId } = await acct(long);
+    const { api, accountId } = await reseller(long);
     await api.post('/orders', intent('i-sync'));
     const handle = long.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'i-sync'));
     const started = Date.now();
@@ -151,20 +139,20 @@ describe('intent orders (spec 3.1, 4.3)', () => {
 
 describe('window, expiry and late payment (spec 3.1)', () => {
   test('an unpaid intent order expires after the window; a payment after expiry is reconciled and delivered anyway', async () => {
-    const { api, accountId } = await acct(short);
+    const { api, accountId } = await reseller(short);
     const res = await api.post('/orders', intent('late-1'));
-    const expired = await waitForStatus(api, res.body.orderId, 'expired');
+    const expired = await waitForOrderStatus(api, res.body.orderId, 'expired');
     expect(expired).toMatchObject({ paymentUrl: null, codes: [] });
     await payCheckout(short.services.orm.em.fork(), short.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
-    const delivered = await waitForStatus(api, res.body.orderId, 'delivered');
+    const delivered = await waitForOrderStatus(api, res.body.orderId, 'delivered');
     expect(delivered.codes).toHaveLength(1);
     expect((await expectLedgerMatchesBalance(short, accountId)).balance).toBe('0.00');
   });
 
   test('a direct-code order expires with fulfillmentStatus expired', async () => {
-    const { api } = await acct(short);
+    const { api } = await reseller(short);
     const res = await api.post('/orders', intent('late-gift', 'prod_apple_gift_card_us_25'));
-    const expired = await waitForStatus(api, res.body.orderId, 'expired');
+    const expired = await waitForOrderStatus(api, res.body.orderId, 'expired');
     expect(expired.fulfillmentStatus).toBe('expired');
   });
 });

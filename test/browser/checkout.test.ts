@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
@@ -8,18 +8,12 @@ import { PAYMENT_ENV } from '../helpers/payments';
 // Issue 4 "Done when": a payer opens the hosted checkout in a real browser (Debian's Chromium, no
 // browser download), sees the amount, currency and compliance notice, clicks pay, and the
 // reseller sees the order delivered through the API.
-const CHROMIUM = '/usr/bin/chromium';
 let h: Harness;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
   h = await startHarness({ ...PAYMENT_ENV, PAYMENT_WINDOW_SECONDS: '120' });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../helpers/browser';
 import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
 import { startHarness, type Harness } from '../helpers/harness';
 import { buyCode, eventsOf, redemptionRowsOfCode, reseller } from '../helpers/redemption';
@@ -7,19 +7,13 @@ import { buyCode, eventsOf, redemptionRowsOfCode, reseller } from '../helpers/re
 // Issue 7 "Done when": an end customer redeems a code on the public site in a real browser
 // (Debian's Chromium, no browser download), first with a field left empty, then correctly, and
 // watches the status page reach fulfilled by itself.
-const CHROMIUM = '/usr/bin/chromium';
 const TEAM = 'prod_chatgpt_team_1m';
 let h: Harness;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
   h = await startHarness({ REDEMPTION_REFRESH_SECONDS: '1' });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
 }, 120_000);
 afterAll(async () => {
   await browser?.close();

@@ -1,6 +1,6 @@
 import { sign } from '../../src/providers/sandbox-payments';
 import type { Harness } from './harness';
-import { call } from './http';
+import { call, client, eventually } from './http';
 
 /** The checkout id inside a checkout URL (…/checkout/<id>). */
 export const checkoutIdOf = (url: string) => url.split('/checkout/')[1];
@@ -29,3 +29,17 @@ export const PAYMENT_ENV = {
   LATE_PAYMENT_POLL_SECONDS: '1',
   PAYMENT_PROVIDER_TIMEOUT_MS: '700',
 };
+
+/** A reseller on `h` with a client for its key. */
+export async function reseller(h: Harness, balance = '0') {
+  const a = await h.account(balance);
+  return { ...a, api: client(h.apiUrl, a.apiKey) };
+}
+
+/** Polls GET /orders/{id} until the order reaches `status`; returns the detail. */
+export async function waitForOrderStatus(api: ReturnType<typeof client>, orderId: string, status: string) {
+  return eventually(async () => {
+    const res = await api.get(`/orders/${orderId}`);
+    return res.body.status === status ? res.body : undefined;
+  });
+}
