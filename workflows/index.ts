@@ -3,3 +3,4 @@ export { orderWorkflow } from './order';
 export { topupWorkflow } from './topup';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { redemptionWorkflow } from './redemption';
+export { procurementWorkflow } from './procurement';

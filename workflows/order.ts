@@ -10,6 +10,7 @@ import {
 import type { OrderActivities } from '../activities/orders';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { awaitPayment, type Notices } from './payment';
+import { handOffToProcurement } from './procurement-handoff';
 import type { OrderCreateResponse } from '../src/services/orders';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
@@ -84,6 +85,10 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     if (input.timing) await awaitPayment(state.orderId, input.timing, notices, payment);
     const after = await orderStatus(state.orderId);
     track(after.status, after.fulfillmentStatus);
+  }
+  // A paid direct-code order (balance, or intent once settled) is procured by its own workflow.
+  if (state.orderId && state.status === 'paid' && state.fulfillmentStatus) {
+    await handOffToProcurement({ orderId: state.orderId, accountId: input.accountId, externalOrderId: input.externalOrderId });
   }
   await condition(allHandlersFinished);
   return state;

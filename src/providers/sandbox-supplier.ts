@@ -134,11 +134,17 @@ export class SandboxSupplier implements Supplier {
     }
     const units = step === 'all' ? qty : Math.min(step, qty);
     const codes = Array.from({ length: units }, generateGiftCardCode);
-    const inserted = await em.execute<{ codes: string[] }[]>(
-      `insert into sandbox_supplier_orders (idempotency_key, product_id, requested, codes) values (?, ?, ?, ?::jsonb)
-       on conflict (idempotency_key) do nothing returning codes`,
-      [idempotencyKey, productId, qty, JSON.stringify(codes)],
-    );
+    let inserted: { codes: string[] }[];
+    try {
+      inserted = await em.execute<{ codes: string[] }[]>(
+        `insert into sandbox_supplier_orders (idempotency_key, product_id, requested, codes) values (?, ?, ?, ?::jsonb)
+         on conflict (idempotency_key) do nothing returning codes`,
+        [idempotencyKey, productId, qty, JSON.stringify(codes)],
+      );
+    } catch {
+      // The driver's error quotes the codes; a supplier that failed to record a sale sold nothing.
+      throw new SupplierTransientError('sandbox supplier: could not record the purchase');
+    }
     // A concurrent call with the same key recorded first: its purchase is the one.
     const result = inserted[0]?.codes ?? (await this.purchase(idempotencyKey)) ?? [];
     this.control.record({ productId, qty, idempotencyKey, outcome: inserted[0] ? 'supplied' : 'replayed', units: result.length });

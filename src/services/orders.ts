@@ -47,9 +47,14 @@ export function redeemUrlFor(baseUrl: string, deliveryType: string | null | unde
   return deliveryType === 'redemption' ? `${baseUrl}/redeem` : null;
 }
 
-/** Codes of an order, shown only once every item is delivered (spec 2.4). */
+/**
+ * Codes of an order, shown only once every item is delivered (spec 2.4). A direct-code order that
+ * support refunded for its undelivered units shows the codes obtained before the refund: those
+ * units were paid for and kept (see src/services/procurement.ts refundUndelivered).
+ */
 export async function deliveredCodes(em: EntityManager, order: Order): Promise<string[]> {
-  if (order.status !== 'delivered') return [];
+  const refundedRest = order.status === 'refunded' && order.deliveryType === 'direct_code';
+  if (order.status !== 'delivered' && !refundedRest) return [];
   const rows = await em.find(IssuedCodeSchema, { orderId: order.id, voided: false }, { orderBy: { id: 'asc' } });
   return rows.map((r) => r.code);
 }

@@ -5,11 +5,12 @@ import { createOrderActivities } from '../../activities/orders';
 import { createPaymentActivities } from '../../activities/payments';
 import { createRedemptionActivities } from '../../activities/redemptions';
 import { createWebhookActivities } from '../../activities/webhooks';
+import { createProcurementActivities } from '../../activities/procurement';
 
 export const workflowsPath = require.resolve('../../workflows');
 
 export function createActivities(deps: { orm: Orm; config: Config }) {
-  return { ...createOrderActivities(deps), ...createPaymentActivities(deps), ...createRedemptionActivities(deps), ...createWebhookActivities(deps) };
+  return { ...createOrderActivities(deps), ...createPaymentActivities(deps), ...createRedemptionActivities(deps), ...createWebhookActivities(deps), ...createProcurementActivities(deps) };
 }
 
 export async function bundleWorkflows(): Promise<WorkflowBundle> {

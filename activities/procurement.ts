@@ -1,0 +1,73 @@
+import { Context } from '@temporalio/activity';
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import { SandboxSupplier, sandboxSupplierControl } from '../src/providers/sandbox-supplier';
+import type { Supplier } from '../src/providers/supplier';
+import {
+  deliverManually,
+  loadFacts,
+  markNeedsAttention,
+  procureRound,
+  refundUndelivered,
+  resumeProcurement,
+} from '../src/services/procurement';
+import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/temporal/procurement';
+import { businessErrors } from './errors';
+
+export function procurementTiming(config: Config): ProcurementTiming {
+  return {
+    retryBaseSeconds: config.PROCUREMENT_RETRY_BASE_SECONDS,
+    retryCapSeconds: config.PROCUREMENT_RETRY_CAP_SECONDS,
+    maxRounds: config.PROCUREMENT_MAX_ROUNDS,
+    deadlineSeconds: config.PROCUREMENT_DEADLINE_SECONDS,
+  };
+}
+
+/** How often a supplier call in flight tells Temporal the worker is still alive. */
+const HEARTBEAT_EVERY_MS = 1000;
+
+/** The procurement workflow's bridge to Postgres and the supplier; every step is idempotent. */
+export function createProcurementActivities(deps: { orm: Orm; config: Config; supplier?: Supplier }) {
+  const { orm, config } = deps;
+  if (!deps.supplier && config.SANDBOX_SUPPLIER_SCRIPT) sandboxSupplierControl.load(config.SANDBOX_SUPPLIER_SCRIPT);
+  const supplier = deps.supplier ?? new SandboxSupplier(orm);
+  const baseUrl = config.publicBaseUrl;
+  return {
+    /** The order as it stands, and the bounds of this worker's config. */
+    async beginProcurement(orderId: string): Promise<{ facts: OrderFacts; timing: ProcurementTiming }> {
+      return businessErrors(async () => ({ facts: await loadFacts(orm.em.fork(), orderId), timing: procurementTiming(config) }));
+    },
+
+    /**
+     * One supplier round. It heartbeats while the supplier call is in flight, so a worker killed
+     * mid-call is noticed in seconds and the round is retried, with the same key, elsewhere.
+     */
+    async procureRound(input: { orderId: string; idempotencyKey: string }): Promise<RoundResult> {
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+      try {
+        return await businessErrors(() => procureRound(orm.em.fork(), supplier, { ...input, baseUrl }));
+      } finally {
+        clearInterval(beat);
+      }
+    },
+
+    async markNeedsAttention(orderId: string): Promise<OrderFacts> {
+      return markNeedsAttention(orm.em.fork(), orderId);
+    },
+
+    async resumeProcurement(input: { orderId: string } & SupportRequest): Promise<OrderFacts> {
+      return businessErrors(() => resumeProcurement(orm.em.fork(), input.orderId, input));
+    },
+
+    async deliverManually(input: { orderId: string } & DeliverRequest): Promise<OrderFacts> {
+      return businessErrors(() => deliverManually(orm.em.fork(), input.orderId, input, baseUrl));
+    },
+
+    async refundUndelivered(input: { orderId: string } & SupportRequest): Promise<OrderFacts> {
+      return businessErrors(() => refundUndelivered(orm.em.fork(), input.orderId, input, config.LEVEL_THRESHOLDS));
+    },
+  };
+}
+
+export type ProcurementActivities = ReturnType<typeof createProcurementActivities>;

@@ -1,0 +1,296 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { OrderSchema, type Order } from '../db/entities';
+import { ApiError } from '../domain/errors';
+import { fromDb, toDecimal, type Cents } from '../domain/money';
+import { SupplierPermanentError, type Supplier } from '../providers/supplier';
+import {
+  deliveryAttentionEventId,
+  type DeliverRequest,
+  type OrderFacts,
+  type RoundResult,
+  type SupportActionName,
+  type SupportRequest,
+} from '../temporal/procurement';
+import { recordEvent } from './events';
+import { applyBalanceChange, lockAccount } from './ledger';
+import { recordDelivered } from './orders';
+
+// Direct-code procurement (spec 2.4, 3.1, 3.2) and its support actions. Postgres holds the facts:
+// each code is stored in issued_codes as it arrives and counted in fulfilled_quantity, but shown
+// only once the whole quantity is in. Every step locks the order row and moves it on only from
+// the state it expects, so a retried activity never stores a unit twice, delivers twice, or
+// refunds twice.
+
+export const MAX_MANUAL_CODE_LENGTH = 255;
+
+async function lockOrder(em: EntityManager, orderId: string): Promise<Order> {
+  await em.execute('select id from orders where id = ? for update', [orderId]);
+  const order = await em.findOne(OrderSchema, { id: orderId }, { refresh: true });
+  if (!order) throw new ApiError('not_found', `Order ${orderId} not found`);
+  return order;
+}
+
+const isDirectCodePurchase = (o: Order) => o.kind === 'purchase' && o.deliveryType === 'direct_code';
+const isProcuring = (o: Order) => isDirectCodePurchase(o) && o.status === 'paid' && o.fulfillmentStatus === 'processing';
+const needsAttention = (o: Order) => isDirectCodePurchase(o) && o.status === 'paid' && o.fulfillmentStatus === 'needs_attention';
+
+export function factsOf(order: Order): OrderFacts {
+  return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null, qty: order.qty, fulfilledQuantity: order.fulfilledQuantity };
+}
+
+/** The codes stored for an order so far, oldest first. */
+async function storedCodes(em: EntityManager, orderId: string): Promise<string[]> {
+  const rows = await em.execute<{ code: string }[]>('select code from issued_codes where order_id = ? and voided = false order by id', [orderId]);
+  return rows.map((r) => r.code);
+}
+
+/**
+ * Runs a statement whose parameters are codes. A driver error quotes the statement with its
+ * parameters, so it is replaced by one that names only the step and the SQLSTATE: codes are
+ * secrets and never reach a log.
+ */
+export async function withCodes<T>(step: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    const sqlState = (err as { code?: unknown }).code;
+    throw new Error(`${step} failed (${typeof sqlState === 'string' ? `SQLSTATE ${sqlState}` : 'database error'})`);
+  }
+}
+
+async function insertGiftCardCodes(em: EntityManager, order: Order, codes: string[]): Promise<string[]> {
+  if (codes.length === 0) return [];
+  const rows = await withCodes(`storing ${codes.length} code(s) of order ${order.id}`, () =>
+    em.execute<{ code: string }[]>(
+      `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
+       values ${codes.map(() => "(?, ?, ?, ?, 'gift_card', false)").join(', ')}
+       on conflict (code) do nothing returning code`,
+      codes.flatMap((code) => [order.id, order.accountId, order.productId, code]),
+    ),
+  );
+  return rows.map((r) => r.code);
+}
+
+/** The whole quantity is in: delivered with every code, and `order.delivered` in the same transaction. */
+async function completeDelivery(em: EntityManager, order: Order, baseUrl: string): Promise<void> {
+  const codes = await storedCodes(em, order.id);
+  const now = new Date();
+  order.status = 'delivered';
+  order.fulfillmentStatus = 'delivered';
+  order.fulfilledQuantity = codes.length;
+  order.errorCode = null;
+  order.resolution = null;
+  order.deliveredAt = now;
+  order.updatedAt = now;
+  await em.flush();
+  await recordDelivered(em, order, codes, baseUrl);
+}
+
+async function recordSupportAction(em: EntityManager, orderId: string, action: SupportActionName, who: SupportRequest, payload: Record<string, unknown>) {
+  await em.execute('insert into support_actions (subject_id, action, actor, reason, payload) values (?, ?, ?, ?, ?::jsonb)', [
+    orderId, action, who.actor, who.reason, JSON.stringify(payload),
+  ]);
+}
+
+export async function loadFacts(em: EntityManager, orderId: string): Promise<OrderFacts> {
+  const order = await em.findOne(OrderSchema, { id: orderId });
+  if (!order) throw new ApiError('not_found', `Order ${orderId} not found`);
+  return factsOf(order);
+}
+
+/**
+ * One round: ask the supplier for the units still missing (under this round's idempotency key,
+ * so a retried activity repeats the same purchase instead of buying again), then store what came.
+ */
+export async function procureRound(
+  em: EntityManager,
+  supplier: Supplier,
+  input: { orderId: string; idempotencyKey: string; baseUrl: string },
+): Promise<RoundResult> {
+  const order = await em.findOne(OrderSchema, { id: input.orderId });
+  if (!order) throw new ApiError('not_found', `Order ${input.orderId} not found`);
+  if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring', obtained: 0, error: null };
+  const remaining = order.qty - (await storedCodes(em, order.id)).length;
+  let codes: string[] = [];
+  if (remaining > 0) {
+    try {
+      codes = (await supplier.procure(order.productId!, remaining, input.idempotencyKey)).codes;
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err);
+      // Anything but a definite refusal may pass: the next round asks again.
+      return { ...factsOf(order), outcome: err instanceof SupplierPermanentError ? 'permanent' : 'transient', obtained: 0, error };
+    }
+  }
+  return storeRound(em, input.orderId, codes, input.baseUrl);
+}
+
+async function storeRound(em: EntityManager, orderId: string, codes: string[], baseUrl: string): Promise<RoundResult> {
+  return em.transactional(async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring' as const, obtained: 0, error: null };
+    const mine = new Set(await storedCodes(tx, orderId));
+    const fresh = [...new Set(codes.map((c) => c.trim()).filter(Boolean))].filter((c) => !mine.has(c));
+    const room = Math.max(0, order.qty - mine.size);
+    const take = fresh.slice(0, room);
+    const inserted = await insertGiftCardCodes(tx, order, take);
+    const problems: string[] = [];
+    if (inserted.length < take.length) problems.push(`${take.length - inserted.length} code(s) from the supplier were already issued to another order`);
+    if (fresh.length > room) problems.push(`the supplier handed over ${fresh.length - room} code(s) more than asked; they were not stored`);
+    order.fulfilledQuantity = mine.size + inserted.length;
+    order.updatedAt = new Date();
+    if (order.fulfilledQuantity >= order.qty) await completeDelivery(tx, order, baseUrl);
+    else await tx.flush();
+    return { ...factsOf(order), outcome: 'obtained' as const, obtained: inserted.length, error: problems.length ? problems.join('; ') : null };
+  });
+}
+
+/**
+ * The bound passed: needs_attention for support, and `order.delivery_attention` once per order
+ * (its fixed id makes a second entry after a resume write nothing). No partial codes in it.
+ */
+export async function markNeedsAttention(em: EntityManager, orderId: string): Promise<OrderFacts> {
+  return em.transactional(async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    if (!isProcuring(order)) return factsOf(order);
+    order.fulfillmentStatus = 'needs_attention';
+    order.errorCode = 'delivery_needs_attention';
+    order.resolution = 'manual_review';
+    order.updatedAt = new Date();
+    await tx.flush();
+    await recordEvent(
+      tx,
+      order.accountId,
+      'order.delivery_attention',
+      {
+        orderId: order.id,
+        externalOrderId: order.externalOrderId ?? null,
+        productId: order.productId,
+        qty: order.qty,
+        deliveryType: 'direct_code',
+        fulfillmentStatus: order.fulfillmentStatus,
+        fulfilledQuantity: order.fulfilledQuantity,
+        errorCode: order.errorCode,
+        resolution: order.resolution,
+        codes: [],
+        redeemUrl: null,
+      },
+      deliveryAttentionEventId(order.id),
+    );
+    return factsOf(order);
+  });
+}
+
+function notInAttention(order: Order): ApiError {
+  return new ApiError('invalid_input', `Order ${order.id} is not waiting for support (status ${order.status}, fulfillmentStatus ${order.fulfillmentStatus ?? 'null'})`, {
+    status: order.status,
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+  });
+}
+
+/** Support: try the supplier again. The order is `processing` again until delivered or back in needs_attention. */
+export async function resumeProcurement(em: EntityManager, orderId: string, who: SupportRequest): Promise<OrderFacts> {
+  return em.transactional(async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    if (isProcuring(order)) return factsOf(order); // this resume committed before; its retry changes nothing
+    if (!needsAttention(order)) throw notInAttention(order);
+    order.fulfillmentStatus = 'processing';
+    order.errorCode = null;
+    order.resolution = null;
+    order.updatedAt = new Date();
+    await tx.flush();
+    await recordSupportAction(tx, orderId, 'resume', who, { fulfilledQuantity: order.fulfilledQuantity, qty: order.qty });
+    return factsOf(order);
+  });
+}
+
+/** Trims and checks codes typed or pasted by support: non-empty, unique, of a sane length. */
+export function cleanManualCodes(codes: string[]): string[] {
+  const cleaned = codes.map((c) => c.trim());
+  if (cleaned.some((c) => c.length === 0 || c.length > MAX_MANUAL_CODE_LENGTH)) {
+    throw new ApiError('invalid_input', `Every code must be 1 to ${MAX_MANUAL_CODE_LENGTH} characters`);
+  }
+  if (new Set(cleaned).size !== cleaned.length) throw new ApiError('invalid_input', 'The same code is given more than once');
+  return cleaned;
+}
+
+/** Support: deliver codes obtained by hand for exactly the missing units; the order is delivered with all its codes. */
+export async function deliverManually(em: EntityManager, orderId: string, req: DeliverRequest, baseUrl: string): Promise<OrderFacts> {
+  const codes = cleanManualCodes(req.codes);
+  return em.transactional(async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    const stored = await storedCodes(tx, orderId);
+    // This delivery committed before; its retry changes nothing.
+    if (order.status === 'delivered' && codes.every((c) => stored.includes(c))) return factsOf(order);
+    if (!needsAttention(order)) throw notInAttention(order);
+    const missing = order.qty - stored.length;
+    if (codes.length !== missing) {
+      throw new ApiError('invalid_input', `This order is missing ${missing} code(s); ${codes.length} given`, { missing, given: codes.length });
+    }
+    const taken = await withCodes('checking the given codes', () =>
+      tx.execute<{ n: string }[]>(`select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`, codes),
+    );
+    if (Number(taken[0].n) > 0) {
+      throw new ApiError('invalid_input', `${taken[0].n} of the given codes were already issued; nothing was delivered`, { alreadyIssued: Number(taken[0].n) });
+    }
+    if ((await insertGiftCardCodes(tx, order, codes)).length !== codes.length) {
+      throw new ApiError('invalid_input', 'Some of the given codes were issued meanwhile; nothing was delivered');
+    }
+    await recordSupportAction(tx, orderId, 'deliver', req, { units: codes.length, obtainedFromSupplier: stored.length });
+    await completeDelivery(tx, order, baseUrl);
+    return factsOf(order);
+  });
+}
+
+/**
+ * Support: refund the undelivered units (unit price × units not obtained) to the balance, for
+ * intent orders too, as a `refund` ledger row that also gives back the spending. Codes already
+ * obtained are kept by the reseller: the order is `refunded` and shows them (see deliveredCodes).
+ */
+export async function refundUndelivered(
+  em: EntityManager,
+  orderId: string,
+  who: SupportRequest,
+  levelThresholds: readonly Cents[],
+): Promise<OrderFacts & { refundedUnits: number; refundedAmount: string }> {
+  return em.transactional(async (tx) => {
+    const peek = await tx.findOne(OrderSchema, { id: orderId });
+    if (!peek) throw new ApiError('not_found', `Order ${orderId} not found`);
+    // Same lock order as placement and payment: the account, then the order.
+    const account = await lockAccount(tx, peek.accountId);
+    const order = await lockOrder(tx, orderId);
+    const undelivered = order.qty - (await storedCodes(tx, orderId)).length;
+    const amount = fromDb(order.unitPrice) * undelivered;
+    if (order.status === 'refunded' && isDirectCodePurchase(order)) {
+      const done = await tx.execute<{ amount: string }[]>('select amount from ledger_transactions where idempotency_key = ?', [`refund:${orderId}`]);
+      return { ...factsOf(order), refundedUnits: undelivered, refundedAmount: toDecimal(done[0] ? fromDb(done[0].amount) : 0) };
+    }
+    if (!needsAttention(order)) throw notInAttention(order);
+    if (amount > 0) {
+      await applyBalanceChange(
+        tx,
+        account,
+        {
+          type: 'refund',
+          amount,
+          spending: -amount,
+          orderId,
+          idempotencyKey: `refund:${orderId}`,
+          note: `refund of ${undelivered} undelivered unit(s)`,
+        },
+        levelThresholds,
+      );
+    }
+    order.status = 'refunded';
+    order.fulfillmentStatus = 'refunded';
+    order.errorCode = null;
+    order.resolution = null;
+    order.updatedAt = new Date();
+    await tx.flush();
+    await recordSupportAction(tx, orderId, 'refund', who, {
+      refundedUnits: undelivered,
+      amount: toDecimal(amount),
+      releasedCodes: order.qty - undelivered,
+    });
+    return { ...factsOf(order), refundedUnits: undelivered, refundedAmount: toDecimal(amount) };
+  });
+}

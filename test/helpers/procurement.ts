@@ -1,0 +1,113 @@
+import { execFile } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { procurementStateQuery, procurementWorkflowId } from '../../src/temporal/procurement';
+import type { Harness } from './harness';
+import { call, client, eventually } from './http';
+
+// Helpers of the direct-code procurement and support tests: placing gift-card orders, reading
+// what Postgres and Temporal hold, and the operator tools (`npx wholesale`, `temporal`).
+const root = resolve(__dirname, '..', '..');
+const run = promisify(execFile);
+
+export type Api = ReturnType<typeof client>;
+
+export async function reseller(h: Harness, balance = '200.00') {
+  const acct = await h.account(balance);
+  return { ...acct, api: client(h.apiUrl, acct.apiKey) };
+}
+
+/** Polls GET /orders/{id} until `check` accepts it; every answer seen is passed to `seen`. */
+export async function orderUntil(api: Api, orderId: string, check: (o: any) => boolean, opts: { timeoutMs?: number; seen?: (o: any) => void } = {}) {
+  return eventually(async () => {
+    const res = await api.get(`/orders/${orderId}`);
+    if (res.status !== 200) throw new Error(`GET /orders/${orderId}: ${res.status} ${res.text}`);
+    opts.seen?.(res.body);
+    return check(res.body) ? res.body : undefined;
+  }, opts.timeoutMs ?? 30_000, 50);
+}
+
+export const fulfillmentIs = (status: string) => (o: any) => o.fulfillmentStatus === status;
+
+export async function eventsOfOrder(h: Harness, orderId: string) {
+  return h.services.orm.em.fork().execute<{ id: string; type: string; payload: Record<string, any> }[]>(
+    `select id, type, payload from events where payload->>'orderId' = ? order by created_at, id`,
+    [orderId],
+  );
+}
+
+/** What the sandbox supplier sold for an order, one row per purchase (idempotency key). */
+export async function supplierPurchases(h: Harness, orderId: string) {
+  return h.services.orm.em.fork().execute<{ idempotency_key: string; requested: number; codes: string[] }[]>(
+    `select idempotency_key, requested, codes from sandbox_supplier_orders where idempotency_key like ? order by created_at`,
+    [`${orderId}:%`],
+  );
+}
+
+export async function storedCodes(h: Harness, orderId: string) {
+  return h.services.orm.em.fork().execute<{ code: string; kind: string; is_test: boolean }[]>(
+    'select code, kind, is_test from issued_codes where order_id = ? order by id',
+    [orderId],
+  );
+}
+
+export async function supportActionsOf(h: Harness, orderId: string) {
+  return h.services.orm.em.fork().execute<{ action: string; actor: string; reason: string; payload: Record<string, unknown> }[]>(
+    'select action, actor, reason, payload from support_actions where subject_id = ? order by id',
+    [orderId],
+  );
+}
+
+export function procurementState(h: Harness, orderId: string) {
+  return h.services.temporal.client.workflow.getHandle(procurementWorkflowId(orderId)).query(procurementStateQuery);
+}
+
+/** Workflow ids matching a visibility query (eventually consistent: poll with `eventually`). */
+export async function workflowIds(h: Harness, query: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const wf of h.services.temporal.client.workflow.list({ query })) ids.push(wf.workflowId);
+  return ids.sort();
+}
+
+/** `npx wholesale ...` as a real process against the harness's database and Temporal. */
+export async function wholesale(h: Harness, ...args: string[]): Promise<{ exitCode: number; json: any; stderr: string }> {
+  const env = {
+    ...process.env,
+    DATABASE_URL: h.databaseUrl,
+    TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
+    TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
+    LOG_LEVEL: 'silent',
+  };
+  try {
+    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin', 'wholesale.js'), ...args], { cwd: root, env });
+    return { exitCode: 0, json: JSON.parse(stdout), stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    let json: any;
+    try {
+      json = JSON.parse(e.stderr ?? '');
+    } catch {
+      json = undefined;
+    }
+    return { exitCode: typeof e.code === 'number' ? e.code : 1, json, stderr: e.stderr ?? '' };
+  }
+}
+
+let temporalBinary: string | undefined;
+
+/** The `temporal` CLI that ops use, against the test's Temporal server (JSON output). */
+export async function temporalCli(h: Harness, ...args: string[]): Promise<any> {
+  temporalBinary ??= (await run(process.execPath, [join(root, 'scripts', 'ensure-temporal.mjs')])).stdout.trim();
+  const { stdout } = await run(temporalBinary, [...args, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json']);
+  return stdout.trim() ? JSON.parse(stdout) : undefined;
+}
+
+/** The admin API under /admin/v1 with a token. */
+export function adminApi(h: Harness, token: string | undefined) {
+  const headers = token ? { authorization: `Bearer ${token}` } : undefined;
+  const base = `${h.baseUrl}/admin/v1`;
+  return {
+    get: (path: string) => call(`${base}${path}`, { headers }),
+    post: (path: string, body: unknown) => call(`${base}${path}`, { body, headers }),
+  };
+}

@@ -1,0 +1,31 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { ParentClosePolicy, startChild, upsertSearchAttributes } from '@temporalio/workflow';
+import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey } from '../src/temporal/search-attributes';
+import { procurementWorkflowId } from '../src/temporal/procurement';
+import { procurementWorkflow } from './procurement';
+
+/**
+ * Hands a paid direct-code order to its procurement workflow, `procure:<orderId>`, and leaves it
+ * running when the order workflow finishes. A second hand-off (a replay, a late payment callback
+ * re-running the order workflow) finds it running or done and starts nothing; only a run that
+ * failed or was terminated may be started again, and it picks up from what Postgres holds.
+ * From here on only the procurement workflow carries FulfillmentStatus, so a query for stuck
+ * orders in the Temporal UI lists each order once.
+ */
+export async function handOffToProcurement(order: { orderId: string; accountId: string; externalOrderId: string }): Promise<void> {
+  try {
+    await startChild(procurementWorkflow, {
+      workflowId: procurementWorkflowId(order.orderId),
+      args: [order],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      typedSearchAttributes: [
+        { key: AccountIdKey, value: order.accountId },
+        { key: ExternalOrderIdKey, value: order.externalOrderId },
+      ],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+  upsertSearchAttributes([{ key: FulfillmentStatusKey, value: null }]);
+}
