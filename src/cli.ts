@@ -17,6 +17,7 @@ import { payCheckout } from './providers/sandbox-payments';
 import { fromDb, toDecimal } from './domain/money';
 import { decideRedemption, settledRedemption } from './services/redemptions';
 import { connectTemporal } from './temporal/client';
+import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
 
 const USAGE = `usage: wholesale <command>
   accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
@@ -28,7 +29,8 @@ const USAGE = `usage: wholesale <command>
   catalog seed                                        insert the demo catalog (existing products are kept)
   sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
   support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
-                                                      waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)`;
+                                                      waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)
+${SUPPORT_USAGE}`;
 
 type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
 
@@ -101,6 +103,7 @@ const commands: Record<string, Command> = {
       await temporal.connection.close();
     }
   },
+  ...supportCommands,
 };
 
 async function reachable(url: string): Promise<boolean> {
@@ -129,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      reason: { type: 'string' },
+      reason: { type: 'string' }, ...SUPPORT_OPTIONS,
       help: { type: 'boolean', short: 'h' },
     },
   });

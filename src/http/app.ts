@@ -10,6 +10,7 @@ import { createPaymentProvider, sandboxPaymentRoutes } from '../providers/sandbo
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
+import { ADMIN_PREFIX, adminRoutes } from './routers/admin';
 import { mcpRoutes } from '../mcp/route';
 
 export const API_PREFIX = '/wholesale/v1';
@@ -51,6 +52,8 @@ export function createApp(ctx: AppContext): Express {
   app.use('/payments', paymentCallbackRoutes(ctx, createPaymentProvider(ctx.config)));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
+  // Support and ops tooling, guarded by its own ADMIN_TOKEN (off when unset).
+  app.use(ADMIN_PREFIX, adminRoutes(ctx));
   app.use(notFound);
   app.use(errorHandler(ctx));
   return app;

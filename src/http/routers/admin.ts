@@ -1,0 +1,127 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { Router, type RequestHandler } from 'express';
+import { ApiError } from '../../domain/errors';
+import {
+  deliverOrder,
+  FULFILLMENT_STATUSES,
+  listSupportOrders,
+  refundOrder,
+  resumeOrder,
+  supportOrderDetail,
+  type SupportDeps,
+} from '../../services/support';
+import type { AppContext } from '../context';
+import { notFound } from '../middleware';
+import { createRegistry, openApiDocument, z } from '../openapi';
+import { addRoute } from '../route';
+import { Decimal } from '../schemas';
+
+// The admin API for support and ops, under /admin/v1, outside the resellers' bearer keys. It is
+// off unless ADMIN_TOKEN is set (every path is then 404), and takes `Authorization: Bearer
+// <ADMIN_TOKEN>`. Errors use the spec's error body. Codes never appear in its answers.
+
+export const ADMIN_PREFIX = '/admin/v1';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+function adminAuth(ctx: AppContext): RequestHandler {
+  const expected = ctx.config.ADMIN_TOKEN ? digest(ctx.config.ADMIN_TOKEN) : undefined;
+  return (req, _res, next) => {
+    if (!expected) throw new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}${req.path}`);
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '')?.[1];
+    // Compared as digests: constant time whatever the length of the guess.
+    if (!given || !timingSafeEqual(digest(given), expected)) throw new ApiError('unauthorized', 'Missing or invalid admin token');
+    next();
+  };
+}
+
+const SupportOrder = z
+  .object({
+    orderId: z.string(),
+    accountId: z.string(),
+    externalOrderId: z.string().nullable(),
+    productId: z.string().nullable(),
+    qty: z.number().int(),
+    fulfilledQuantity: z.number().int(),
+    remaining: z.number().int(),
+    status: z.string(),
+    fulfillmentStatus: z.string().nullable(),
+    errorCode: z.string().nullable(),
+    resolution: z.string().nullable(),
+    payment: z.string(),
+    unitPrice: Decimal,
+    amount: Decimal,
+    createdAt: z.number().int(),
+    paidAt: z.number().int().nullable(),
+    updatedAt: z.number().int(),
+  })
+  .openapi('SupportOrder');
+
+const SupportOrderDetail = SupportOrder.extend({
+  actions: z.array(
+    z.object({ action: z.string(), actor: z.string(), reason: z.string(), payload: z.record(z.string(), z.unknown()), createdAt: z.number().int() }),
+  ),
+  workflow: z.record(z.string(), z.unknown()).nullable().describe('The procurement workflow state query: remaining units, rounds, last supplier error'),
+}).openapi('SupportOrderDetail');
+
+const SupportOutcome = z
+  .object({
+    action: z.enum(['resume', 'deliver', 'refund']),
+    order: SupportOrder,
+    refund: z.object({ units: z.number().int(), amount: Decimal }).nullable(),
+  })
+  .openapi('SupportOutcome');
+
+const Who = z.object({
+  actor: z.string().trim().min(1).max(255).describe('Who acts (recorded)'),
+  reason: z.string().trim().min(1).max(2000).describe('Why (recorded)'),
+});
+const ActionBody = Who.strict().openapi('SupportAction');
+const DeliverBody = Who.extend({ codes: z.array(z.string().min(1).max(255)).min(1).max(1000) }).strict().openapi('SupportDeliver');
+const OrderParams = z.object({ id: z.string().min(1).max(128) });
+
+export function adminRoutes(ctx: AppContext): Router {
+  const router = Router();
+  const registry = createRegistry();
+  const deps = (): SupportDeps => ({ em: ctx.orm.em.fork(), temporal: ctx.temporal });
+  router.use(adminAuth(ctx));
+  router.use(express.json({ limit: '512kb' }));
+
+  addRoute(router, registry, ADMIN_PREFIX, {
+    method: 'get', path: '/orders', summary: 'Direct-code orders by fulfillment status, longest waiting first',
+    query: z.object({
+      fulfillmentStatus: z.enum(FULFILLMENT_STATUSES).optional(),
+      accountId: z.uuid().optional(),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+    }),
+    response: z.object({ orders: z.array(SupportOrder) }),
+  }, async ({ query }) => ({ orders: await listSupportOrders(ctx.orm.em.fork(), query) }));
+
+  addRoute(router, registry, ADMIN_PREFIX, {
+    method: 'get', path: '/orders/:id', summary: 'One direct-code order with its support actions and procurement state',
+    params: OrderParams, response: SupportOrderDetail, errors: ['not_found'],
+  }, async ({ params }) => supportOrderDetail(deps(), params.id));
+
+  addRoute(router, registry, ADMIN_PREFIX, {
+    method: 'post', path: '/orders/:id/resume', summary: 'Try the supplier again for a needs_attention order',
+    params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
+  }, async ({ params, body }) => resumeOrder(deps(), params.id, body));
+
+  addRoute(router, registry, ADMIN_PREFIX, {
+    method: 'post', path: '/orders/:id/deliver', summary: 'Deliver codes obtained by hand for the missing units',
+    params: OrderParams, body: DeliverBody, response: SupportOutcome, errors: ['not_found'],
+  }, async ({ params, body }) => deliverOrder(deps(), params.id, body));
+
+  addRoute(router, registry, ADMIN_PREFIX, {
+    method: 'post', path: '/orders/:id/refund', summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
+    params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
+  }, async ({ params, body }) => refundOrder(deps(), params.id, body));
+
+  // Paths carry the /admin/v1 prefix, so the server is the service's base URL.
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl);
+  router.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
+  router.use(notFound);
+  return router;
+}

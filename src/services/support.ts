@@ -1,0 +1,177 @@
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { OrderSchema, type Order } from '../db/entities';
+import { ApiError } from '../domain/errors';
+import { fromDb, toDecimal } from '../domain/money';
+import type { TemporalHandle } from '../temporal/client';
+import { apiErrorFromTemporal } from '../temporal/errors';
+import {
+  deliverManuallyUpdate,
+  procurementStateQuery,
+  procurementWorkflowId,
+  refundUpdate,
+  resumeUpdate,
+  type DeliverRequest,
+  type ProcurementState,
+  type SupportActionName,
+  type SupportRequest,
+} from '../temporal/procurement';
+import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
+import { cleanManualCodes } from './procurement';
+
+// Support tooling for direct-code orders (spec 3.2 needs_attention), shared by the admin HTTP API
+// and `npx wholesale support ...`. Lists come from Postgres; actions go to the order's
+// procurement workflow as updates and return once the workflow has applied them.
+
+export interface SupportDeps {
+  em: EntityManager;
+  temporal: TemporalHandle;
+}
+
+export const FULFILLMENT_STATUSES = ['awaiting_payment', 'processing', 'needs_attention', 'delivered', 'expired', 'refunded'] as const;
+export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
+
+const unix = (d?: Date | null) => (d ? Math.floor(new Date(d).getTime() / 1000) : null);
+
+export function supportOrderView(o: Order) {
+  return {
+    orderId: o.id,
+    accountId: o.accountId,
+    externalOrderId: o.externalOrderId ?? null,
+    productId: o.productId ?? null,
+    qty: o.qty,
+    fulfilledQuantity: o.fulfilledQuantity,
+    remaining: Math.max(0, o.qty - o.fulfilledQuantity),
+    status: o.status,
+    fulfillmentStatus: o.fulfillmentStatus ?? null,
+    errorCode: o.errorCode ?? null,
+    resolution: o.resolution ?? null,
+    payment: o.payment,
+    unitPrice: toDecimal(fromDb(o.unitPrice)),
+    amount: toDecimal(fromDb(o.amount)),
+    createdAt: unix(o.createdAt)!,
+    paidAt: unix(o.paidAt),
+    updatedAt: unix(o.updatedAt)!,
+  };
+}
+export type SupportOrderView = ReturnType<typeof supportOrderView>;
+
+/** Direct-code orders by fulfillment status, longest waiting first (no codes). */
+export async function listSupportOrders(
+  em: EntityManager,
+  q: { fulfillmentStatus?: FulfillmentStatus; accountId?: string; limit: number },
+): Promise<SupportOrderView[]> {
+  const where: Record<string, unknown> = { kind: 'purchase', deliveryType: 'direct_code' };
+  if (q.fulfillmentStatus) where.fulfillmentStatus = q.fulfillmentStatus;
+  if (q.accountId) where.accountId = q.accountId;
+  const rows = await em.find(OrderSchema, where, { orderBy: { updatedAt: 'asc', id: 'asc' }, limit: q.limit });
+  return rows.map(supportOrderView);
+}
+
+async function directCodeOrder(em: EntityManager, orderId: string): Promise<Order> {
+  const order = await em.findOne(OrderSchema, { id: orderId, kind: 'purchase', deliveryType: 'direct_code' });
+  if (!order) throw new ApiError('not_found', `Direct-code order ${orderId} not found`);
+  return order;
+}
+
+/** One order for support: its state in Postgres, every support action, and the workflow's own view. */
+export async function supportOrderDetail(deps: SupportDeps, orderId: string) {
+  const order = await directCodeOrder(deps.em, orderId);
+  const actions = await deps.em.execute<{ action: string; actor: string; reason: string; payload: Record<string, unknown>; created_at: Date }[]>(
+    'select action, actor, reason, payload, created_at from support_actions where subject_id = ? order by id',
+    [orderId],
+  );
+  let workflow: ProcurementState | null = null;
+  try {
+    workflow = await deps.temporal.client.workflow.getHandle(procurementWorkflowId(orderId)).query(procurementStateQuery);
+  } catch {
+    workflow = null; // never handed to procurement (unpaid, expired) or its history is gone
+  }
+  return {
+    ...supportOrderView(order),
+    actions: actions.map((a) => ({ action: a.action, actor: a.actor, reason: a.reason, payload: a.payload, createdAt: unix(a.created_at)! })),
+    workflow,
+  };
+}
+
+function who(req: SupportRequest): SupportRequest {
+  const actor = req.actor?.trim();
+  const reason = req.reason?.trim();
+  if (!actor || !reason) throw new ApiError('invalid_input', 'Support actions need who (actor) and why (reason)');
+  return { actor, reason };
+}
+
+export interface SupportOutcome {
+  action: SupportActionName;
+  order: SupportOrderView;
+  /** For a refund: the undelivered units and the amount credited to the balance. */
+  refund: { units: number; amount: string } | null;
+}
+
+/**
+ * Sends a support action to `procure:<orderId>` and waits until it is applied. Update-with-start
+ * also reaches an order whose procurement run is gone (failed or terminated): a new run picks up
+ * from Postgres and applies the action.
+ */
+async function act<A extends SupportRequest>(
+  deps: SupportDeps,
+  orderId: string,
+  action: SupportActionName,
+  update: typeof resumeUpdate | typeof refundUpdate | typeof deliverManuallyUpdate,
+  request: A,
+): Promise<SupportOutcome> {
+  const order = await directCodeOrder(deps.em, orderId);
+  if (order.status !== 'paid' || (order.fulfillmentStatus !== 'needs_attention' && order.fulfillmentStatus !== 'processing')) {
+    throw new ApiError('invalid_input', `Order ${orderId} is not waiting for support (status ${order.status}, fulfillmentStatus ${order.fulfillmentStatus ?? 'null'})`, {
+      status: order.status,
+      fulfillmentStatus: order.fulfillmentStatus ?? null,
+    });
+  }
+  const startWorkflowOperation = new WithStartWorkflowOperation('procurementWorkflow', {
+    workflowId: procurementWorkflowId(orderId),
+    taskQueue: deps.temporal.taskQueue,
+    args: [{ orderId, accountId: order.accountId, externalOrderId: order.externalOrderId ?? null }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    typedSearchAttributes: [
+      { key: AccountIdKey, value: order.accountId },
+      ...(order.externalOrderId ? [{ key: ExternalOrderIdKey, value: order.externalOrderId }] : []),
+    ],
+  });
+  try {
+    await deps.temporal.client.workflow.executeUpdateWithStart(update as typeof resumeUpdate, { args: [request], startWorkflowOperation });
+  } catch (err) {
+    const apiError = apiErrorFromTemporal(err);
+    if (apiError) throw apiError;
+    if (err instanceof WorkflowExecutionAlreadyStartedError) {
+      throw new ApiError('invalid_input', `The procurement of order ${orderId} has finished; reload the order`);
+    }
+    throw err;
+  }
+  const em = deps.em.fork();
+  const after = await directCodeOrder(em, orderId);
+  let refund: SupportOutcome['refund'] = null;
+  if (action === 'refund') {
+    const [row] = await em.execute<{ amount: string }[]>('select amount from ledger_transactions where idempotency_key = ?', [`refund:${orderId}`]);
+    refund = { units: after.qty - after.fulfilledQuantity, amount: toDecimal(row ? fromDb(row.amount) : 0) };
+  }
+  return { action, order: supportOrderView(after), refund };
+}
+
+/** Try the supplier again with fresh bounds. */
+export function resumeOrder(deps: SupportDeps, orderId: string, req: SupportRequest): Promise<SupportOutcome> {
+  return act(deps, orderId, 'resume', resumeUpdate, who(req));
+}
+
+/** Deliver codes obtained by hand, exactly one per missing unit. */
+export function deliverOrder(deps: SupportDeps, orderId: string, req: DeliverRequest): Promise<SupportOutcome> {
+  const request: DeliverRequest = { ...who(req), codes: cleanManualCodes(req.codes ?? []) };
+  if (request.codes.length === 0) throw new ApiError('invalid_input', 'codes are required');
+  return act(deps, orderId, 'deliver', deliverManuallyUpdate, request);
+}
+
+/** Refund the undelivered units to the balance; codes already obtained go to the reseller. */
+export function refundOrder(deps: SupportDeps, orderId: string, req: SupportRequest): Promise<SupportOutcome> {
+  return act(deps, orderId, 'refund', refundUpdate, who(req));
+}
