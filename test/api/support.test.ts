@@ -17,6 +17,7 @@ import {
   procurementState,
   reseller,
   storedCodes,
+  supplierPurchases,
   supportActionsOf,
   temporalCli,
   wholesale,
@@ -222,6 +223,27 @@ describe('runbook (docs/runbook.md): ops find the stuck order in Temporal, suppo
     expect(delivered.json.order).toMatchObject({ status: 'delivered', fulfillmentStatus: 'delivered', fulfilledQuantity: 2 });
     expect((await api.get(`/orders/${orderId}`)).body.codes).toHaveLength(2);
     await eventually(async () => (await workflowIds(h, `${stuckQuery} AND AccountId = "${accountId}"`)).length === 0);
+  });
+});
+
+describe('a procurement run that was terminated (docs/runbook.md "Edge cases")', () => {
+  test('a support action starts procure:<orderId> again; the action is refused while it procures, and the order is delivered', async () => {
+    const { api, accountId } = await reseller(h, '50.00');
+    sandboxSupplierControl.script('prod_roblox_gift_card_us_10', { then: 0 });
+    const placed = await api.post('/orders', { externalOrderId: 'terminated-1', productId: 'prod_roblox_gift_card_us_10', qty: 2 });
+    const orderId = placed.body.orderId;
+    const handle = h.services.temporal.client.workflow.getHandle(procurementWorkflowId(orderId));
+    await eventually(async () => (await procurementState(h, orderId)).rounds >= 1);
+    await handle.terminate('ops: testing a lost procurement');
+
+    sandboxSupplierControl.script('prod_roblox_gift_card_us_10', { then: 'all' });
+    const res = await admin().post(`/orders/${orderId}/resume`, { actor: 'gina', reason: 'procurement workflow was terminated' });
+    expect([res.status, res.body.error, res.body.details]).toEqual([400, 'invalid_input', { phase: 'procuring', status: 'paid', fulfillmentStatus: 'processing' }]);
+    const delivered = await orderUntil(api, orderId, (o) => o.status === 'delivered');
+    expect(delivered.codes).toHaveLength(2);
+    expect((await supplierPurchases(h, orderId)).flatMap((p) => p.codes).sort()).toEqual([...delivered.codes].sort());
+    expect(await supportActionsOf(h, orderId)).toEqual([]);
+    expect((await expectLedgerMatchesBalance(h, accountId)).rows.filter((r) => r.type === 'purchase')).toHaveLength(1);
   });
 });
 
