@@ -155,7 +155,7 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
   setHandler(deliverManuallyUpdate, supportAction('deliver', (req: DeliverRequest) => db.deliverManually({ orderId, ...req })), {
     validator: (req) => {
       validate(req);
-      if (!Array.isArray(req.codes) || req.codes.length === 0) throw ApplicationFailure.nonRetryable('codes are required', 'invalid_input');
+      if (!req.batchId) throw ApplicationFailure.nonRetryable('a staged batch of codes is required', 'invalid_input');
     },
   });
   setHandler(refundUpdate, supportAction('refund', (req) => db.refundUndelivered({ orderId, ...req })), { validator: validate });

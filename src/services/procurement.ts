@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
+import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { SupplierPermanentError, type Supplier } from '../providers/supplier';
@@ -213,15 +214,31 @@ export function cleanManualCodes(codes: string[]): string[] {
   return cleaned;
 }
 
+/** Stages codes obtained by hand for an order's deliver step; returns the batch id the workflow is sent. */
+export async function stageManualCodes(em: EntityManager, orderId: string, codes: string[]): Promise<string> {
+  const batchId = newId('mcb');
+  await withCodes('staging codes', () =>
+    em.execute('insert into support_code_batches (id, order_id, codes) values (?, ?, ?::jsonb)', [batchId, orderId, JSON.stringify(cleanManualCodes(codes))]),
+  );
+  return batchId;
+}
+
+/** A staged batch that was delivered (already gone) or refused. */
+export async function dropManualCodes(em: EntityManager, batchId: string): Promise<void> {
+  await em.execute('delete from support_code_batches where id = ?', [batchId]);
+}
+
 /** Support: deliver codes obtained by hand for exactly the missing units; the order is delivered with all its codes. */
 export async function deliverManually(em: EntityManager, orderId: string, req: DeliverRequest, baseUrl: string): Promise<OrderFacts> {
-  const codes = cleanManualCodes(req.codes);
   return em.transactional(async (tx) => {
     const order = await lockOrder(tx, orderId);
-    const stored = await storedCodes(tx, orderId);
-    // This delivery committed before; its retry changes nothing.
-    if (order.status === 'delivered' && codes.every((c) => stored.includes(c))) return factsOf(order);
+    const [batch] = await tx.execute<{ codes: string[] }[]>('select codes from support_code_batches where id = ? and order_id = ?', [req.batchId, orderId]);
+    // The batch goes with the delivery: this delivery committed before and its retry changes nothing.
+    if (!batch && order.status === 'delivered') return factsOf(order);
     if (!needsAttention(order)) throw notInAttention(order);
+    if (!batch) throw new ApiError('invalid_input', 'The staged codes are gone; send them again');
+    const codes = cleanManualCodes(batch.codes);
+    const stored = await storedCodes(tx, orderId);
     const missing = order.qty - stored.length;
     if (codes.length !== missing) {
       throw new ApiError('invalid_input', `This order is missing ${missing} code(s); ${codes.length} given`, { missing, given: codes.length });
@@ -235,7 +252,8 @@ export async function deliverManually(em: EntityManager, orderId: string, req: D
     if ((await insertGiftCardCodes(tx, order, codes)).length !== codes.length) {
       throw new ApiError('invalid_input', 'Some of the given codes were issued meanwhile; nothing was delivered');
     }
-    await recordSupportAction(tx, orderId, 'deliver', req, { units: codes.length, obtainedFromSupplier: stored.length });
+    await recordSupportAction(tx, orderId, 'deliver', { actor: req.actor, reason: req.reason }, { units: codes.length, obtainedFromSupplier: stored.length });
+    await dropManualCodes(tx, req.batchId);
     await completeDelivery(tx, order, baseUrl);
     return factsOf(order);
   });

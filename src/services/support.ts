@@ -18,7 +18,7 @@ import {
   type SupportRequest,
 } from '../temporal/procurement';
 import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
-import { cleanManualCodes } from './procurement';
+import { cleanManualCodes, dropManualCodes, stageManualCodes } from './procurement';
 
 // Support tooling for direct-code orders (spec 3.2 needs_attention), shared by the admin HTTP API
 // and `npx wholesale support ...`. Lists come from Postgres; actions go to the order's
@@ -164,11 +164,21 @@ export function resumeOrder(deps: SupportDeps, orderId: string, req: SupportRequ
   return act(deps, orderId, 'resume', resumeUpdate, who(req));
 }
 
-/** Deliver codes obtained by hand, exactly one per missing unit. */
-export function deliverOrder(deps: SupportDeps, orderId: string, req: DeliverRequest): Promise<SupportOutcome> {
-  const request: DeliverRequest = { ...who(req), codes: cleanManualCodes(req.codes ?? []) };
-  if (request.codes.length === 0) throw new ApiError('invalid_input', 'codes are required');
-  return act(deps, orderId, 'deliver', deliverManuallyUpdate, request);
+/**
+ * Deliver codes obtained by hand, exactly one per missing unit. The codes are staged in Postgres
+ * and the workflow is sent the batch id only, so they never enter Temporal's history.
+ */
+export async function deliverOrder(deps: SupportDeps, orderId: string, req: SupportRequest & { codes: string[] }): Promise<SupportOutcome> {
+  const person = who(req);
+  const codes = cleanManualCodes(req.codes ?? []);
+  if (codes.length === 0) throw new ApiError('invalid_input', 'codes are required');
+  await directCodeOrder(deps.em, orderId);
+  const batchId = await stageManualCodes(deps.em.fork(), orderId, codes);
+  try {
+    return await act<DeliverRequest>(deps, orderId, 'deliver', deliverManuallyUpdate, { ...person, batchId });
+  } finally {
+    await dropManualCodes(deps.em.fork(), batchId);
+  }
 }
 
 /** Refund the undelivered units to the balance; codes already obtained go to the reseller. */

@@ -46,8 +46,11 @@ export interface SupportRequest {
 }
 
 export interface DeliverRequest extends SupportRequest {
-  /** Codes obtained by hand, exactly one per missing unit. */
-  codes: string[];
+  /**
+   * The codes obtained by hand, one per missing unit, staged in Postgres (support_code_batches):
+   * gift card codes never enter workflow history.
+   */
+  batchId: string;
 }
 
 /** Carried from one run to the next by continue-as-new. */

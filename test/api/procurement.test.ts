@@ -12,6 +12,7 @@ import {
   adminApi,
   eventsOfOrder,
   fulfillmentIs,
+  historyText,
   orderUntil,
   procurementState,
   reseller,
@@ -67,6 +68,10 @@ describe('delivery (spec 3.1: paid direct-code → delivered when the full quant
 
     const state = await procurementState(h, orderId);
     expect(state).toMatchObject({ phase: 'delivered', rounds: 1, remaining: 0, fulfilledQuantity: 3, lastSupplierError: null });
+    // Gift card codes pass from the supplier to Postgres inside the activity, never through history.
+    const history = await historyText(h, procurementWorkflowId(orderId));
+    expect(history).toContain('obtained'); // payloads are decoded: the round's outcome is there
+    for (const code of delivered.codes) expect(history).not.toContain(code);
     const handle = h.services.temporal.client.workflow.getHandle(procurementWorkflowId(orderId));
     await eventually(async () => {
       const d = await handle.describe();

@@ -13,6 +13,7 @@ import {
   adminApi,
   eventsOfOrder,
   fulfillmentIs,
+  historyText,
   orderUntil,
   procurementState,
   reseller,
@@ -127,6 +128,12 @@ describe('manual deliver (codes obtained by hand for the missing units)', () => 
     expect(events.map((e) => e.type)).toEqual(['order.delivery_attention', 'order.delivered']);
     expect(events[1].payload).toMatchObject({ orderId, codes: delivered.codes, deliveryType: 'direct_code', redeemUrl: null });
     expect(await supportActionsOf(h, orderId)).toEqual([{ action: 'deliver', ...who, payload: { units: 2, obtainedFromSupplier: 1 } }]);
+
+    // The codes reached the workflow as a staged batch id: none of them is in its history.
+    const history = await historyText(h, procurementWorkflowId(orderId));
+    expect(history).toContain('bought two cards at the retail desk'); // payloads are decoded: the reason is there
+    for (const code of delivered.codes) expect(history).not.toContain(code);
+    expect(await h.services.orm.em.fork().execute('select id from support_code_batches')).toEqual([]);
 
     const again = await deliver({ ...who, codes: ['HAND-0003'] });
     expect([again.status, again.body.error]).toEqual([400, 'invalid_input']);

@@ -62,6 +62,17 @@ export function procurementState(h: Harness, orderId: string) {
   return h.services.temporal.client.workflow.getHandle(procurementWorkflowId(orderId)).query(procurementStateQuery);
 }
 
+/** A workflow's whole history as text, payloads decoded: to check what never enters it. */
+export async function historyText(h: Harness, workflowId: string): Promise<string> {
+  const history = await h.services.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+  // Payload data comes base64-encoded (or as bytes).
+  return JSON.stringify(history, (key, value) => {
+    if (key === 'data' && typeof value === 'string') return Buffer.from(value, 'base64').toString('utf8');
+    if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+    return value;
+  });
+}
+
 /** Workflow ids matching a visibility query (eventually consistent: poll with `eventually`). */
 export async function workflowIds(h: Harness, query: string): Promise<string[]> {
   const ids: string[] = [];

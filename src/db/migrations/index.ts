@@ -3,10 +3,12 @@ import { Migration20261121000000Initial } from './Migration20261121000000Initial
 import { Migration20261122000000WebhookOutbox } from './Migration20261122000000WebhookOutbox';
 import { Migration20261123000000SandboxCheckouts } from './Migration20261123000000SandboxCheckouts';
 import { Migration20261124100000SandboxSupplier } from './Migration20261124100000SandboxSupplier';
+import { Migration20261124110000SupportCodeBatches } from './Migration20261124110000SupportCodeBatches';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
   { name: 'Migration20261122000000WebhookOutbox', class: Migration20261122000000WebhookOutbox },
   { name: 'Migration20261123000000SandboxCheckouts', class: Migration20261123000000SandboxCheckouts },
   { name: 'Migration20261124100000SandboxSupplier', class: Migration20261124100000SandboxSupplier },
+  { name: 'Migration20261124110000SupportCodeBatches', class: Migration20261124110000SupportCodeBatches },
 ];
