@@ -97,6 +97,7 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
   ]);
 
   const apply = (f: OrderFacts) => {
+    const changed = f.status !== state.orderStatus || f.fulfillmentStatus !== state.fulfillmentStatus;
     state.orderStatus = f.status;
     state.fulfillmentStatus = f.fulfillmentStatus;
     state.qty = f.qty;
@@ -105,10 +106,12 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
     state.phase = phaseOf(f);
     if (state.phase !== 'procuring') state.nextRoundAt = null;
     state.attentionSince = state.phase === 'needs_attention' ? (state.attentionSince ?? Date.now()) : null;
-    upsertSearchAttributes([
-      { key: OrderStatusKey, value: f.status },
-      { key: FulfillmentStatusKey, value: f.fulfillmentStatus },
-    ]);
+    if (changed) {
+      upsertSearchAttributes([
+        { key: OrderStatusKey, value: f.status },
+        { key: FulfillmentStatusKey, value: f.fulfillmentStatus },
+      ]);
+    }
   };
 
   setHandler(procurementStateQuery, () => state);
