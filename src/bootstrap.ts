@@ -38,7 +38,7 @@ export async function startServices(opts: {
   workflowBundle?: WorkflowBundle;
 }): Promise<Services> {
   const { config, logger } = opts;
-  const orm = await initOrm(opts.databaseUrl);
+  const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: config.LOG_LEVEL === 'silent' });
   await migrate(orm);
   const temporal = await connectTemporal({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE });
   if (opts.registerSearchAttributes) await registerSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE);

@@ -1,6 +1,4 @@
 import {
-  ActivityFailure,
-  ApplicationFailure,
   allHandlersFinished,
   condition,
   proxyActivities,
@@ -11,6 +9,7 @@ import type { OrderActivities } from '../activities/orders';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { awaitPayment, type Notices } from './payment';
 import { handOffToProcurement } from './procurement-handoff';
+import { updateFailure } from './update-failure';
 import type { OrderCreateResponse } from '../src/services/orders';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
@@ -69,9 +68,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       return res;
     } catch (err) {
       state.lastError = err instanceof Error ? err.message : String(err);
-      // Fail the update (the caller's request), not the workflow.
-      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) throw err.cause;
-      throw ApplicationFailure.nonRetryable(state.lastError, 'internal_error');
+      throw updateFailure(err);
     } finally {
       state.placementAttempts++;
       placing = false;

@@ -1,4 +1,4 @@
-import { ApplicationFailure, ActivityFailure, allHandlersFinished, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { PaymentActivities } from '../activities/payments';
 import {
   openTopupUpdate,
@@ -10,6 +10,7 @@ import {
 } from '../src/temporal/payments';
 import { OrderStatusKey } from '../src/temporal/search-attributes';
 import { awaitPayment, type Notices } from './payment';
+import { updateFailure } from './update-failure';
 
 const { openTopup } = proxyActivities<PaymentActivities>({
   startToCloseTimeout: '30 seconds',
@@ -41,8 +42,7 @@ export async function topupWorkflow(input: TopupWorkflowInput): Promise<PaymentW
       state.status = res.status;
       return res;
     } catch (err) {
-      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) throw err.cause;
-      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), 'internal_error');
+      throw updateFailure(err);
     } finally {
       attempts++;
       opening = false;

@@ -38,7 +38,8 @@ export function createApp(ctx: AppContext): Express {
   webhookRoutes(api, registry, API_PREFIX, ctx);
   api.use(notFound);
 
-  const document = openApiDocument(registry, ctx.config.publicBaseUrl + API_PREFIX);
+  // Paths carry the /wholesale/v1 prefix, so the server is the bare base URL.
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl);
   app.get(`${API_PREFIX}/openapi.json`, (_req, res) => {
     res.json(document);
   });

@@ -163,6 +163,7 @@ describe('service endpoints', () => {
     const res = await call(`${h.apiUrl}/openapi.json`);
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
+    expect(res.body.servers).toEqual([{ url: h.baseUrl }]);
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining([
       '/wholesale/v1/products', '/wholesale/v1/products/{id}', '/wholesale/v1/products/{id}/availability',
       '/wholesale/v1/balance', '/wholesale/v1/orders', '/wholesale/v1/orders/{id}', '/wholesale/v1/transactions',

@@ -65,13 +65,14 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     expect(events.map((e) => e.type)).toEqual(['order.delivered']);
   });
 
-  test('a direct-code intent order is paid with fulfillmentStatus processing once paid', async () => {
+  test('a direct-code intent order awaits payment, then is procured and delivered with gift card codes', async () => {
     const { api } = await reseller(long);
     const res = await api.post('/orders', intent('i-gift', 'prod_robux_800', 1));
-    expect(res.body).toMatchObject({ status: 'pending', fulfillmentStatus: 'awaiting_payment', redeemUrl: null });
+    expect(res.body).toMatchObject({ status: 'pending', fulfillmentStatus: 'awaiting_payment', redeemUrl: null, codes: [] });
     await payCheckout(long.services.orm.em.fork(), long.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
-    const paid = await waitForOrderStatus(api, res.body.orderId, 'paid');
-    expect(paid).toMatchObject({ fulfillmentStatus: 'processing', codes: [], fulfilledQuantity: 0 });
+    const delivered = await waitForOrderStatus(api, res.body.orderId, 'delivered');
+    expect(delivered).toMatchObject({ fulfillmentStatus: 'delivered', fulfilledQuantity: 1, redeemUrl: null });
+    expect(delivered.codes).toHaveLength(1);
   });
 
   test('npx wholesale sandbox pay pays as the payer would', async () => {

@@ -322,15 +322,13 @@ describe('GET /transactions (spec 2.9, 4.6)', () => {
 describe('the order workflow (ARCHITECTURE "Workflows")', () => {
   test('is keyed by account and externalOrderId, answers a state query and keeps search attributes current', async () => {
     const { api, accountId } = await funded('40.00');
-    const placed = await api.post('/orders', order('wf-1', 'prod_apple_gift_card_us_10', 1));
+    const placed = await api.post('/orders', order('wf-1', 'prod_chatgpt_plus_1m', 1));
     const handle = h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'wf-1'));
     const state = await handle.query(orderStateQuery);
-    expect(state).toMatchObject({ orderId: placed.body.orderId, status: 'paid', fulfillmentStatus: 'processing' });
+    expect(state).toMatchObject({ orderId: placed.body.orderId, status: 'delivered', fulfillmentStatus: null });
     await eventually(async () => {
-      const d = await handle.describe();
-      const sa = d.typedSearchAttributes;
-      return sa.get(OrderStatusKey) === 'paid' && sa.get(AccountIdKey) === accountId && sa.get(ExternalOrderIdKey) === 'wf-1'
-        && sa.get(FulfillmentStatusKey) === 'processing';
+      const sa = (await handle.describe()).typedSearchAttributes;
+      return sa.get(OrderStatusKey) === 'delivered' && sa.get(AccountIdKey) === accountId && sa.get(ExternalOrderIdKey) === 'wf-1';
     });
     const listed = await eventually(async () => {
       const found = [];
@@ -338,5 +336,19 @@ describe('the order workflow (ARCHITECTURE "Workflows")', () => {
       return found.length === 1 ? found : undefined;
     });
     expect(listed[0].workflowId).toBe(`order:${accountId}:wf-1`);
+  });
+
+  test('a direct-code order hands FulfillmentStatus over to its procurement workflow', async () => {
+    const { api, accountId } = await funded('40.00');
+    const placed = await api.post('/orders', order('wf-gift', 'prod_apple_gift_card_us_10', 1));
+    expect(placed.body).toMatchObject({ status: 'paid', fulfillmentStatus: 'processing' });
+    const orderRun = h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'wf-gift'));
+    const procureRun = h.services.temporal.client.workflow.getHandle(`procure:${placed.body.orderId}`);
+    await eventually(async () => {
+      const [o, p] = await Promise.all([orderRun.describe(), procureRun.describe()]);
+      return o.typedSearchAttributes.get(FulfillmentStatusKey) === undefined
+        && p.typedSearchAttributes.get(FulfillmentStatusKey) === 'delivered'
+        && p.typedSearchAttributes.get(AccountIdKey) === accountId;
+    });
   });
 });
