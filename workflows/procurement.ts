@@ -90,6 +90,8 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
     ...input.progress,
   };
   let busy = false;
+  /** Set while markNeedsAttention runs: Postgres may already show the order waiting for support. */
+  let enteringAttention = false;
 
   upsertSearchAttributes([
     { key: AccountIdKey, value: input.accountId },
@@ -126,15 +128,16 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
 
   const validate = (req: SupportRequest) => {
     if (!req?.actor?.trim() || !req?.reason?.trim()) throw ApplicationFailure.nonRetryable('actor and reason are required', 'invalid_input');
-    // Before the first step the phase is not known yet (support may have started this run).
-    if (state.phase !== 'starting' && state.phase !== 'needs_attention') throw notWaiting();
+    // Before the first step the phase is not known yet (support may have started this run), and
+    // while the order is being moved to needs_attention Postgres already shows it waiting.
+    if (state.phase !== 'starting' && state.phase !== 'needs_attention' && !enteringAttention) throw notWaiting();
   };
 
   /** One support action at a time, only while the order waits for support. */
   const supportAction =
     <R extends SupportRequest>(action: SupportActionName, run: (req: R) => Promise<OrderFacts>) =>
     async (req: R): Promise<ProcurementState> => {
-      await condition(() => state.phase !== 'starting' && !busy);
+      await condition(() => state.phase !== 'starting' && !busy && !enteringAttention);
       if (state.phase !== 'needs_attention') throw notWaiting();
       busy = true;
       try {
@@ -168,7 +171,14 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
   state.timing = timing;
   apply(begun.facts);
 
-  const enterAttention = async () => apply(await db.markNeedsAttention(orderId));
+  const enterAttention = async () => {
+    enteringAttention = true;
+    try {
+      apply(await db.markNeedsAttention(orderId));
+    } finally {
+      enteringAttention = false;
+    }
+  };
 
   /** Backoff before the next round: the base after progress, doubling while rounds obtain nothing, capped. */
   const backoffMs = () => Math.min(timing.retryCapSeconds, timing.retryBaseSeconds * 2 ** Math.max(0, state.emptyStreak - 1)) * 1000;

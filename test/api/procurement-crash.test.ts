@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { resolve } from 'node:path';
 import { procurementWorkflowId } from '../../src/temporal/procurement';
-import { startHarness, type Harness } from '../helpers/harness';
+import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { eventsOfOrder, orderUntil, procurementState, reseller, storedCodes, supplierPurchases, workflowIds } from '../helpers/procurement';
@@ -12,7 +10,6 @@ import { eventsOfOrder, orderUntil, procurementState, reseller, storedCodes, sup
 // the sandbox supplier is scripted through SANDBOX_SUPPLIER_SCRIPT: one unit per call for two
 // calls, then the rest, each call taking 1.5 s. The supplier's own record of its sales
 // (sandbox_supplier_orders) is what "never twice" is checked against.
-const root = resolve(__dirname, '..', '..');
 const PRODUCT = 'prod_apple_gift_card_us_25';
 const env = {
   RATE_LIMIT_PER_MINUTE: '100000',
@@ -29,21 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-function startWorker(): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
-    cwd: root,
-    stdio: 'ignore',
-    env: {
-      ...process.env,
-      ...env,
-      DATABASE_URL: h.databaseUrl,
-      TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
-      TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
-      PUBLIC_BASE_URL: h.baseUrl,
-      LOG_LEVEL: 'silent',
-    },
-  });
-}
+const startWorker = () => startWorkerProcess(h, env);
 
 test('kill -9 of the worker mid-procurement: a restarted worker delivers every unit, each bought once', async () => {
   const { api, accountId } = await reseller(h, '100.00');

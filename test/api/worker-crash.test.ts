@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
 import { payCheckout } from '../../src/providers/sandbox-payments';
 import { orderWorkflowId } from '../../src/temporal/orders';
-import { startHarness, type Harness } from '../helpers/harness';
+import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { checkoutIdOf, PAYMENT_ENV } from '../helpers/payments';
@@ -10,7 +8,6 @@ import { checkoutIdOf, PAYMENT_ENV } from '../helpers/payments';
 // Issue 4 "Done when": a worker killed with SIGKILL while intent orders wait for payment, then
 // restarted, still delivers the one paid meanwhile and expires the one left unpaid. The worker is
 // the production `npm run worker` process; the API runs in this test.
-const root = resolve(__dirname, '..', '..');
 let h: Harness;
 const env = { ...PAYMENT_ENV, PAYMENT_WINDOW_SECONDS: '8' };
 
@@ -19,21 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-function startWorker(): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
-    cwd: root,
-    stdio: 'ignore',
-    env: {
-      ...process.env,
-      ...env,
-      DATABASE_URL: h.databaseUrl,
-      TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
-      TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
-      PUBLIC_BASE_URL: h.baseUrl,
-      LOG_LEVEL: 'silent',
-    },
-  });
-}
+const startWorker = () => startWorkerProcess(h, env);
 
 test('kill -9 of the worker mid-wait: the paid order is delivered and the unpaid one expires after a restart', async () => {
   const { apiKey, accountId } = await h.account('0');

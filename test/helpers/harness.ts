@@ -1,4 +1,6 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { Client as PgClient } from 'pg';
 import { Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
@@ -9,6 +11,7 @@ import { createLogger } from '../../src/logger';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
 import { bundleWorkflows } from '../../src/temporal/worker';
+import { client } from './http';
 
 let runtimeInstalled = false;
 let bundle: Promise<WorkflowBundle> | undefined;
@@ -97,4 +100,30 @@ export async function startHarness(env: Record<string, string> = {}, opts: { wor
     },
     stop: () => services.stop(),
   };
+}
+
+/** A reseller on `h`: a funded account and a client for its key. */
+export async function reseller(h: Harness, balance = '0') {
+  const a = await h.account(balance);
+  return { ...a, api: client(h.apiUrl, a.apiKey) };
+}
+
+/**
+ * The production worker (`npm run worker`) as a child process on the harness's database and task
+ * queue, for tests that kill it (start the harness with `{ worker: false }`).
+ */
+export function startWorkerProcess(h: Harness, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+    cwd: resolve(__dirname, '..', '..'),
+    stdio: 'ignore',
+    env: {
+      ...process.env,
+      ...env,
+      DATABASE_URL: h.databaseUrl,
+      TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
+      PUBLIC_BASE_URL: h.baseUrl,
+      LOG_LEVEL: 'silent',
+    },
+  });
 }

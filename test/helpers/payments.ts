@@ -30,11 +30,7 @@ export const PAYMENT_ENV = {
   PAYMENT_PROVIDER_TIMEOUT_MS: '700',
 };
 
-/** A reseller on `h` with a client for its key. */
-export async function reseller(h: Harness, balance = '0') {
-  const a = await h.account(balance);
-  return { ...a, api: client(h.apiUrl, a.apiKey) };
-}
+export { reseller } from './harness';
 
 /** Polls GET /orders/{id} until the order reaches `status`; returns the detail. */
 export async function waitForOrderStatus(api: ReturnType<typeof client>, orderId: string, status: string) {

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { procurementStateQuery, procurementWorkflowId } from '../../src/temporal/procurement';
-import type { Harness } from './harness';
+import { reseller as newReseller, type Harness } from './harness';
 import { call, client, eventually } from './http';
 
 // Helpers of the direct-code procurement and support tests: placing gift-card orders, reading
@@ -12,10 +12,8 @@ const run = promisify(execFile);
 
 export type Api = ReturnType<typeof client>;
 
-export async function reseller(h: Harness, balance = '200.00') {
-  const acct = await h.account(balance);
-  return { ...acct, api: client(h.apiUrl, acct.apiKey) };
-}
+/** A reseller with a client for its key (these tests start from 200.00 USDT). */
+export const reseller = (h: Harness, balance = '200.00') => newReseller(h, balance);
 
 /** Polls GET /orders/{id} until `check` accepts it; every answer seen is passed to `seen`. */
 export async function orderUntil(api: Api, orderId: string, check: (o: any) => boolean, opts: { timeoutMs?: number; seen?: (o: any) => void } = {}) {

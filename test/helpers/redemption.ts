@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import type { Harness } from './harness';
+import { reseller as newReseller, type Harness } from './harness';
 import { client, eventually } from './http';
 
 // Helpers of the redemption tests: buying codes, reading what Postgres holds, the operator CLI.
@@ -11,10 +11,8 @@ const run = promisify(execFile);
 
 export type Api = ReturnType<typeof client>;
 
-export async function reseller(h: Harness, balance = '200.00') {
-  const acct = await h.account(balance);
-  return { ...acct, api: client(h.apiUrl, acct.apiKey) };
-}
+/** A reseller with a client for its key (these tests start from 200.00 USDT). */
+export const reseller = (h: Harness, balance = '200.00') => newReseller(h, balance);
 
 /** Buys one code of a redemption product through POST /orders. */
 export async function buyCode(api: Api, productId: string): Promise<{ code: string; orderId: string; externalOrderId: string }> {
