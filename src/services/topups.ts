@@ -67,6 +67,26 @@ const tooManyPending = (max: number) =>
   new ApiError('too_many_pending_topups', `${max} unpaid top-ups already exist; pay or let one expire first`);
 
 /**
+ * The answer for a key used before (a replay, or idempotency_conflict), or nothing when this is a
+ * new top-up and the unpaid limit leaves room for it.
+ */
+async function replayOrCheckLimit(
+  em: EntityManager,
+  req: { accountId: string; externalTopupId: string | null; amount: string; currency: string },
+  maxPending: number,
+): Promise<TopupCreateResponse | undefined> {
+  if (req.externalTopupId) {
+    const existing = await findByKey(em, req.accountId, req.externalTopupId);
+    if (existing) {
+      assertSameTopup(existing, req);
+      return topupResponse(existing, true);
+    }
+  }
+  if ((await unpaidTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
+  return undefined;
+}
+
+/**
  * The top-up workflow's checkout step: open the hosted checkout first (a provider failure leaves
  * no order behind), then store the pending top-up, with the account locked so the unpaid limit
  * and the idempotency key hold under concurrency.
@@ -77,14 +97,8 @@ export async function openTopup(
   req: OpenTopupRequest & { accountId: string },
   opts: { maxPending: number; paymentWindowSeconds: number; callbackUrl: string },
 ): Promise<TopupCreateResponse> {
-  if (req.externalTopupId) {
-    const existing = await findByKey(em, req.accountId, req.externalTopupId);
-    if (existing) {
-      assertSameTopup(existing, req);
-      return topupResponse(existing, true);
-    }
-  }
-  if ((await unpaidTopups(em, req.accountId)) >= opts.maxPending) throw tooManyPending(opts.maxPending);
+  const earlier = await replayOrCheckLimit(em, req, opts.maxPending);
+  if (earlier) return earlier;
   const checkout = await provider.createCheckout({
     reference: req.orderId,
     amount: req.amount,
@@ -94,14 +108,8 @@ export async function openTopup(
   });
   return em.transactional(async (tx) => {
     await lockAccount(tx, req.accountId);
-    if (req.externalTopupId) {
-      const existing = await findByKey(tx, req.accountId, req.externalTopupId);
-      if (existing) {
-        assertSameTopup(existing, req);
-        return topupResponse(existing, true);
-      }
-    }
-    if ((await unpaidTopups(tx, req.accountId)) >= opts.maxPending) throw tooManyPending(opts.maxPending);
+    const earlier = await replayOrCheckLimit(tx, req, opts.maxPending);
+    if (earlier) return earlier;
     const order = tx.create(OrderSchema, {
       id: req.orderId,
       accountId: req.accountId,
@@ -138,14 +146,8 @@ export async function submitTopup(
   if (!quota.allowed) {
     throw new ApiError('rate_limited', `At most ${deps.limits.perHour} top-up requests per hour`, undefined, { 'Retry-After': String(quota.retryAfter) });
   }
-  if (input.externalTopupId) {
-    const existing = await findByKey(deps.em, input.accountId, input.externalTopupId);
-    if (existing) {
-      assertSameTopup(existing, input);
-      return topupResponse(existing, true);
-    }
-  }
-  if ((await unpaidTopups(deps.em, input.accountId)) >= deps.limits.maxPending) throw tooManyPending(deps.limits.maxPending);
+  const earlier = await replayOrCheckLimit(deps.em, input, deps.limits.maxPending);
+  if (earlier) return earlier;
 
   const orderId = newId('ord');
   const key = input.externalTopupId ?? orderId;
