@@ -17,7 +17,7 @@ import {
   type FulfillmentStatus,
   type SupportDeps,
 } from './services/support';
-import { connectTemporal } from './temporal/client';
+import { connectTemporalFor } from './temporal/client';
 
 export const SUPPORT_USAGE = `  support orders [--status needs_attention] [--account ID] [--limit N]
                                                       direct-code orders by fulfillment status, longest waiting first
@@ -50,11 +50,7 @@ function orderIdOf(positionals: string[], usage: string): string {
 
 /** Connects to Temporal for one command. */
 async function withSupport<T>(orm: Orm, config: Config, run: (deps: SupportDeps) => Promise<T>): Promise<T> {
-  const temporal = await connectTemporal({
-    address: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-  });
+  const temporal = await connectTemporalFor(config);
   try {
     return await run({ em: orm.em.fork(), temporal });
   } finally {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseKeyRing } from './temporal/codec';
 
 // Every duration the spec names is its own setting, defaulting to the spec's value, so tests can
 // run the real workflows in seconds.
@@ -26,7 +27,19 @@ const levelThresholds = z
     return cents;
   });
 
+/**
+ * Secrets with a built-in value so that `npm start` needs no setup. Production
+ * (NODE_ENV=production) refuses to start with any of them; development warns once.
+ */
+export const DEV_SECRETS = {
+  CURSOR_SECRET: 'wholesale-dev-cursor-secret',
+  PAYMENT_CALLBACK_SECRET: 'sandbox-callback-secret',
+  // `npm start` makes its own key under STATE_DIR; this one serves `npm run api|worker` in development.
+  TEMPORAL_PAYLOAD_KEYS: 'dev:EHx7rd+fD/56kAg3Le3TasIipbXMOeL0GuBFcdbBIFE=',
+} as const;
+
 export const configSchema = z.object({
+  NODE_ENV: z.string().optional(),
   PORT: int(8080),
   HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
@@ -37,11 +50,21 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('wholesale'),
   TEMPORAL_UI_PORT: int(8233),
+  // Which Temporal `npm start` runs when TEMPORAL_ADDRESS is unset: `dev` (the dev server on SQLite,
+  // with its Web UI) or `server` (the production server, SQL persistence on the stack's Postgres,
+  // no UI; built once by scripts/ensure-temporal-server.mjs).
+  DEV_TEMPORAL: z.enum(['dev', 'server']).default('dev'),
   PUBLIC_BASE_URL: z.string().url().optional(),
+  // Prometheus metrics (with /healthz and /readyz) on their own port, kept off the public API
+  // port; unset, an API process serves /metrics on its own port and a lone worker serves none.
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  // Where the Temporal core exports its own metrics (loopback); unset, a free port is taken.
+  TEMPORAL_CORE_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ADMIN_TOKEN: z.string().min(16).optional(),
   // Signs list cursors so a forged one is rejected; it grants no access, but set it in production.
-  CURSOR_SECRET: z.string().min(8).default('wholesale-dev-cursor-secret'),
+  CURSOR_SECRET: z.string().min(8).default(DEV_SECRETS.CURSOR_SECRET),
 
   PAYMENT_WINDOW_SECONDS: int(900, 1),
   PAYMENT_SYNC_SECONDS: int(10, 1),
@@ -56,12 +79,37 @@ export const configSchema = z.object({
   // Hosted checkout: the built-in sandbox provider is served by this service under /sandbox-pay.
   PAYMENT_PROVIDER_URL: z.string().url().optional(),
   PAYMENT_PROVIDER_TIMEOUT_MS: int(10000, 1),
-  PAYMENT_CALLBACK_SECRET: z.string().min(8).default('sandbox-callback-secret'),
+  // How long an API request waits for its placement (order, top-up) before a retryable 503; above
+  // PAYMENT_PROVIDER_TIMEOUT_MS, since an intent order's checkout is opened inside the placement.
+  PLACEMENT_TIMEOUT_MS: int(15000, 1),
+  // An order or top-up workflow that has answered no placement this long after it started looks
+  // its order up in Postgres (a placement committed just before a Temporal restart lost its update).
+  PLACEMENT_RECOVERY_SECONDS: int(120, 1),
+  PAYMENT_CALLBACK_SECRET: z.string().min(8).default(DEV_SECRETS.PAYMENT_CALLBACK_SECRET),
+  // The keys that encrypt every Temporal payload (and redemption secrets staged in Postgres):
+  // `id:base64(32 bytes)` entries, comma-separated; the first encrypts, all decrypt (rotation).
+  TEMPORAL_PAYLOAD_KEYS: z
+    .string()
+    .default(DEV_SECRETS.TEMPORAL_PAYLOAD_KEYS)
+    .superRefine((spec, ctx) => {
+      try {
+        parseKeyRing(spec);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
+  // Authorises the codec server for operators (the Temporal UI and CLI); unset, only ADMIN_TOKEN does.
+  CODEC_TOKEN: z.string().min(16).optional(),
+  // The Temporal Web UI's origin, the only one the codec server answers across origins.
+  TEMPORAL_UI_ORIGIN: z.string().url().optional(),
   SANDBOX_PAYMENT_FAULT: z.enum(['none', 'error', 'timeout']).default('none'),
   SANDBOX_CALLBACK_DELAY_MS: int(0, 0),
   // After expiry the workflow keeps asking the provider for a late payment this long, this often.
   LATE_PAYMENT_WATCH_SECONDS: int(86400, 0),
   LATE_PAYMENT_POLL_SECONDS: int(300, 1),
+  // A lone worker process (`npm run worker`) exits non-zero after this many worker failures in a
+  // row (restarted with backoff in between); the embedded stack never gives up.
+  WORKER_MAX_CONSECUTIVE_FAILURES: int(10, 1),
   RATE_LIMIT_PER_MINUTE: int(300, 1),
   REDEMPTION_RATE_LIMIT_PER_MINUTE: int(60, 1),
   // The public redemption site has no key: form posts are limited per client IP.
@@ -77,9 +125,24 @@ export const configSchema = z.object({
   PROCUREMENT_DEADLINE_SECONDS: int(7200, 1),
   // The built-in sandbox supplier's script, JSON by product id or "*" (see src/providers/sandbox-supplier.ts).
   SANDBOX_SUPPLIER_SCRIPT: z.string().optional(),
+  // The account area (/account). Unset, the session secret is derived from CURSOR_SECRET, so
+  // production (which refuses the built-in CURSOR_SECRET) never signs sessions with a known key.
+  SESSION_SECRET: z.string().min(16).optional(),
+  SESSION_TTL_SECONDS: int(43200, 60),
+  // A rotated API key keeps working this long, then stops (a revoked one stops at once).
+  KEY_ROTATION_GRACE_SECONDS: int(86400, 0),
+  // Sign-in attempts per email and per client IP in a 15-minute window; sign-ups per IP per hour.
+  SIGN_IN_RATE_LIMIT_PER_ACCOUNT: int(10, 1),
+  SIGN_IN_RATE_LIMIT_PER_IP: int(50, 1),
+  SIGN_UP_RATE_LIMIT_PER_IP: int(10, 1),
 });
 
-export type Config = z.infer<typeof configSchema> & { publicBaseUrl: string; paymentProviderUrl: string };
+export type Config = z.infer<typeof configSchema> & {
+  publicBaseUrl: string;
+  paymentProviderUrl: string;
+  /** Names of the secrets still at their built-in development value (never their values). */
+  devSecrets: string[];
+};
 
 export class ConfigError extends Error {}
 
@@ -93,11 +156,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
+  const devSecrets = Object.entries(DEV_SECRETS).filter(([name, value]) => c[name as keyof typeof DEV_SECRETS] === value).map(([name]) => name);
+  if (c.NODE_ENV === 'production') {
+    const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);
+    // Loopback and plain-http receivers would let any reseller make the service call itself.
+    if (c.WEBHOOK_ALLOW_INSECURE_URLS) lines.push('  WEBHOOK_ALLOW_INSECURE_URLS: must not be on in production');
+    if (lines.length > 0) throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, publicBaseUrl, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
+  return { ...c, publicBaseUrl, devSecrets, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
 }
 
 /** Payment durations handed to the order and top-up workflows (they cannot read the environment). */
-export function paymentTiming(c: Config): { syncSeconds: number; lateWatchSeconds: number; latePollSeconds: number } {
-  return { syncSeconds: c.PAYMENT_SYNC_SECONDS, lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS, latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS };
+export function paymentTiming(c: Config): { syncSeconds: number; lateWatchSeconds: number; latePollSeconds: number; placementRecoverySeconds: number } {
+  return {
+    syncSeconds: c.PAYMENT_SYNC_SECONDS,
+    lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS,
+    latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS,
+    placementRecoverySeconds: c.PLACEMENT_RECOVERY_SECONDS,
+  };
 }

@@ -12,7 +12,9 @@ export function ormConfig(databaseUrl: string, overrides: Partial<Options> = {},
     extensions: [Migrator],
     // Migrations are listed in code so they run the same under tsx, jest and compiled output.
     migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: opts.quietMigrations ?? false },
-    pool: { min: 0, max: 20 },
+    // While Postgres is down a request waits at most a few seconds for a connection, then answers
+    // a retryable 503 instead of hanging.
+    pool: { min: 0, max: 20, acquireTimeoutMillis: 5000 },
     debug: false,
     ...overrides,
   });
@@ -22,6 +24,7 @@ export async function initOrm(databaseUrl: string, overrides: Partial<Options> =
   return MikroORM.init(ormConfig(databaseUrl, overrides, opts));
 }
 
-export async function migrate(orm: Orm): Promise<void> {
-  await orm.getMigrator().up();
+/** Applies pending migrations; returns the names of those applied now. */
+export async function migrate(orm: Orm): Promise<string[]> {
+  return (await orm.getMigrator().up()).map((m) => m.name);
 }

@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   payment_provider_error: 502,
   payment_provider_timeout: 504,
   session_validation_unavailable: 503,
+  // Postgres or the Temporal server is briefly out of reach (a restart, a failover): retry as is.
+  service_unavailable: 503,
   internal_error: 500,
 } as const;
 
@@ -36,6 +38,20 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_STATUS, value);
+}
+
+/** The error body of spec 2.11: the one shape every surface answers an error with. */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  requestId: string;
+  retryable: boolean;
+  details?: Record<string, unknown>;
+}
+
+export function errorBody(err: ApiError, requestId: string, extraDetails?: Record<string, unknown>): ErrorBody {
+  const details = err.details || extraDetails ? { ...err.details, ...extraDetails } : undefined;
+  return { error: err.code, message: err.message, requestId, retryable: err.retryable, ...(details ? { details } : {}) };
 }
 
 export class ApiError extends Error {

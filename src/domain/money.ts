@@ -13,6 +13,14 @@ export function parseDecimal(value: string): Cents {
   return cents;
 }
 
+/** A Decimal string within the amounts the service accepts (so parseDecimal cannot throw on it). */
+export function isAmount(value: string): boolean {
+  if (!DECIMAL_RE.test(value)) return false;
+  const [whole, frac = ''] = value.split('.');
+  const cents = Number(whole) * 100 + Number(frac.padEnd(2, '0'));
+  return Number.isSafeInteger(cents) && cents <= MAX_CENTS;
+}
+
 /** Accepts what Postgres numeric(18,2) hydrates to ("12.30", "-5.00"). */
 export function fromDb(value: string | number): Cents {
   const s = String(value);

@@ -57,6 +57,9 @@ export function checkWebhookUrl(raw: string, policy: UrlPolicy): UrlCheck {
     return { ok: false, reason: 'url must use https://' };
   }
   if (url.username || url.password) return { ok: false, reason: 'url must not contain credentials' };
+  // WHATWG drops the scheme's default port, so an https URL on 443 has none; a receiver on any
+  // other port (22, 0, an internal admin port) is refused outside local development.
+  if (url.port !== '' && !policy.allowInsecure) return { ok: false, reason: 'url must use the default https port (443)' };
   // WHATWG parsing already normalized odd IPv4 spellings (0x7f.1, 2130706433) to dotted quads.
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname.replace(/\.$/, '').toLowerCase();
   if (!host) return { ok: false, reason: 'url must name a host' };
@@ -85,6 +88,7 @@ function classifyBytes(b: number[]): AddressClass {
 type V4Rule = [prefix: number[], bits: number, cls: AddressClass];
 const V4_RULES: V4Rule[] = [
   [[169, 254, 169, 254], 32, 'metadata'],
+  [[168, 63, 129, 16], 32, 'metadata'], // Azure's host address (wire server, instance metadata)
   [[0, 0, 0, 0], 8, 'unspecified'],
   [[10, 0, 0, 0], 8, 'private'],
   [[100, 64, 0, 0], 10, 'shared'],
@@ -113,6 +117,7 @@ const V6_RULES: V6Rule[] = [
   [v6(0, 0, 0, 0, 0, 0, 0, 0), 128, 'unspecified'],
   [v6(0, 0, 0, 0, 0, 0, 0, 1), 128, 'loopback'],
   [v6(0, 0, 0, 0, 0, 0xffff), 96, 'embedded'], // IPv4-mapped ::ffff:a.b.c.d
+  [v6(0, 0, 0, 0, 0xffff, 0), 96, 'embedded'], // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765)
   [v6(0x64, 0xff9b), 96, 'embedded'], // NAT64 64:ff9b::a.b.c.d reaches the IPv4 address
   [v6(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254), 128, 'metadata'],
   [v6(0), 96, 'reserved'], // deprecated IPv4-compatible ::a.b.c.d and the rest of ::/96

@@ -1,11 +1,16 @@
 import { z } from './openapi';
-import { DECIMAL_RE } from '../domain/money';
+import { DECIMAL_RE, isAmount, MAX_CENTS, toDecimal } from '../domain/money';
+import { IdString } from './hygiene';
 
 // Shared wire shapes (spec part 2), used both to parse and to document.
-export const Decimal = z.string().regex(DECIMAL_RE, 'must be a Decimal string such as "12.50"').openapi({ example: '12.50' });
+export const Decimal = z
+  .string()
+  .regex(DECIMAL_RE, 'must be a Decimal string such as "12.50"')
+  .refine(isAmount, `must be at most ${toDecimal(MAX_CENTS)}`)
+  .openapi({ example: '12.50' });
 export const SignedDecimal = z.string().regex(/^-?\d+(\.\d{1,2})?$/);
 export const Limit = z.coerce.number().int().min(1).max(100).default(50);
-export const Cursor = z.string().min(1).max(512).optional();
+export const Cursor = IdString(512).optional();
 export const Qty = z.coerce.number().int().min(1).max(1000);
 
 const RedeemField = z.object({
@@ -80,8 +85,9 @@ export const OrderCreate = z
     deliveryType: z.enum(['redemption', 'direct_code']),
     fulfillmentStatus: FulfillmentStatus.nullable(),
     fulfilledQuantity: z.number().int().min(0),
-    errorCode: z.literal('delivery_needs_attention').nullable(),
-    resolution: z.literal('manual_review').nullable(),
+    // z.enum, not z.literal: the document must admit null (a literal's nullable lost it).
+    errorCode: z.enum(['delivery_needs_attention']).nullable(),
+    resolution: z.enum(['manual_review']).nullable(),
     reused: z.boolean(),
   })
   .openapi('OrderCreateResponse');

@@ -16,6 +16,12 @@ export function mcpRoutes(ctx: AppContext): Router {
   router.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
 
   router.post('/', express.json({ limit: '256kb' }), async (req, res) => {
+    // JSON-RPC 2.0: an empty batch is an Invalid Request, answered with one error object. The
+    // transport would take it as "nothing to answer" and send an empty 202.
+    if (Array.isArray(req.body) && req.body.length === 0) {
+      res.status(400).json({ jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: empty batch' }, id: null });
+      return;
+    }
     const server = createMcpServer({ ctx, principal: res.locals.principal, requestId: res.locals.requestId });
     // Plain JSON responses: every tool answers within the request, so no SSE stream is needed.
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

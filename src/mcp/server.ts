@@ -2,12 +2,13 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodObject } from 'zod';
 import { paymentTiming } from '../config';
-import { ApiError } from '../domain/errors';
+import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from '../http/context';
 import { toApiError } from '../http/middleware';
 import { CreateOrderBody } from '../http/routers/orders';
 import { TopupBody, TopupResult } from '../http/routers/topups';
-import { Availability, Balance, OrderCreate, OrderDetail, OrderSummary, Product, Transaction } from '../http/schemas';
+import { assertCleanInput, IdString } from '../http/hygiene';
+import { Availability, Balance, Cursor as CursorParam, OrderCreate, OrderDetail, OrderSummary, Product, Transaction } from '../http/schemas';
 import type { Principal } from '../services/accounts';
 import { checkAvailability, listProducts } from '../services/catalog';
 import { getBalance } from '../services/ledger';
@@ -41,11 +42,9 @@ const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
 const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true };
 
 const Limit = z.number().int().min(1).max(100).default(50).describe('Page size, 1 to 100 (default 50).');
-const Cursor = z
-  .string().min(1).max(512).optional()
-  .describe('`nextCursor` from the previous page, passed back unchanged. Omit for the first page.');
+const Cursor = CursorParam.describe('`nextCursor` from the previous page, passed back unchanged. Omit for the first page.');
 
-const ProductId = z.string().min(1).max(128).describe('A leaf product `id` from list_products (never a slug or productGroupId).');
+const ProductId = IdString(128).describe('A leaf product `id` from list_products (never a slug or productGroupId).');
 
 const RETRY_RULES =
   'On a timeout, a network error or an error with `retryable=true`, call again with the same id and the same parameters: ' +
@@ -110,7 +109,7 @@ const TOOLS: Tool[] = [
       'Limits: 20 top-up requests per hour per account (replays count, shared with REST: `rate_limited` with `details.retryAfter` seconds) ' +
       'and at most 5 unpaid top-ups at a time (`too_many_pending_topups`).',
     input: TopupBody.extend({
-      externalTopupId: z.string().min(1).max(64).describe('Your unique id for this top-up (max 64 characters), reused unchanged on retries.'),
+      externalTopupId: IdString(64).describe('Your unique id for this top-up (max 64 characters), reused unchanged on retries.'),
       amount: TopupBody.shape.amount.describe('Amount to credit, a Decimal string greater than 0 with at most 2 decimals, e.g. "50.00".'),
       currency: TopupBody.shape.currency.describe('Payment currency, USDT (default) or USDC; both credit the USDT balance 1:1.'),
     }),
@@ -168,7 +167,7 @@ const TOOLS: Tool[] = [
       '`fulfillmentStatus` and `fulfilledQuantity`. This is the source of truth: poll it every 10 to 30 s while an order is pending or ' +
       'processing. An unknown id, or one of another account, returns `not_found`. Same as GET /wholesale/v1/orders/{id}.',
     input: z
-      .object({ orderId: z.string().min(1).max(128).describe('`orderId` from purchase_codes or create_topup, or `id` from list_orders.') })
+      .object({ orderId: IdString(128).describe('`orderId` from purchase_codes or create_topup, or `id` from list_orders.') })
       .strict(),
     output: OrderDetail,
     annotations: READ,
@@ -184,7 +183,7 @@ const TOOLS: Tool[] = [
       'Same as GET /wholesale/v1/orders.',
     input: z
       .object({
-        externalOrderId: z.string().min(1).max(64).optional().describe('Only the order (or top-up) with this idempotency id.'),
+        externalOrderId: IdString(64).optional().describe('Only the order (or top-up) with this idempotency id.'),
         limit: Limit,
         cursor: Cursor,
       })
@@ -243,14 +242,14 @@ const INSTRUCTIONS = [
  */
 function errorResult(err: ApiError, requestId: string): CallToolResult {
   const retryAfter = err.headers?.['Retry-After'];
-  const details = retryAfter ? { ...err.details, retryAfter: Number(retryAfter) } : err.details;
-  const body = { error: err.code, message: err.message, requestId, retryable: err.retryable, ...(details ? { details } : {}) };
+  const body = errorBody(err, requestId, retryAfter ? { retryAfter: Number(retryAfter) } : undefined);
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(body) }] };
 }
 
 async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToolResult> {
   const { ctx, principal, requestId } = call;
   try {
+    assertCleanInput({ arguments: rawArgs });
     const args = t.input.parse(rawArgs ?? {});
     const result = await t.run(args, call);
     ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name }, 'mcp tool');

@@ -1,7 +1,10 @@
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { ApiError } from '../domain/errors';
+import { ApiError, errorBody } from '../domain/errors';
 import type { RedeemFieldDef } from '../domain/redeem-info';
 import type { AppContext } from '../http/context';
+import { assertCleanInput } from '../http/hygiene';
+import { rateLimited } from '../metrics/registry';
+import { parseKeyRing } from '../temporal/codec';
 import { toApiError } from '../http/middleware';
 import { defaultRedemptionUpstream } from '../providers/redemption-upstream';
 import { hitRateLimit } from '../services/rate-limit';
@@ -176,17 +179,25 @@ function statusPage(base: string, view: RedemptionView & { productName: string }
 export function redeemSite(ctx: AppContext): Router {
   const router = Router();
   router.use(express.urlencoded({ extended: false, limit: '128kb', parameterLimit: 50 }));
+  // The form's code is an id and its details free text; both keep the edge's hygiene rule.
+  router.use((req, _res, next) => {
+    assertCleanInput({ body: req.body });
+    next();
+  });
+  const keys = parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS);
   const deps = () => ({
     em: ctx.orm.em.fork(),
     temporal: ctx.temporal,
     upstream: defaultRedemptionUpstream(),
     refreshSeconds: ctx.config.REDEMPTION_REFRESH_SECONDS,
+    keys,
   });
 
   // Per-IP budgets (the site has no key): form posts, and the status page's polling.
   const perIp = (name: string, limit: number): RequestHandler => async (req, res, next) => {
     const result = await hitRateLimit(ctx.orm.em.fork(), `${name}:${req.ip ?? 'unknown'}`, limit, 60);
     if (!result.allowed) {
+      rateLimited.inc({ limit: name });
       throw new ApiError('rate_limited', 'Too many requests from this address', undefined, { 'Retry-After': String(result.retryAfter) });
     }
     next();
@@ -267,7 +278,7 @@ export function redeemSite(ctx: AppContext): Router {
     const apiError = toApiError(err);
     if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'redemption site request failed');
     if (req.path.endsWith('/json')) {
-      res.status(apiError.status).set(apiError.headers ?? {}).json({ error: apiError.code, message: apiError.message, requestId: res.locals.requestId });
+      res.status(apiError.status).set(apiError.headers ?? {}).json(errorBody(apiError, res.locals.requestId));
       return;
     }
     const message = apiError.code === 'not_found' ? 'This page does not exist. Check the link, or enter your code again.' : messageFor(apiError);

@@ -25,22 +25,31 @@ export function encodeCursor(scope: CursorScope, position: string | number): str
   return `${body}.${sign(scope, body).toString('base64url')}`;
 }
 
-export function decodeCursor(scope: CursorScope, cursor: string): string | number {
+/** A keyset position that is a positive row number (orders, ledger rows). */
+export const rowNumberPosition = (p: unknown): number | undefined => (Number.isSafeInteger(p) && (p as number) > 0 ? (p as number) : undefined);
+
+/**
+ * The position a cursor carries, checked by `parsePosition` for this list: a cursor that is
+ * forged, edited, foreign, expired, or signed but holding a position that is not valid for the
+ * list is `invalid_cursor`, never a database error.
+ */
+export function decodeCursor<T>(scope: CursorScope, cursor: string, parsePosition: (p: unknown) => T | undefined): T {
   const invalid = () => new ApiError('invalid_cursor', 'Invalid or expired cursor; restart from the first page');
   const [body, mac, extra] = cursor.split('.');
   if (!body || !mac || extra !== undefined) throw invalid();
   const expected = sign(scope, body);
   const given = Buffer.from(mac, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
-  let parsed: { p?: unknown; t?: unknown };
+  let parsed: { p?: unknown; t?: unknown } | null;
   try {
     parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
   } catch {
     throw invalid();
   }
-  if (typeof parsed.t !== 'number' || Date.now() - parsed.t > MAX_AGE_MS) throw invalid();
-  if (typeof parsed.p !== 'string' && typeof parsed.p !== 'number') throw invalid();
-  return parsed.p;
+  if (parsed === null || typeof parsed !== 'object' || typeof parsed.t !== 'number' || Date.now() - parsed.t > MAX_AGE_MS) throw invalid();
+  const position = parsePosition(parsed.p);
+  if (position === undefined) throw invalid();
+  return position;
 }
 
 export interface Page<T> {

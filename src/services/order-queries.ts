@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, toSignedDecimal } from '../domain/money';
-import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
+import { decodeCursor, pageOf, rowNumberPosition, type CursorScope, type Page } from './cursor';
 import { deliveredCodes, redeemUrlFor } from './orders';
 
 const unix = (d?: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
@@ -51,7 +51,7 @@ export async function listOrders(
   const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'orders', filters: { e: q.externalOrderId ?? null } };
   const where: Record<string, unknown> = { accountId: q.accountId };
   if (q.externalOrderId !== undefined) where.$or = [{ externalOrderId: q.externalOrderId }, { externalTopupId: q.externalOrderId }];
-  if (q.cursor) where.orderNumber = { $lt: Number(decodeCursor(scope, q.cursor)) };
+  if (q.cursor) where.orderNumber = { $lt: decodeCursor(scope, q.cursor, rowNumberPosition) };
   const rows = await em.find(OrderSchema, where, { orderBy: { orderNumber: 'desc' }, limit: q.limit + 1 });
   return pageOf(rows, q.limit, (o) => orderSummary(o, q.baseUrl), (o) => Number(o.orderNumber), scope);
 }
@@ -69,7 +69,7 @@ export async function listTransactions(
   }
   if (q.cursor) {
     sql += ' and id < ?';
-    params.push(Number(decodeCursor(scope, q.cursor)));
+    params.push(decodeCursor(scope, q.cursor, rowNumberPosition));
   }
   sql += ' order by id desc limit ?';
   params.push(q.limit + 1);

@@ -1,12 +1,15 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { isGrpcServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { ApplicationFailure, NamespaceNotFoundError } from '@temporalio/common';
 import { ApiError, isErrorCode } from '../domain/errors';
+import { safeText } from '../domain/text';
 
 // Business errors cross Temporal as non-retryable ApplicationFailures whose `type` is the spec's
-// error code, and turn back into ApiErrors at the HTTP edge.
+// error code, and turn back into ApiErrors at the HTTP edge. The message is our own sentence
+// (ids in it passed the edge's hygiene rule), made safe and bounded all the same.
 
 export function toApplicationFailure(err: ApiError): ApplicationFailure {
   return ApplicationFailure.create({
-    message: err.message,
+    message: safeText(err.message, 500),
     type: err.code,
     nonRetryable: true,
     details: err.details ? [err.details] : [],
@@ -22,4 +25,24 @@ export function apiErrorFromTemporal(err: unknown): ApiError | undefined {
     }
   }
   return undefined;
+}
+
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_NOT_FOUND = 5;
+
+/**
+ * The Temporal server could not be reached or did not answer in time (a restart, a network
+ * fault, an update no worker accepted before the RPC deadline), or it cannot see our namespace
+ * (the production server answers so while its own database is out of reach): retry the same request.
+ */
+export function isTemporalUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
+    if (isGrpcServiceError(e) && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return true;
+    if (e instanceof NamespaceNotFoundError) return true;
+    if (isGrpcServiceError(e) && e.code === GRPC_NOT_FOUND && /namespace .* not found/i.test(e.details ?? e.message)) return true;
+    if (e instanceof Error && (e.name === 'ConnectionError' || e.name === 'TransportError')) return true;
+  }
+  return false;
 }

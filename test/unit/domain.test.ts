@@ -2,7 +2,7 @@ import { loadConfig } from '../../src/config';
 import { CODE_ALPHABET, CODE_RE, generateCode, normalizeCode } from '../../src/domain/codes';
 import { levelFor, raisedLevel } from '../../src/domain/levels';
 import { fromDb, parseDecimal, toDecimal, toSignedDecimal } from '../../src/domain/money';
-import { decodeCursor, encodeCursor } from '../../src/services/cursor';
+import { decodeCursor, encodeCursor, rowNumberPosition } from '../../src/services/cursor';
 
 describe('money (spec 2: Decimal strings, at most 2 decimals, never floats)', () => {
   test.each([
@@ -70,13 +70,19 @@ describe('config (zod over the environment)', () => {
 
 describe('cursors (opaque, signed, bound to account and filters)', () => {
   const scope = { secret: 's3cret-value', accountId: 'a', list: 'orders', filters: {} };
-  test('round-trips', () => expect(decodeCursor(scope, encodeCursor(scope, 42))).toBe(42));
+  test('round-trips', () => expect(decodeCursor(scope, encodeCursor(scope, 42), rowNumberPosition)).toBe(42));
   test.each([
     ['forged', () => 'eyJwIjoxfQ.AAAA'],
     ['edited', () => encodeCursor(scope, 42).replace(/^./, 'x')],
     ['foreign account', () => encodeCursor({ ...scope, accountId: 'b' }, 42)],
     ['other filters', () => encodeCursor({ ...scope, filters: { e: 'x' } }, 42)],
+    // Issue 11: correctly signed, but the position is garbage for a list keyed by row number.
+    ['signed non-numeric position', () => encodeCursor(scope, 'abc')],
+    ['signed fractional position', () => encodeCursor(scope, 1.5)],
+    ['signed negative position', () => encodeCursor(scope, -3)],
+    ['signed huge position', () => encodeCursor(scope, 1e308)],
+    ['signed NUL position', () => encodeCursor(scope, '1\u0000')],
   ])('rejects a %s cursor', (_name, make) => {
-    expect(() => decodeCursor(scope, make())).toThrow(expect.objectContaining({ code: 'invalid_cursor' }));
+    expect(() => decodeCursor(scope, make(), rowNumberPosition)).toThrow(expect.objectContaining({ code: 'invalid_cursor' }));
   });
 });

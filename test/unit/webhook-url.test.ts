@@ -37,6 +37,15 @@ describe('URL rules (pure)', () => {
     ['https://[fc00::5]/', 'url host is a private network address'],
     ['https://[64:ff9b::a00:1]/', 'url host is a private network address'], // NAT64 to 10.0.0.1
     ['not a url', 'url is not an absolute URL'],
+    // Issue 11: the probe's accepted classes.
+    ['https://[::ffff:0:127.0.0.1]/', 'url host is a loopback address'], // IPv4-translated ::ffff:0:0/96
+    ['https://[::ffff:0:a00:1]/', 'url host is a private network address'],
+    ['https://[::ffff:0:a9fe:a9fe]/', 'url host is a cloud metadata address'],
+    ['https://168.63.129.16/', 'url host is a cloud metadata address'],
+    ['https://hooks.example.com:0/', 'url must use the default https port (443)'],
+    ['https://hooks.example.com:22/', 'url must use the default https port (443)'],
+    ['https://Hooks.Example.COM:8443/a', 'url must use the default https port (443)'],
+    ['https://8.8.8.8:6379/', 'url must use the default https port (443)'],
     [`https://a.example.com/${'x'.repeat(2100)}`, 'url must be at most 2048 characters'],
   ])('strict: %s is rejected (%s)', (url, reason) => {
     expect(checkWebhookUrl(url, strict)).toEqual({ ok: false, reason });
@@ -44,7 +53,7 @@ describe('URL rules (pure)', () => {
 
   test.each([
     ['https://hooks.example.com/wholesale?x=1', 'https://hooks.example.com/wholesale?x=1'],
-    ['https://Hooks.Example.COM:8443/a', 'https://hooks.example.com:8443/a'],
+    ['https://Hooks.Example.COM:443/a', 'https://hooks.example.com/a'],
     ['https://8.8.8.8/hook', 'https://8.8.8.8/hook'],
     ['https://[2606:4700:4700::1111]/hook', 'https://[2606:4700:4700::1111]/hook'],
   ])('strict: %s is accepted', (url, href) => {
@@ -137,7 +146,8 @@ describe('delivery-time guard against DNS rebinding (the connection uses only ch
 
   test('a name that now resolves to loopback is refused before connecting', async () => {
     const before = receiver.received.length;
-    const r = await sendWebhook(request(`https://rebind.example.com:${port()}/hook`), { policy: strict, timeoutMs: 2000, resolver: rebinding('127.0.0.1') });
+    // Port 443 (the only one allowed in strict mode): nothing listens there, and nothing is tried.
+    const r = await sendWebhook(request('https://rebind.example.com/hook'), { policy: strict, timeoutMs: 2000, resolver: rebinding('127.0.0.1') });
     expect(r).toEqual({ ok: false, statusCode: null, error: 'destination not allowed: host resolves to a loopback address' });
     expect(receiver.received.length).toBe(before);
   });

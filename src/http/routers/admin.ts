@@ -13,6 +13,7 @@ import {
 import type { AppContext } from '../context';
 import { notFound } from '../middleware';
 import { createRegistry, openApiDocument, z } from '../openapi';
+import { FreeText, IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { Decimal } from '../schemas';
 
@@ -73,22 +74,22 @@ const SupportOutcome = z
   .openapi('SupportOutcome');
 
 const Who = z.object({
-  actor: z.string().trim().min(1).max(255).describe('Who acts (recorded)'),
-  reason: z.string().trim().min(1).max(2000).describe('Why (recorded)'),
+  actor: IdString(255).pipe(z.string().trim().min(1)).describe('Who acts (recorded)'),
+  reason: FreeText(2000).pipe(z.string().trim().min(1)).describe('Why (recorded)'),
 });
 const ActionBody = Who.strict().openapi('SupportAction');
-const DeliverBody = Who.extend({ codes: z.array(z.string().min(1).max(255)).min(1).max(1000) }).strict().openapi('SupportDeliver');
-const OrderParams = z.object({ id: z.string().min(1).max(128) });
+const DeliverBody = Who.extend({ codes: z.array(IdString(255)).min(1).max(1000) }).strict().openapi('SupportDeliver');
+const OrderParams = z.object({ id: IdString(128) });
 
 export function adminRoutes(ctx: AppContext): Router {
-  const router = Router();
-  const registry = createRegistry();
+  const router = Router({ strict: true });
+  const registry = createRegistry('admin');
   const deps = (): SupportDeps => ({ em: ctx.orm.em.fork(), temporal: ctx.temporal });
   router.use(adminAuth(ctx));
   router.use(express.json({ limit: '512kb' }));
 
   addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'get', path: '/orders', summary: 'Direct-code orders by fulfillment status, longest waiting first',
+    method: 'get', path: '/orders', operationId: 'listSupportOrders', tag: 'Support', auth: 'admin', summary: 'Direct-code orders by fulfillment status, longest waiting first',
     query: z.object({
       fulfillmentStatus: z.enum(FULFILLMENT_STATUSES).optional(),
       accountId: z.uuid().optional(),
@@ -98,27 +99,27 @@ export function adminRoutes(ctx: AppContext): Router {
   }, async ({ query }) => ({ orders: await listSupportOrders(ctx.orm.em.fork(), query) }));
 
   addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'get', path: '/orders/:id', summary: 'One direct-code order with its support actions and procurement state',
+    method: 'get', path: '/orders/:id', operationId: 'getSupportOrder', tag: 'Support', auth: 'admin', summary: 'One direct-code order with its support actions and procurement state',
     params: OrderParams, response: SupportOrderDetail, errors: ['not_found'],
   }, async ({ params }) => supportOrderDetail(deps(), params.id));
 
   addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'post', path: '/orders/:id/resume', summary: 'Try the supplier again for a needs_attention order',
+    method: 'post', path: '/orders/:id/resume', operationId: 'resumeSupportOrder', tag: 'Support', auth: 'admin', summary: 'Try the supplier again for a needs_attention order',
     params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
   }, async ({ params, body }) => resumeOrder(deps(), params.id, body));
 
   addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'post', path: '/orders/:id/deliver', summary: 'Deliver codes obtained by hand for the missing units',
+    method: 'post', path: '/orders/:id/deliver', operationId: 'deliverSupportOrder', tag: 'Support', auth: 'admin', summary: 'Deliver codes obtained by hand for the missing units',
     params: OrderParams, body: DeliverBody, response: SupportOutcome, errors: ['not_found'],
   }, async ({ params, body }) => deliverOrder(deps(), params.id, body));
 
   addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'post', path: '/orders/:id/refund', summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
+    method: 'post', path: '/orders/:id/refund', operationId: 'refundSupportOrder', tag: 'Support', auth: 'admin', summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
     params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
   }, async ({ params, body }) => refundOrder(deps(), params.id, body));
 
   // Paths carry the /admin/v1 prefix, so the server is the service's base URL.
-  const document = openApiDocument(registry, ctx.config.publicBaseUrl);
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl, { title: 'Wholesale admin API (support and ops)', tags: ['Support'] });
   router.get('/openapi.json', (_req, res) => {
     res.json(document);
   });

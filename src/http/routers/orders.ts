@@ -5,15 +5,18 @@ import { submitOrder } from '../../services/order-submission';
 import { paymentTiming } from '../../config';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
+import { IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { Cursor, Decimal, Limit, OrderCreate, OrderDetail, OrderSummary, Transaction } from '../schemas';
 
 export const CreateOrderBody = z
   .object({
-    externalOrderId: z.string().min(1).max(64),
-    productId: z.string().min(1).max(128),
+    externalOrderId: IdString(64),
+    productId: IdString(128),
     qty: z.number().int().min(1).max(1000),
-    payment: z.enum(['balance', 'intent']).default('balance'),
+    // Optional with its default applied in parsing: a published `default` would make generated
+    // clients require the field.
+    payment: z.enum(['balance', 'intent']).optional().transform((v) => v ?? 'balance').openapi({ description: 'Defaults to `balance`' }),
     expectedUnitPrice: Decimal.optional(),
   })
   .strict()
@@ -24,7 +27,7 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
   const cursorSecret = ctx.config.CURSOR_SECRET;
 
   addRoute(router, registry, mount, {
-    method: 'post', path: '/orders', summary: 'Place an order (idempotent on externalOrderId)',
+    method: 'post', path: '/orders', operationId: 'createOrder', tag: 'Orders', summary: 'Place an order (idempotent on externalOrderId)',
     body: CreateOrderBody, response: OrderCreate,
     errors: ['insufficient_balance', 'not_found', 'duplicate_order', 'idempotency_conflict', 'out_of_stock', 'insufficient_stock',
       'stock_unavailable', 'fulfillment_unavailable', 'price_changed', 'api_test_quantity', 'api_test_balance_only',
@@ -36,8 +39,8 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
     ));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/orders', summary: 'Purchase and top-up orders, newest first',
-    query: z.object({ externalOrderId: z.string().min(1).max(64).optional(), limit: Limit, cursor: Cursor }),
+    method: 'get', path: '/orders', operationId: 'listOrders', tag: 'Orders', summary: 'Purchase and top-up orders, newest first',
+    query: z.object({ externalOrderId: IdString(64).optional(), limit: Limit, cursor: Cursor }),
     response: z.object({ orders: z.array(OrderSummary), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     errors: ['invalid_cursor'],
   }, async ({ query, principal }) => {
@@ -46,12 +49,12 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
   });
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/orders/:id', summary: 'Order detail; codes only when delivered',
-    params: z.object({ id: z.string().min(1).max(128) }), response: OrderDetail, errors: ['not_found'],
+    method: 'get', path: '/orders/:id', operationId: 'getOrder', tag: 'Orders', summary: 'Order detail; codes only when delivered',
+    params: z.object({ id: IdString(128) }), response: OrderDetail, errors: ['not_found'],
   }, async ({ params, principal }) => orderDetail(ctx.orm.em.fork(), principal.account.id, params.id, baseUrl));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/transactions', summary: 'Ledger rows with signed amounts and balanceAfter, newest first',
+    method: 'get', path: '/transactions', operationId: 'listTransactions', tag: 'Orders', summary: 'Ledger rows with signed amounts and balanceAfter, newest first',
     query: z.object({ limit: Limit, cursor: Cursor, type: z.enum(['topup', 'purchase', 'refund', 'adjust']).optional() }),
     response: z.object({ transactions: z.array(Transaction), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     errors: ['invalid_cursor'],

@@ -5,11 +5,13 @@ import { redemptionByCode, redemptionById, submitRedemption } from '../../servic
 import type { AppContext } from '../context';
 import { rateLimit } from '../middleware';
 import { z } from '../openapi';
+import { IdString } from '../hygiene';
 import { addRoute } from '../route';
+import { parseKeyRing } from '../../temporal/codec';
 
 export const SubmitRedemptionBody = z
   .object({
-    code: z.string().min(1).max(64).openapi({ example: 'ABCD-EFGH-JKMN-PQRS' }),
+    code: IdString(64).openapi({ example: 'ABCD-EFGH-JKMN-PQRS' }),
     // Strings keyed by redeemFields[].key; the shared redeemInfo validation reports bad keys and
     // values with the spec's codes (test-product codes accept anything).
     redeemInfo: z.record(z.string(), z.unknown()).optional().openapi({ example: { session_user_id: '00000000-0000-4000-8000-000000000000' } }),
@@ -45,24 +47,27 @@ export function redemptionRoutes(router: Router, registry: OpenAPIRegistry, moun
   );
 
   addRoute(router, registry, mount, {
-    method: 'post', path: '/redemptions', summary: 'Submit a code with the end customer\'s redeemInfo (server-side redemption)',
+    method: 'post', path: '/redemptions', operationId: 'submitRedemption', tag: 'Redemptions', summary: 'Submit a code with the end customer\'s redeemInfo (server-side redemption)',
     body: SubmitRedemptionBody, response: RedemptionSubmitted,
-    errors: ['missing_field', 'invalid_account_id', 'invalid_session_json', 'invalid_telegram_username', 'invalid_code',
-      'already_redeemed', 'retry_conflict', 'session_validation_unavailable'],
+    errors: ['missing_field', 'invalid_account_id', 'invalid_session_json', 'invalid_telegram_username', 'test_code_only', 'invalid_code',
+      'already_redeemed', 'retry_conflict', 'code_expired', 'session_validation_unavailable'],
   }, async ({ body, principal }) =>
     submitRedemption(
-      { em: ctx.orm.em.fork(), temporal: ctx.temporal, upstream: defaultRedemptionUpstream(), refreshSeconds: ctx.config.REDEMPTION_REFRESH_SECONDS },
+      {
+        em: ctx.orm.em.fork(), temporal: ctx.temporal, upstream: defaultRedemptionUpstream(),
+        refreshSeconds: ctx.config.REDEMPTION_REFRESH_SECONDS, keys: parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS),
+      },
       { source: 'api', accountId: principal.account.id },
       { code: body.code, redeemInfo: body.redeemInfo ?? {} },
     ));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/redemptions', summary: 'The redemption of a code; not_redeemed when never submitted',
-    query: z.object({ code: z.string().min(1).max(64) }), response: Redemption, errors: ['invalid_code'],
+    method: 'get', path: '/redemptions', operationId: 'getRedemptionByCode', tag: 'Redemptions', summary: 'The redemption of a code; not_redeemed when never submitted',
+    query: z.object({ code: IdString(64) }), response: Redemption, errors: ['invalid_code'],
   }, async ({ query, principal }) => redemptionByCode(ctx.orm.em.fork(), { source: 'api', accountId: principal.account.id }, query.code));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/redemptions/:id', summary: 'A redemption (source of truth; webhooks are push only)',
-    params: z.object({ id: z.string().min(1).max(128) }), response: Redemption, errors: ['not_found'],
+    method: 'get', path: '/redemptions/:id', operationId: 'getRedemption', tag: 'Redemptions', summary: 'A redemption (source of truth; webhooks are push only)',
+    params: z.object({ id: IdString(128) }), response: Redemption, errors: ['not_found'],
   }, async ({ params, principal }) => redemptionById(ctx.orm.em.fork(), principal.account.id, params.id));
 }

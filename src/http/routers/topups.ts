@@ -5,14 +5,15 @@ import { ApiError } from '../../domain/errors';
 import { submitTopup } from '../../services/topups';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
+import { IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { Decimal } from '../schemas';
 
 export const TopupBody = z
   .object({
-    externalTopupId: z.string().min(1).max(64).optional(),
+    externalTopupId: IdString(64).optional(),
     amount: Decimal,
-    currency: z.enum(['USDT', 'USDC']).default('USDT'),
+    currency: z.enum(['USDT', 'USDC']).optional().transform((v) => v ?? 'USDT').openapi({ description: 'Defaults to `USDT`' }),
   })
   .strict()
   .openapi('CreateTopup');
@@ -32,15 +33,13 @@ export const TopupResult = z
 
 export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
   addRoute(router, registry, mount, {
-    method: 'post', path: '/topup', summary: 'Top up the balance through a hosted crypto checkout (idempotent on Idempotency-Key or externalTopupId)',
-    headers: z.object({ 'idempotency-key': z.string().min(1).max(64).optional() }),
+    method: 'post', path: '/topup', operationId: 'createTopup', tag: 'Balance', summary: 'Top up the balance through a hosted crypto checkout (idempotent on Idempotency-Key or externalTopupId)',
+    headers: z.object({ 'idempotency-key': IdString(64).optional() }),
     body: TopupBody, response: TopupResult,
     errors: ['idempotency_conflict', 'too_many_pending_topups', 'payment_provider_error', 'payment_provider_timeout'],
-  }, async ({ body, req, res, principal }) => {
-    const header = req.header('idempotency-key');
-    if (header !== undefined && (header.length < 1 || header.length > 64)) {
-      throw new ApiError('invalid_input', 'Idempotency-Key must be 1 to 64 characters');
-    }
+    responseHeaders: ['Warning'],
+  }, async ({ body, headers, res, principal }) => {
+    const header = headers['idempotency-key'] as string | undefined;
     if (header !== undefined && body.externalTopupId !== undefined && header !== body.externalTopupId) {
       throw new ApiError('invalid_input', 'Idempotency-Key and externalTopupId differ; send one of them');
     }
