@@ -1,19 +1,22 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { defaultRedemptionUpstream, type RedemptionUpstream, type UpstreamStatus } from '../src/providers/redemption-upstream';
+import { defaultRedemptionUpstream, type RedemptionUpstream } from '../src/providers/redemption-upstream';
+import { parseKeyRing } from '../src/temporal/codec';
 import {
   beginAttempt,
   finishAttempt,
   recordUpstreamRef,
+  refreshUpstream,
   releaseAttemptResources,
   upstreamSubmission,
 } from '../src/services/redemption-attempts';
-import type { AttemptOutcome, AttemptRef } from '../src/temporal/redemptions';
+import type { AttemptOutcome, AttemptRef, UpstreamState } from '../src/temporal/redemptions';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */
 export function createRedemptionActivities(deps: { orm: Orm; config: Config; upstream?: RedemptionUpstream }) {
   const upstream = deps.upstream ?? defaultRedemptionUpstream();
+  const keys = parseKeyRing(deps.config.TEMPORAL_PAYLOAD_KEYS);
   return {
     async beginRedemptionAttempt(ref: AttemptRef): Promise<{ state: 'ready' | 'finished'; manual: boolean }> {
       const begun = await beginAttempt(deps.orm.em.fork(), ref);
@@ -22,22 +25,26 @@ export function createRedemptionActivities(deps: { orm: Orm; config: Config; ups
       return begun;
     },
 
-    /** Submits once per attempt: a retry finds the recorded ref, and the upstream dedupes on the attempt key. */
-    async submitRedemptionUpstream(input: AttemptRef & { secrets?: Record<string, string> }): Promise<{ ref: string }> {
+    /**
+     * Submits once per attempt: a retry finds the recorded ref, and the upstream dedupes on the
+     * attempt key. The password values come from where the submission staged them, encrypted.
+     */
+    async submitRedemptionUpstream(input: AttemptRef): Promise<{ ref: string }> {
       const em = deps.orm.em.fork();
-      const { upstreamRef, submission } = await upstreamSubmission(em, input, input.secrets);
+      const { upstreamRef, submission } = await upstreamSubmission(em, keys, input);
       if (upstreamRef) return { ref: upstreamRef };
       const { ref } = await upstream.submit(submission);
       await recordUpstreamRef(em, input, ref);
       return { ref };
     },
 
-    async redemptionUpstreamStatus(ref: string): Promise<UpstreamStatus> {
-      return upstream.status(ref);
+    /** The upstream's status; its completion note is kept in Postgres, not returned. */
+    async redemptionUpstreamStatus(input: AttemptRef & { upstreamRef: string }): Promise<UpstreamState> {
+      return refreshUpstream(deps.orm.em.fork(), keys, input, await upstream.status(input.upstreamRef));
     },
 
-    async finishRedemptionAttempt(input: AttemptRef & { outcome: AttemptOutcome; secrets?: Record<string, string> }): Promise<void> {
-      await finishAttempt(deps.orm.em.fork(), input, input.outcome, input.secrets);
+    async finishRedemptionAttempt(input: AttemptRef & { outcome: AttemptOutcome }): Promise<void> {
+      await finishAttempt(deps.orm.em.fork(), keys, input, input.outcome);
     },
 
     async releaseRedemptionResources(ref: AttemptRef): Promise<void> {

@@ -1,5 +1,6 @@
 // Starts the servers the API tests need, on loopback only: embedded Postgres (or TEST_DATABASE_URL)
 // and the Temporal dev server (or TEST_TEMPORAL_ADDRESS). Workers read their addresses from env.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,9 @@ async function freePort() {
 
 export default async function globalSetup() {
   const stops = [];
+  // Every test's Temporal clients and workers (and the worker processes they spawn) encrypt
+  // payloads with this run's own key.
+  process.env.TEMPORAL_PAYLOAD_KEYS ??= `test:${randomBytes(32).toString('base64')}`;
   const root = mkdtempSync(join(tmpdir(), 'wholesale-test-'));
   if (!process.env.TEST_DATABASE_URL) {
     const { startEmbeddedPostgres } = require('../src/dev/postgres.ts');

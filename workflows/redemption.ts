@@ -1,6 +1,5 @@
 import { condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RedemptionActivities } from '../activities/redemptions';
-import type { UpstreamStatus } from '../src/providers/redemption-upstream';
 import {
   operatorDecisionSignal,
   redemptionStateQuery,
@@ -8,6 +7,7 @@ import {
   type OperatorDecision,
   type RedemptionWorkflowInput,
   type RedemptionWorkflowState,
+  type UpstreamState,
 } from '../src/temporal/redemptions';
 
 /**
@@ -50,7 +50,7 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   });
 
   const finish = async (outcome: AttemptOutcome) => {
-    await db.finishRedemptionAttempt({ ...ids, outcome, secrets: input.secrets });
+    await db.finishRedemptionAttempt({ ...ids, outcome });
     state.status = outcome.status;
   };
 
@@ -62,10 +62,10 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     });
   };
 
-  const refresh = async (): Promise<UpstreamStatus | undefined> => {
+  const refresh = async (): Promise<UpstreamState | undefined> => {
     state.refreshes++;
     try {
-      return await supplier.redemptionUpstreamStatus(state.upstreamRef!);
+      return await supplier.redemptionUpstreamStatus({ ...ids, upstreamRef: state.upstreamRef! });
     } catch {
       return undefined; // the upstream stayed down for a while; ask again at the next refresh
     }
@@ -86,7 +86,7 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
       // The durable timer between refreshes; an operator may still decide a stuck redemption.
       if (await condition(() => state.decision !== null, refreshMs)) return operatorOutcome(state.decision!);
       const status = await refresh();
-      if (status?.state === 'fulfilled') return { status: 'fulfilled', deliverable: status.deliverable };
+      if (status?.state === 'fulfilled') return { status: 'fulfilled' };
       if (status?.state === 'failed') return { status: 'failed', failureCode: status.failureCode, holdsResources: status.holdsResources };
       await continueIfLong();
     }
@@ -107,7 +107,7 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
     state.manual = begun.manual;
     state.status = 'processing';
     try {
-      state.upstreamRef = (await supplier.submitRedemptionUpstream({ ...ids, secrets: input.secrets })).ref;
+      state.upstreamRef = (await supplier.submitRedemptionUpstream(ids)).ref;
     } catch {
       await finish({ status: 'failed', failureCode: 'fulfillment_failed', holdsResources: false });
       state.phase = 'done';

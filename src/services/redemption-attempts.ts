@@ -1,7 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { redemptionOutcomes } from '../metrics/registry';
 import { ProductSchema } from '../db/entities';
 import { maskDeliverable } from '../domain/redeem-info';
-import { redemptionEventId, type AttemptOutcome, type AttemptRef, type RedemptionStatus } from '../temporal/redemptions';
+import type { UpstreamStatus } from '../providers/redemption-upstream';
+import { seal, unseal, type KeyRing } from '../temporal/codec';
+import { redemptionEventId, type AttemptOutcome, type AttemptRef, type RedemptionStatus, type UpstreamState } from '../temporal/redemptions';
 import { recordEvent } from './events';
 
 // The steps of one redemption attempt, run by redemptionWorkflow's activities (and, for test
@@ -14,11 +17,12 @@ interface AttemptRow {
   status: RedemptionStatus;
   redeem_info: Record<string, string>;
   upstream_ref: string | null;
+  upstream_deliverable: string | null;
 }
 
 async function attemptOf(em: EntityManager, ref: AttemptRef, lock = false): Promise<AttemptRow | undefined> {
   const [row] = await em.execute<AttemptRow[]>(
-    `select status, redeem_info, upstream_ref from redemption_attempts where redemption_id = ? and attempt = ?${lock ? ' for update' : ''}`,
+    `select status, redeem_info, upstream_ref, upstream_deliverable from redemption_attempts where redemption_id = ? and attempt = ?${lock ? ' for update' : ''}`,
     [ref.redemptionId, ref.attempt],
   );
   return row;
@@ -49,8 +53,30 @@ export async function beginAttempt(em: EntityManager, ref: AttemptRef): Promise<
   });
 }
 
-/** What the upstream is sent for an attempt: the stored normalized values plus the password values. */
-export async function upstreamSubmission(em: EntityManager, ref: AttemptRef, secrets: Record<string, string> = {}) {
+const secretsAad = (ref: AttemptRef) => `redemption-secrets:${ref.redemptionId}:${ref.attempt}`;
+
+/**
+ * Stages an attempt's password values, encrypted, for its upstream call (in the submission's
+ * transaction): the workflow is given only the attempt's id, never the values.
+ */
+export async function stageSecrets(em: EntityManager, keys: KeyRing, ref: AttemptRef, secrets: Record<string, string>): Promise<void> {
+  if (Object.keys(secrets).length === 0) return;
+  const { keyId, data } = seal(keys, secretsAad(ref), Buffer.from(JSON.stringify(secrets), 'utf8'));
+  await em.execute('insert into redemption_secrets (redemption_id, attempt, key_id, data) values (?, ?, ?, ?)', [ref.redemptionId, ref.attempt, keyId, data]);
+}
+
+/** The staged password values of an attempt ({} once it ended, or when there were none). */
+async function stagedSecrets(em: EntityManager, keys: KeyRing, ref: AttemptRef): Promise<Record<string, string>> {
+  const [row] = await em.execute<{ key_id: string; data: Buffer }[]>(
+    'select key_id, data from redemption_secrets where redemption_id = ? and attempt = ?',
+    [ref.redemptionId, ref.attempt],
+  );
+  return row ? (JSON.parse(unseal(keys, row.key_id, secretsAad(ref), row.data).toString('utf8')) as Record<string, string>) : {};
+}
+
+/** What the upstream is sent for an attempt: the stored normalized values plus the staged password values. */
+export async function upstreamSubmission(em: EntityManager, keys: KeyRing, ref: AttemptRef) {
+  const secrets = await stagedSecrets(em, keys, ref);
   const attempt = await attemptOf(em, ref);
   if (!attempt) throw new Error(`attempt ${ref.redemptionId}:${ref.attempt} not found`);
   const [row] = await em.execute<{ product_id: string }[]>(
@@ -70,6 +96,24 @@ export async function upstreamSubmission(em: EntityManager, ref: AttemptRef, sec
   };
 }
 
+/**
+ * The upstream's status of an attempt, with its completion note kept on the attempt row, already
+ * masked against everything the customer submitted, instead of being returned: what the workflow
+ * gets carries no customer data, and the note never rests in Postgres with a password in it.
+ */
+export async function refreshUpstream(em: EntityManager, keys: KeyRing, ref: AttemptRef, status: UpstreamStatus): Promise<UpstreamState> {
+  if (status.state !== 'fulfilled') return status;
+  const attempt = await attemptOf(em, ref);
+  const secrets = await stagedSecrets(em, keys, ref);
+  const note = status.deliverable === undefined || status.deliverable === null
+    ? null
+    : maskDeliverable(status.deliverable, [...Object.values(attempt?.redeem_info ?? {}), ...Object.values(secrets)]);
+  await em.execute('update redemption_attempts set upstream_deliverable = ? where redemption_id = ? and attempt = ?', [
+    note, ref.redemptionId, ref.attempt,
+  ]);
+  return { state: 'fulfilled' };
+}
+
 /** Records the upstream's reference; from now on the attempt holds supplier resources. */
 export async function recordUpstreamRef(em: EntityManager, ref: AttemptRef, upstreamRef: string): Promise<void> {
   await em.execute(
@@ -83,12 +127,16 @@ export async function recordUpstreamRef(em: EntityManager, ref: AttemptRef, upst
  * is still its current attempt) and the terminal event in one transaction. The deliverable is
  * masked against everything the customer submitted. Idempotent: a finished attempt is left alone.
  */
-export async function finishAttempt(em: EntityManager, ref: AttemptRef, outcome: AttemptOutcome, secrets: Record<string, string> = {}): Promise<void> {
-  await em.transactional(async (tx) => {
+export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
+  const finished = await em.transactional(async (tx) => {
     const attempt = await attemptOf(tx, ref, true);
-    if (!attempt || attempt.status === 'fulfilled' || attempt.status === 'failed') return;
+    if (!attempt || attempt.status === 'fulfilled' || attempt.status === 'failed') return false;
+    const secrets = await stagedSecrets(tx, keys, ref);
+    // The staged values have served their purpose: they go with the attempt's end.
+    await tx.execute('delete from redemption_secrets where redemption_id = ? and attempt = ?', [ref.redemptionId, ref.attempt]);
     const fulfilled = outcome.status === 'fulfilled';
-    const deliverable = fulfilled ? maskDeliverable(outcome.deliverable, [...Object.values(attempt.redeem_info), ...Object.values(secrets)]) : null;
+    const note = fulfilled ? (outcome.deliverable ?? attempt.upstream_deliverable ?? 'Fulfilled.') : null;
+    const deliverable = note === null ? null : maskDeliverable(note, [...Object.values(attempt.redeem_info), ...Object.values(secrets)]);
     const failureCode = fulfilled ? null : outcome.failureCode;
     await tx.execute(
       `update redemption_attempts set status = ?, failure_code = ?, holds_resources = ?, finished_at = now()
@@ -100,9 +148,11 @@ export async function finishAttempt(em: EntityManager, ref: AttemptRef, outcome:
         where id = ? and attempt = ? returning fulfilled_at`,
       [outcome.status, failureCode, deliverable, fulfilled ? new Date() : null, ref.redemptionId, ref.attempt],
     );
-    if (!updated) return;
+    if (!updated) return false;
     await recordRedemptionEvent(tx, ref, outcome.status, failureCode, unix(updated.fulfilled_at));
+    return true;
   });
+  if (finished) redemptionOutcomes.inc({ outcome: outcome.status });
 }
 
 /**

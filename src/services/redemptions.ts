@@ -5,6 +5,7 @@ import { ApiError } from '../domain/errors';
 import { displayFields, validateRedeemInfo, type RedeemFieldDef, type ValidatedRedeemInfo } from '../domain/redeem-info';
 import { UpstreamUnavailableError, type RedemptionUpstream } from '../providers/redemption-upstream';
 import type { TemporalHandle } from '../temporal/client';
+import type { KeyRing } from '../temporal/codec';
 import {
   operatorDecisionSignal,
   redemptionWorkflowId,
@@ -13,7 +14,7 @@ import {
   type RedemptionStatus,
   type RedemptionWorkflowInput,
 } from '../temporal/redemptions';
-import { finishAttempt } from './redemption-attempts';
+import { finishAttempt, stageSecrets } from './redemption-attempts';
 
 // Server-side redemption (spec 4.4, 3.4) and the public redemption site share this module: one
 // code lookup, one validation, one state machine. Postgres holds the facts (redemptions, one row
@@ -47,6 +48,8 @@ export interface RedemptionDeps {
   temporal: TemporalHandle;
   upstream: RedemptionUpstream;
   refreshSeconds: number;
+  /** Encrypts the password values staged for the upstream call. */
+  keys: KeyRing;
 }
 
 /** Who submits: a reseller's key (only its own codes) or the public site (any wholesale code). */
@@ -191,22 +194,22 @@ export async function submitRedemption(
       ref.redemptionId, ref.attempt, JSON.stringify(validated.stored),
     ]);
     if (code.is_test) {
-      await finishAttempt(tx, ref, { status: 'fulfilled', deliverable: TEST_DELIVERABLE });
+      await finishAttempt(tx, deps.keys, ref, { status: 'fulfilled', deliverable: TEST_DELIVERABLE });
     } else {
+      await stageSecrets(tx, deps.keys, ref, validated.secrets);
       // Started before commit: if the start fails, nothing was consumed. A run whose transaction
       // then fails to commit never sees its attempt and ends itself (see redemptionWorkflow).
-      await startAttemptWorkflow(deps, { ...ref, refreshSeconds: deps.refreshSeconds, secrets: validated.secrets });
+      await startAttemptWorkflow(deps, { ...ref, refreshSeconds: deps.refreshSeconds });
     }
     return { redemptionId: ref.redemptionId, status: 'pending' as const, code: code.code, orderId: code.order_id };
   });
 }
 
 async function startAttemptWorkflow(deps: RedemptionDeps, input: RedemptionWorkflowInput): Promise<void> {
-  const secrets = input.secrets && Object.keys(input.secrets).length > 0 ? input.secrets : undefined;
   await deps.temporal.client.workflow.start('redemptionWorkflow', {
     workflowId: redemptionWorkflowId(input.redemptionId, input.attempt),
     taskQueue: deps.temporal.taskQueue,
-    args: [{ ...input, secrets }],
+    args: [input],
     // An attempt number is committed once; a run still holding its id can only be left over from
     // a submission whose transaction rolled back, so it is replaced.
     workflowIdConflictPolicy: 'TERMINATE_EXISTING',

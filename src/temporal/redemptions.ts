@@ -21,17 +21,25 @@ export interface AttemptRef {
 export interface RedemptionWorkflowInput extends AttemptRef {
   /** Upstream status is refreshed at most once per this many seconds (spec 8). */
   refreshSeconds: number;
-  /** Password field values: passed to the upstream, never written to Postgres. */
-  secrets?: Record<string, string>;
   /** Where a continued-as-new run picks up. */
   resume?: { phase: RedemptionPhase; upstreamRef: string | null; manual: boolean; decision: OperatorDecision | null };
 }
 
 export type RedemptionPhase = 'start' | 'waiting' | 'releasing' | 'done' | 'abandoned';
 
+/**
+ * How an attempt ended. A fulfilled one names its note only when an operator wrote it; the
+ * upstream's note stays in Postgres (it may echo what the customer submitted).
+ */
 export type AttemptOutcome =
-  | { status: 'fulfilled'; deliverable: string }
+  | { status: 'fulfilled'; deliverable?: string }
   | { status: 'failed'; failureCode: UpstreamFailureCode; holdsResources: boolean };
+
+/** The upstream's status as the workflow sees it: no completion note. */
+export type UpstreamState =
+  | { state: 'processing' }
+  | { state: 'fulfilled' }
+  | { state: 'failed'; failureCode: UpstreamFailureCode; holdsResources: boolean };
 
 export interface OperatorDecision {
   decision: 'fulfill' | 'reject';

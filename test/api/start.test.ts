@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { readStateSecrets } from '../../src/dev/state-secrets';
+import { EncryptionCodec, parseKeyRing } from '../../src/temporal/codec';
 import { freePort } from '../helpers/harness';
 import { call, eventually } from '../helpers/http';
 
@@ -14,12 +16,28 @@ interface Started {
   output: () => string;
 }
 
+// Stacks still running when a test ends (an assertion failed) are stopped, so jest never waits on them.
+const running = new Set<ChildProcess>();
+afterEach(async () => {
+  await Promise.all([...running].map((child) => new Promise<void>((ok) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      ok();
+    });
+    child.kill('SIGTERM');
+  })));
+}, 60_000);
+
 function start(env: Record<string, string>): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: root,
-    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+    // Not the test run's payload key: like on a fresh machine, npm start makes its own under STATE_DIR.
+    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'TEMPORAL_PAYLOAD_KEYS')), ...env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
@@ -65,11 +83,37 @@ test('npm start runs the whole stack, prints the URLs and a demo key, and keeps 
   const accountId = field(first.output(), 'Demo account')!;
   expect(apiUrl).toBe(`http://127.0.0.1:${env.PORT}/wholesale/v1`);
   expect(uiUrl).toBe(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}`);
+  // Issue 13: the banner names the API reference and that loopback webhook receivers work here.
+  expect(field(first.output(), 'API reference')).toBe(`${apiUrl}/docs`);
+  expect(first.output()).toMatch(/Webhooks\s+loopback http:\/\/ receivers are allowed here/);
+  expect((await fetch(`${apiUrl}/docs`)).status).toBe(200);
+  // Issue 11 item 5: development runs on the built-in secrets, and says so once.
+  expect(first.output().match(/built-in development secrets in use/g)).toHaveLength(1);
 
   const products = await call(`${apiUrl}/products`, { key });
   expect(products.status).toBe(200);
   expect(products.body.products.length).toBeGreaterThan(5);
   await eventually(async () => (await fetch(uiUrl).catch(() => undefined))?.status === 200, 30_000, 250);
+  // Issue 12: the banner names the codec endpoint, the Temporal UI is configured with it, and it
+  // decodes, for the UI's origin, a payload sealed with the key `npm start` keeps under STATE_DIR (0600).
+  const codecUrl = field(first.output(), 'Codec endpoint')!;
+  expect(codecUrl).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${env.PORT}/codec/\\S{16,}$`));
+  const settings = await (await fetch(`${uiUrl}/api/v1/settings`)).json();
+  expect(settings.Codec).toMatchObject({ Endpoint: codecUrl });
+  expect(statSync(join(env.STATE_DIR, 'secrets.json')).mode & 0o777).toBe(0o600);
+  const [sealed] = await new EncryptionCodec(parseKeyRing(readStateSecrets(env.STATE_DIR).TEMPORAL_PAYLOAD_KEYS!)).encode([
+    { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"decoded for the UI"') },
+  ]);
+  const b64 = (b: Uint8Array | null | undefined) => Buffer.from(b ?? new Uint8Array()).toString('base64');
+  const decodeRes = await fetch(`${codecUrl}/decode`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: uiUrl },
+    body: JSON.stringify({ payloads: [{ metadata: { encoding: b64(sealed.metadata!.encoding), 'encryption-key-id': b64(sealed.metadata!['encryption-key-id']) }, data: b64(sealed.data) }] }),
+  });
+  expect(decodeRes.status).toBe(200);
+  expect(decodeRes.headers.get('access-control-allow-origin')).toBe(uiUrl);
+  const [decoded] = (await decodeRes.json()).payloads;
+  expect(Buffer.from(decoded.data, 'base64').toString('utf8')).toBe('"decoded for the UI"');
   const placed = await call(`${apiUrl}/orders`, { key, body: { externalOrderId: 'restart-1', productId: 'prod_api_order_test', qty: 1 } });
   expect(placed.body.status).toBe('delivered');
   expect(await stop(first)).toBe(0);
@@ -77,6 +121,7 @@ test('npm start runs the whole stack, prints the URLs and a demo key, and keeps 
   const second = await start(env);
   expect(field(second.output(), 'Demo account')).toBe(accountId);
   expect(field(second.output(), 'Demo API key')).toBe(key);
+  expect(field(second.output(), 'Codec endpoint')).toBe(codecUrl); // the same key and token: old histories stay readable
   const orders = await call(`${apiUrl}/orders`, { key });
   expect(orders.body.orders.map((o: any) => o.external_order_id)).toEqual(['restart-1']);
   expect((await call(`${apiUrl}/balance`, { key })).body.balance).toBe('99.99');

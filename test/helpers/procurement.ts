@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { procurementStateQuery, procurementWorkflowId } from '../../src/temporal/procurement';
 import { reseller as newReseller, type Harness } from './harness';
+import { decodedHistoryText } from './history';
 import { call, client, eventually } from './http';
 
 // Helpers of the direct-code procurement and support tests: placing gift-card orders, reading
@@ -62,13 +63,8 @@ export function procurementState(h: Harness, orderId: string) {
 
 /** A workflow's whole history as text, payloads decoded: to check what never enters it. */
 export async function historyText(h: Harness, workflowId: string): Promise<string> {
-  const history = await h.services.temporal.client.workflow.getHandle(workflowId).fetchHistory();
-  // Payload data comes base64-encoded (or as bytes).
-  return JSON.stringify(history, (key, value) => {
-    if (key === 'data' && typeof value === 'string') return Buffer.from(value, 'base64').toString('utf8');
-    if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-    return value;
-  });
+  // Decoded as an operator reads it through the codec server; the server itself holds ciphertext.
+  return decodedHistoryText(h.services.temporal.client, h.config.TEMPORAL_PAYLOAD_KEYS, workflowId);
 }
 
 /** Workflow ids matching a visibility query (eventually consistent: poll with `eventually`). */
@@ -107,7 +103,10 @@ let temporalBinary: string | undefined;
 /** The `temporal` CLI that ops use, against the test's Temporal server (JSON output). */
 export async function temporalCli(h: Harness, ...args: string[]): Promise<any> {
   temporalBinary ??= (await run(process.execPath, [join(root, 'scripts', 'ensure-temporal.mjs')])).stdout.trim();
-  const { stdout } = await run(temporalBinary, [...args, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json']);
+  // Payloads are encrypted: the CLI reads them through the service's codec server, as the runbook says.
+  const token = h.config.CODEC_TOKEN ?? h.config.ADMIN_TOKEN;
+  const codec = token ? ['--codec-endpoint', `${h.baseUrl}/codec`, '--codec-auth', `Bearer ${token}`] : [];
+  const { stdout } = await run(temporalBinary, [...args, ...codec, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json']);
   return stdout.trim() ? JSON.parse(stdout) : undefined;
 }
 

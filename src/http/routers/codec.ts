@@ -1,0 +1,100 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { Router, type RequestHandler } from 'express';
+import type { Payload } from '@temporalio/common';
+import { z } from 'zod';
+import { ApiError } from '../../domain/errors';
+import { EncryptionCodec, parseKeyRing } from '../../temporal/codec';
+import type { AppContext } from '../context';
+import { notFound } from '../middleware';
+
+// The codec server of Temporal's remote codec protocol, so that operators read decoded payloads
+// in the Web UI and the CLI: POST <endpoint>/decode and <endpoint>/encode with
+// `{"payloads": [{"metadata": {k: base64}, "data": base64}]}`, answered in the same shape.
+//
+// Who may ask: the CLI sends `--codec-auth 'Bearer <ADMIN_TOKEN or CODEC_TOKEN>'` to /codec; the
+// Web UI cannot send our token, so its endpoint carries CODEC_TOKEN in the path
+// (/codec/<CODEC_TOKEN>), and only the configured UI origin may call across origins. With neither
+// token set the codec server is off (404).
+
+export const CODEC_PREFIX = '/codec';
+
+/** What the Temporal UI is told to call (it cannot send a token, so the path carries it). */
+export const codecEndpoint = (config: Pick<AppContext['config'], 'publicBaseUrl' | 'CODEC_TOKEN'>) =>
+  config.CODEC_TOKEN ? `${config.publicBaseUrl}${CODEC_PREFIX}/${config.CODEC_TOKEN}` : undefined;
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+const sameSecret = (given: string | undefined, expected: Buffer | undefined) => !!given && !!expected && timingSafeEqual(digest(given), expected);
+
+const PayloadJson = z.object({
+  metadata: z.record(z.string().max(256), z.string().max(4096)).optional(),
+  data: z.string().optional(),
+});
+// The CLI sends `{}` for an empty list (protobuf JSON leaves empty repeated fields out).
+const Body = z.object({ payloads: z.array(PayloadJson).max(10_000).default([]) });
+
+const fromJson = (p: z.infer<typeof PayloadJson>): Payload => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+  data: Buffer.from(p.data ?? '', 'base64'),
+});
+const toJson = (p: Payload) => ({
+  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
+  data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
+});
+
+/** The UI origin may call across origins (it sends X-Namespace and a JSON body, so it pre-flights). */
+function cors(origin: string | undefined): RequestHandler {
+  return (req, res, next) => {
+    if (origin && req.header('origin') === origin) {
+      res.set({
+        'Access-Control-Allow-Origin': origin,
+        'Access-Control-Allow-Methods': 'POST, OPTIONS',
+        'Access-Control-Allow-Headers': 'content-type, x-namespace, authorization',
+        'Access-Control-Max-Age': '600',
+        Vary: 'Origin',
+      });
+      if (req.method === 'OPTIONS') return void res.status(204).end();
+    }
+    next();
+  };
+}
+
+export function codecRoutes(ctx: AppContext): Router {
+  const router = Router({ strict: true });
+  const admin = ctx.config.ADMIN_TOKEN ? digest(ctx.config.ADMIN_TOKEN) : undefined;
+  const operator = ctx.config.CODEC_TOKEN ? digest(ctx.config.CODEC_TOKEN) : undefined;
+  const codec = new EncryptionCodec(parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS));
+
+  router.use((req, _res, next) => {
+    if (!admin && !operator) throw new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}${req.path}`);
+    next();
+  });
+  router.use(cors(ctx.config.TEMPORAL_UI_ORIGIN));
+  router.use(express.json({ limit: '8mb' }));
+
+  const bearerOk: RequestHandler = (req, _res, next) => {
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '')?.[1];
+    if (!sameSecret(given, admin) && !sameSecret(given, operator)) throw new ApiError('unauthorized', 'Missing or invalid codec token');
+    next();
+  };
+  const pathOk: RequestHandler = (req, _res, next) => {
+    if (!sameSecret(String(req.params.token), operator)) throw new ApiError('unauthorized', 'Missing or invalid codec token');
+    next();
+  };
+
+  for (const action of ['decode', 'encode'] as const) {
+    const handle: RequestHandler = async (req, res) => {
+      const body = Body.parse(req.body);
+      const payloads = body.payloads.map(fromJson);
+      // A payload no configured key opens (its key was dropped from the ring) is shown as it is.
+      const out = action === 'decode'
+        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => p)))
+        : await codec.encode(payloads);
+      ctx.logger.info({ requestId: res.locals.requestId, action, count: payloads.length }, 'codec');
+      res.set('Cache-Control', 'no-store').json({ payloads: out.map(toJson) });
+    };
+    router.post(`/${action}`, bearerOk, handle);
+    router.post(`/:token/${action}`, pathOk, handle);
+  }
+  router.use(notFound);
+  return router;
+}

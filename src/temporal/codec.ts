@@ -1,0 +1,96 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+
+// Every payload that leaves a process of the service (workflow inputs and results, activity
+// arguments and results, local-activity markers, update arguments and outcomes, signals, failure
+// messages and stacks) is encrypted with AES-256-GCM before it reaches the Temporal server, so
+// its database, its backups and an unauthenticated Web UI hold ciphertext. Operators read them
+// decoded through the codec server (src/http/routers/codec.ts).
+
+/** Marks an encrypted payload; anything else (old histories, search attributes) passes as it is. */
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+export const KEY_ID_METADATA = 'encryption-key-id';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export interface KeyRing {
+  /** The key that encrypts; the first of TEMPORAL_PAYLOAD_KEYS. */
+  current: { id: string; key: Buffer };
+  /** Every key that still decrypts (rotated-out keys included). */
+  byId: Map<string, Buffer>;
+}
+
+/** Parses `id:base64key,id2:base64key` (each key 32 bytes); the first encrypts, all decrypt. */
+export function parseKeyRing(spec: string): KeyRing {
+  const byId = new Map<string, Buffer>();
+  const entries = spec.split(',').map((e) => e.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const split = entry.indexOf(':');
+    const id = entry.slice(0, split);
+    const key = Buffer.from(entry.slice(split + 1), 'base64');
+    if (split < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new Error(`a key id must be 1 to 64 letters, digits, '.', '_' or '-' (got "${id.slice(0, 20)}")`);
+    if (key.length !== 32) throw new Error(`key "${id}" must be 32 bytes in base64 (got ${key.length})`);
+    if (byId.has(id)) throw new Error(`key id "${id}" appears twice`);
+    byId.set(id, key);
+  }
+  if (entries.length === 0) throw new Error('at least one key is needed');
+  const [id, key] = byId.entries().next().value as [string, Buffer];
+  return { current: { id, key }, byId };
+}
+
+/** A fresh key ring entry, `id:base64key`. */
+export const newKeySpec = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
+
+const text = new TextEncoder();
+const str = (bytes: Uint8Array | null | undefined) => (bytes ? Buffer.from(bytes).toString('utf8') : undefined);
+
+/** AES-256-GCM under the ring's current key: `iv ‖ ciphertext ‖ tag`, with `aad` bound in. */
+export function seal(keys: KeyRing, aad: string, plain: Uint8Array): { keyId: string; data: Buffer } {
+  const { id, key } = keys.current;
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(text.encode(aad));
+  const body = Buffer.concat([cipher.update(plain), cipher.final()]);
+  return { keyId: id, data: Buffer.concat([iv, body, cipher.getAuthTag()]) };
+}
+
+/** Opens what `seal` made; throws for an unknown key id or bytes that do not authenticate. */
+export function unseal(keys: KeyRing, keyId: string, aad: string, sealed: Uint8Array): Buffer {
+  const key = keys.byId.get(keyId);
+  if (!key) throw new Error(`no key "${keyId}" in TEMPORAL_PAYLOAD_KEYS`);
+  const data = Buffer.from(sealed);
+  const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
+  decipher.setAAD(text.encode(aad));
+  decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+  return Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+}
+
+/** AES-256-GCM of whole payloads (metadata included), the key id bound in as associated data. */
+export class EncryptionCodec implements PayloadCodec {
+  constructor(private readonly keys: KeyRing) {}
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      const { keyId, data } = seal(this.keys, this.keys.current.id, temporal.api.common.v1.Payload.encode(payload).finish());
+      return { metadata: { encoding: text.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: text.encode(keyId) }, data };
+    });
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      if (str(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return payload;
+      const keyId = str(payload.metadata?.[KEY_ID_METADATA]) ?? '';
+      return temporal.api.common.v1.Payload.decode(unseal(this.keys, keyId, keyId, payload.data ?? new Uint8Array()));
+    });
+  }
+}
+
+/** The failure converter that moves messages and stacks into (encrypted) payloads. */
+export const failureConverterPath = require.resolve('./failure-converter');
+
+/** The data converter of every Temporal client and worker of the service. */
+export function dataConverter(keys: KeyRing): DataConverter {
+  return { payloadCodecs: [new EncryptionCodec(keys)], failureConverterPath };
+}
