@@ -16,8 +16,10 @@ import { OrderSchema, ProductPriceSchema, ProductSchema } from './db/entities';
 import { payCheckout } from './providers/sandbox-payments';
 import { fromDb, toDecimal } from './domain/money';
 import { decideRedemption, settledRedemption } from './services/redemptions';
-import { connectTemporal } from './temporal/client';
+import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
+import { listenForWebhooks, WEBHOOKS_USAGE } from './cli-webhooks';
+import { readStateSecrets } from './dev/state-secrets';
 
 const USAGE = `usage: wholesale <command>
   accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
@@ -30,7 +32,8 @@ const USAGE = `usage: wholesale <command>
   sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
   support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
                                                       waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)
-${SUPPORT_USAGE}`;
+${SUPPORT_USAGE}
+${WEBHOOKS_USAGE}`;
 
 type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
 
@@ -90,11 +93,7 @@ const commands: Record<string, Command> = {
     if ((action !== 'fulfill' && action !== 'reject') || !redemptionId) {
       throw new ApiError('invalid_input', 'usage: support redemption fulfill|reject ID [--reason TEXT]');
     }
-    const temporal = await connectTemporal({
-      address: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-    });
+    const temporal = await connectTemporalFor(config);
     try {
       const decision = { decision: action, reason: values.reason ?? '', actor: process.env.USER ?? 'cli' } as const;
       const ref = await decideRedemption({ em: orm.em.fork(), temporal }, redemptionId, decision);
@@ -125,6 +124,9 @@ async function openDatabase(config: Config): Promise<{ url: string; stop: () => 
   return { url: pg.url, stop: () => pg.stop() };
 }
 
+/** The environment's settings, with the payload key and codec token `npm start` keeps in STATE_DIR. */
+const cliConfig = () => loadConfig({ ...readStateSecrets(process.env.STATE_DIR || '.state'), ...process.env });
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -133,15 +135,19 @@ async function main(argv: string[]): Promise<number> {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
       reason: { type: 'string' }, ...SUPPORT_OPTIONS,
+      port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
-  const command = commands[positionals.slice(0, 2).join(' ')];
+  const name = positionals.slice(0, 2).join(' ');
+  // Talks to the API over HTTP with an API key, as a reseller's receiver would: no database.
+  if (name === 'webhooks listen' && !values.help) return listenForWebhooks(cliConfig(), values);
+  const command = commands[name];
   if (values.help || !command) {
     process.stderr.write(`${USAGE}\n`);
     return values.help ? 0 : 2;
   }
-  const config = loadConfig();
+  const config = cliConfig();
   const db = await openDatabase(config);
   const orm = await initOrm(db.url);
   try {

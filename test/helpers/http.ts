@@ -1,3 +1,5 @@
+import { assertContract } from './contract';
+
 export interface ApiResponse<T = any> {
   status: number;
   body: T;
@@ -5,7 +7,7 @@ export interface ApiResponse<T = any> {
   text: string;
 }
 
-/** Real HTTP against the running API. */
+/** Real HTTP against the running API; every answer is held to the published OpenAPI document. */
 export async function call<T = any>(
   url: string,
   opts: { method?: string; key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
@@ -13,12 +15,10 @@ export async function call<T = any>(
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   if (opts.body !== undefined || opts.rawBody !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url, {
-    method: opts.method ?? (opts.body !== undefined || opts.rawBody !== undefined ? 'POST' : 'GET'),
-    headers,
-    body: opts.rawBody ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined),
-  });
+  const method = opts.method ?? (opts.body !== undefined || opts.rawBody !== undefined ? 'POST' : 'GET');
+  const res = await fetch(url, { method, headers, body: opts.rawBody ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined) });
   const text = await res.text();
+  await assertContract({ method, url, authorization: headers.authorization, status: res.status, headers: res.headers, text });
   let body: any;
   try {
     body = text ? JSON.parse(text) : undefined;

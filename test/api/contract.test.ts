@@ -1,0 +1,151 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startHarness, type Harness } from '../helpers/harness';
+import { contractViolation } from '../helpers/contract';
+import { call, client } from '../helpers/http';
+
+// Issue 13: the OpenAPI document is a contract clients can build on. It passes two independent
+// OpenAPI 3.1 validators; every operation has a stable operationId, tags, the spec's error codes
+// and response headers; the six webhook events are published; and the helper that holds every
+// API test's answers to the document really fails a wrong body or an undeclared status.
+const ADMIN_TOKEN = 'admin-token-for-contract-tests';
+let h: Harness;
+let doc: any;
+let adminDoc: any;
+
+beforeAll(async () => {
+  h = await startHarness({ ADMIN_TOKEN }, { worker: false });
+  doc = (await call(`${h.apiUrl}/openapi.json`)).body;
+  adminDoc = (await call(`${h.baseUrl}/admin/v1/openapi.json`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).body;
+});
+afterAll(() => h?.stop());
+
+const operations = (d: any) =>
+  Object.entries<any>(d.paths).flatMap(([path, item]) => Object.entries<any>(item).map(([method, op]) => ({ path, method, op })));
+
+describe('two independent OpenAPI 3.1 validators (scripts/check-openapi.mjs)', () => {
+  test.each([['reseller API', () => doc], ['admin API', () => adminDoc]])(
+    '%s: @seriousme/openapi-schema-validator and redocly lint find no error and no warning',
+    (_name, get) => {
+      const file = join(mkdtempSync(join(tmpdir(), 'openapi-')), 'openapi.json');
+      writeFileSync(file, JSON.stringify(get()));
+      const out = spawnSync(process.execPath, ['scripts/check-openapi.mjs', file], { cwd: resolve(__dirname, '..', '..'), encoding: 'utf8' });
+      const report = JSON.parse(out.stdout.trim().split('\n').pop()!);
+      expect({ seriousme: report.seriousme, redocly: report.redocly }).toEqual({ seriousme: [], redocly: [] });
+      expect(out.status).toBe(0);
+    },
+    60_000,
+  );
+});
+
+describe('what integrators need from the document', () => {
+  test('every operation has a unique operationId, a tag, a summary, the bearer scheme and X-Request-Id on every answer', () => {
+    const ops = [...operations(doc), ...operations(adminDoc)];
+    const ids = ops.map((o) => o.op.operationId);
+    expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(operations(doc).map((o) => o.op.operationId).sort()).toEqual([
+      'checkAvailability', 'createOrder', 'createTopup', 'getBalance', 'getOrder', 'getProduct', 'getRedemption', 'getRedemptionByCode',
+      'getWebhook', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'retryWebhookDelivery', 'sendTestWebhook',
+      'setWebhook', 'submitRedemption',
+    ]);
+    for (const { op } of ops) {
+      expect(op.tags).toHaveLength(1);
+      expect(op.summary).toMatch(/\S/);
+      for (const [status, r] of Object.entries<any>(op.responses)) {
+        expect([status, r.headers?.['X-Request-Id']?.required]).toEqual([status, true]);
+      }
+      expect(op.responses.default).toBeDefined();
+      expect(op.responses['500'].content['application/json'].examples.internal_error.value).toMatchObject({ error: 'internal_error', retryable: true });
+    }
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ bearer: [] }]);
+  });
+
+  test('the spec 7 codes sit on the operations that produce them, each with an example', () => {
+    const op = (path: string, method: string) => doc.paths[`/wholesale/v1${path}`][method];
+    const codesOf = (o: any) =>
+      Object.values<any>(o.responses).flatMap((r) => Object.keys(r.content?.['application/json']?.examples ?? {}));
+    expect(codesOf(op('/redemptions', 'post'))).toEqual(expect.arrayContaining(['code_expired', 'test_code_only', 'retry_conflict', 'already_redeemed', 'invalid_code']));
+    expect(codesOf(op('/orders', 'post'))).toEqual(expect.arrayContaining([
+      'insufficient_balance', 'not_found', 'duplicate_order', 'idempotency_conflict', 'out_of_stock', 'insufficient_stock', 'stock_unavailable',
+      'fulfillment_unavailable', 'price_changed', 'api_test_quantity', 'api_test_balance_only', 'payment_provider_error', 'payment_provider_timeout',
+      'rate_limited', 'unauthorized', 'invalid_input', 'internal_error', 'service_unavailable',
+    ]));
+    expect(op('/orders', 'post').responses['409'].content['application/json'].examples.price_changed.value.details).toEqual({ actualUnitPrice: '17.64' });
+    expect(Object.keys(op('/orders', 'post').responses['429'].headers)).toEqual(expect.arrayContaining(['Retry-After', 'X-RateLimit-Limit']));
+    expect(Object.keys(op('/topup', 'post').responses['200'].headers)).toEqual(expect.arrayContaining(['Warning', 'X-RateLimit-Remaining']));
+    expect(codesOf(op('/transactions', 'get'))).toContain('invalid_cursor');
+  });
+
+  test('webhooks: the six events of spec 6 with the flat envelope, their payloads and the four signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['order.delivered', 'order.delivery_attention', 'redemption.failed', 'redemption.fulfilled', 'topup.credited', 'webhook.test']);
+    const schemaOf = (event: string) => {
+      const ref = doc.webhooks[event].post.requestBody.content['application/json'].schema.$ref as string;
+      return doc.components.schemas[ref.split('/').pop()!];
+    };
+    for (const event of Object.keys(doc.webhooks)) {
+      expect(schemaOf(event).required).toEqual(expect.arrayContaining(['eventId', 'event', 'timestamp']));
+      const headers = doc.webhooks[event].post.parameters.filter((p: any) => p.in === 'header').map((p: any) => p.name);
+      expect(headers.sort()).toEqual(['X-Wholesale-Delivery-Id', 'X-Wholesale-Event-Id', 'X-Wholesale-Signature', 'X-Wholesale-Timestamp']);
+    }
+    expect(schemaOf('order.delivered').required).toEqual(expect.arrayContaining(['orderId', 'externalOrderId', 'productId', 'qty', 'codes', 'redeemUrl', 'deliveryType']));
+    expect(schemaOf('order.delivery_attention').properties.eventId.pattern).toBe('^order:[^:]+:order\\.delivery_attention$');
+    expect(schemaOf('redemption.failed').properties.eventId.pattern).toMatch(/^\^redemption:/);
+    expect(schemaOf('topup.credited').properties.eventId.pattern).toMatch(/^\^evt_/);
+  });
+
+  test('nullable enums admit null (every POST /orders answer used to fail validation on errorCode and resolution)', () => {
+    const order = doc.components.schemas.OrderCreateResponse.properties;
+    expect(order.errorCode.enum).toContain(null);
+    expect(order.resolution.enum).toContain(null);
+    // A field with a default is not published with it: generated clients would make it required.
+    expect(doc.components.schemas.CreateOrder.properties.payment.default).toBeUndefined();
+  });
+});
+
+describe('the response validator of the API tests', () => {
+  let key: string;
+  beforeAll(async () => {
+    key = (await h.account('5.00')).apiKey;
+  });
+
+  const real = async () => {
+    const res = await fetch(`${h.apiUrl}/balance`, { headers: { authorization: `Bearer ${key}` } });
+    return { method: 'GET', url: `${h.apiUrl}/balance`, status: res.status, headers: res.headers, text: await res.text() };
+  };
+
+  test('passes a real answer', async () => {
+    expect(await contractViolation(await real())).toBeUndefined();
+    expect((await client(h.apiUrl, key).get('/balance')).body).toEqual({ balance: '5.00', currency: 'USDT' });
+  });
+
+  test('fails a wrong body', async () => {
+    const answer = { ...(await real()), text: JSON.stringify({ balance: 5, currency: 'USDT' }) };
+    expect(await contractViolation(answer)).toMatch(/body breaks the document.*balance/);
+  });
+
+  test('fails an undeclared status', async () => {
+    const answer = { ...(await real()), status: 418 };
+    expect(await contractViolation(answer)).toMatch(/status 418 is not declared for getBalance/);
+  });
+
+  test('fails a missing X-Request-Id and an ill-typed rate-limit header', async () => {
+    const r = await real();
+    const without = new Headers(r.headers);
+    without.delete('x-request-id');
+    expect(await contractViolation({ ...r, headers: without })).toMatch(/required header X-Request-Id missing/);
+    const bad = new Headers(r.headers);
+    bad.set('x-ratelimit-remaining', 'lots');
+    expect(await contractViolation({ ...r, headers: bad })).toMatch(/header X-RateLimit-Remaining=lots/);
+  });
+
+  test('fails an error body without its code', async () => {
+    const res = await fetch(`${h.apiUrl}/orders/nope`, { headers: { authorization: `Bearer ${key}` } });
+    const answer = { method: 'GET', url: `${h.apiUrl}/orders/nope`, status: res.status, headers: res.headers, text: await res.text() };
+    expect(await contractViolation(answer)).toBeUndefined();
+    expect(await contractViolation({ ...answer, text: JSON.stringify({ message: 'no' }) })).toMatch(/must have required property 'error'/);
+  });
+});
