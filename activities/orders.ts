@@ -4,10 +4,10 @@ import { OrderSchema } from '../src/db/entities';
 import { fromDb, toDecimal } from '../src/domain/money';
 import type { PaymentProvider } from '../src/providers/payments';
 import { createPaymentProvider } from '../src/providers/sandbox-payments';
-import { createResponse, placeOrder, type OpenCheckout, type OrderCreateResponse } from '../src/services/orders';
+import { findByExternalId, placeOrder, type OpenCheckout } from '../src/services/orders';
 import { attachCheckout } from '../src/services/payments';
-import type { OrderWorkflowInput, PlaceOrderRequest } from '../src/temporal/orders';
-import { businessErrors } from './errors';
+import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/temporal/orders';
+import { asRejection } from './errors';
 import { paymentCallbackUrl } from './payments';
 
 export function createOrderActivities(deps: { orm: Orm; config: Config; provider?: PaymentProvider }) {
@@ -29,21 +29,32 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; provider
   };
   return {
     /**
-     * Idempotent: a retry after a lost reply finds the order by externalOrderId and reports it
-     * reused. A pending intent order whose checkout link was lost gets a fresh one when the
-     * replay is in intent mode (spec 4.3 rule 4).
+     * The placement the caller waits for, run as a local activity inside the update handler (one
+     * Postgres transaction; in intent mode the provider's checkout in between). Idempotent: a retry
+     * after a lost reply finds the order by externalOrderId. A pending intent order whose checkout
+     * link was lost gets a fresh one when the replay is in intent mode (spec 4.3 rule 4). An
+     * expected rejection (402, 409, provider 502/504 …) is an answer, not a failure.
      */
-    async placeOrder(input: OrderWorkflowInput & PlaceOrderRequest): Promise<OrderCreateResponse> {
-      return businessErrors(async () => {
+    async placeOrder(input: OrderWorkflowInput & PlaceOrderRequest): Promise<Placement> {
+      return asRejection(async () => {
         const em = orm.em.fork();
         const { order, reused } = await placeOrder(em, input, settings);
         if (reused && input.payment === 'intent' && order.status === 'pending' && order.payment === 'intent' && !order.checkoutUrl) {
           const checkout = await openCheckout(order.id, fromDb(order.amount), order.currency, `Order ${order.id}`);
           await attachCheckout(em, order.id, checkout);
-          await em.refresh(order);
         }
-        return createResponse(em, order, { baseUrl: config.publicBaseUrl, reused, withCheckout: input.payment === 'intent' });
+        return { outcome: 'placed', orderId: order.id, reused, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
       });
+    },
+
+    /**
+     * The order of `externalOrderId`, if one was placed: what an order workflow asks when no
+     * placement reached it (an update admitted just before a Temporal restart can be lost after
+     * its placement committed; the caller's retry is then answered from Postgres).
+     */
+    async findPlacedOrder(input: { accountId: string; externalOrderId: string }): Promise<{ orderId: string; status: string; fulfillmentStatus: string | null } | null> {
+      const order = await findByExternalId(orm.em.fork(), input.accountId, input.externalOrderId);
+      return order ? { orderId: order.id, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null } : null;
     },
 
     async orderStatus(orderId: string): Promise<{ status: string; fulfillmentStatus: string | null }> {

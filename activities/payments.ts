@@ -3,9 +3,13 @@ import type { Orm } from '../src/db/orm';
 import { createPaymentProvider } from '../src/providers/sandbox-payments';
 import type { PaymentProvider, PaymentStatus } from '../src/providers/payments';
 import { expirePayment, paymentState, settlePayment, type SettleOutcome } from '../src/services/payments';
-import { openTopup } from '../src/services/topups';
-import type { OpenTopupRequest, TopupCreateResponse } from '../src/temporal/payments';
-import { businessErrors } from './errors';
+import { findTopupByWorkflowKey, openTopup } from '../src/services/topups';
+import type { OpenTopupRequest, TopupOpening } from '../src/temporal/payments';
+import { asRejection } from './errors';
+import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
+
+/** What confirmed a payment: the provider's callback, our status sync, or either after expiry. */
+export type ConfirmationPath = 'callback' | 'status_sync' | 'late';
 
 export const paymentCallbackUrl = (config: Config) => `${config.publicBaseUrl}/payments/callback`;
 
@@ -14,14 +18,29 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; provid
   const provider = deps.provider ?? createPaymentProvider(config);
   const settings = { levelThresholds: config.LEVEL_THRESHOLDS, publicBaseUrl: config.publicBaseUrl };
   return {
-    async openTopup(req: OpenTopupRequest & { accountId: string }): Promise<TopupCreateResponse> {
-      return businessErrors(() =>
-        openTopup(orm.em.fork(), provider, req, {
+    /**
+     * Opens a top-up's hosted checkout and stores it, run as a local activity in the update handler
+     * (early return). A rejection (limit, conflict, provider 502/504) is an answer, not a failure.
+     */
+    async openTopup(req: OpenTopupRequest & { accountId: string }): Promise<TopupOpening> {
+      return asRejection(async () => {
+        const { order, reused } = await openTopup(orm.em.fork(), provider, req, {
           maxPending: config.MAX_PENDING_TOPUPS,
           paymentWindowSeconds: config.PAYMENT_WINDOW_SECONDS,
           callbackUrl: paymentCallbackUrl(config),
-        }),
-      );
+        });
+        return { outcome: 'opened', orderId: order.id, reused, status: order.status };
+      });
+    },
+
+    /**
+     * The top-up of a top-up workflow's key, if it was opened: what the workflow asks when no
+     * opening reached it (an update admitted just before a Temporal restart can be lost after its
+     * opening committed).
+     */
+    async findOpenedTopup(input: { accountId: string; key: string }): Promise<{ orderId: string; status: string } | null> {
+      const order = await findTopupByWorkflowKey(orm.em.fork(), input.accountId, input.key);
+      return order ? { orderId: order.id, status: order.status } : null;
     },
 
     /** Asks the provider's status endpoint whether the order's checkout was paid. */
@@ -31,16 +50,22 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; provid
       return (await provider.getStatus(state.checkoutId)).status;
     },
 
-    async settlePayment(orderId: string): Promise<SettleOutcome> {
-      return settlePayment(orm.em.fork(), orderId, settings);
+    /** Settles a confirmed payment; `path` is what confirmed it (for the metrics only). */
+    async settlePayment(orderId: string, path: ConfirmationPath = 'callback'): Promise<SettleOutcome> {
+      return settlePayment(orm.em.fork(), orderId, settings, (order) => {
+        paymentConfirmations.inc({ path, kind: order.kind === 'topup' ? 'topup' : 'order' });
+        if (order.kind === 'topup') topupsCredited.inc({ currency: order.currency });
+      });
     },
 
     async expirePayment(orderId: string): Promise<string | undefined> {
       return expirePayment(orm.em.fork(), orderId);
     },
 
-    async paymentState(orderId: string) {
-      return paymentState(orm.em.fork(), orderId);
+    /** Where the payment stands; the checkout's id stays in Postgres (this result is in history). */
+    async paymentState(orderId: string): Promise<{ status: string; expiresAt: number | null; kind: string }> {
+      const { status, expiresAt, kind } = await paymentState(orm.em.fork(), orderId);
+      return { status, expiresAt, kind };
     },
   };
 }

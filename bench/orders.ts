@@ -1,8 +1,8 @@
 // bench/orders: N balance orders at concurrency C through the running stack (HTTP → Temporal
-// update-with-start → activity → Postgres), next to N bare Postgres debit transactions and N empty
-// Temporal update-with-start round trips measured in this same process, so each layer's overhead
-// is a ratio from one run. Usage (with `npm start` running):
-//   npm run bench:orders -- [N=500] [C=16]
+// update-with-start → local activity → Postgres), next to N bare Postgres debit transactions and
+// N empty Temporal update-with-start round trips measured in this same process, so each layer's
+// overhead is a ratio from one run. Exits non-zero if any order failed. Usage (with `npm start`
+// running):   npm run bench:orders -- [N=300] [C=16]
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -12,6 +12,8 @@ import { createAccount, createApiKey } from '../src/services/accounts';
 import { adjustBalance } from '../src/services/admin';
 import { applyBalanceChange, lockAccount } from '../src/services/ledger';
 import { benchUpdate } from './workflows';
+import type { DataConverter } from '@temporalio/common';
+import { dataConverter, parseKeyRing } from '../src/temporal/codec';
 
 const N = Number(process.argv[2] ?? 300);
 const C = Number(process.argv[3] ?? 16);
@@ -45,6 +47,7 @@ async function runPool(name: string, n: number, c: number, task: (i: number) => 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 function report(results: Result[]) {
+  const [http, engine, encrypted] = results;
   const base = results[results.length - 1];
   console.log(`\nbench/orders  N=${N}  C=${C}  (${new Date().toISOString()})\n`);
   console.log('layer                                   orders/s    p50 ms    p99 ms   failures   p50 vs Postgres');
@@ -55,6 +58,11 @@ function report(results: Result[]) {
       `${r.name.padEnd(38)} ${(N / r.seconds).toFixed(1).padStart(9)} ${pct(s, 50).toFixed(1).padStart(9)} ${pct(s, 99).toFixed(1).padStart(9)} ${String(r.failures).padStart(10)} ${(pct(s, 50) / baseP50).toFixed(1).padStart(12)}x`,
     );
   }
+  // The engine is the bar: an order should cost little more than Temporal's own round trip.
+  const p50 = (r: Result) => pct([...r.latencies].sort((a, b) => a - b), 50);
+  console.log(`
+HTTP order vs empty update-with-start, C=${C}: throughput ${(http.seconds > 0 ? engine.seconds / http.seconds : 0).toFixed(2)}x, p50 ${(p50(http) / p50(engine)).toFixed(2)}x`);
+  console.log(`payload codec on the empty update-with-start, C=${C}: throughput ${(engine.seconds / encrypted.seconds).toFixed(2)}x, p50 ${(p50(encrypted) / p50(engine)).toFixed(2)}x`);
 }
 
 async function main() {
@@ -85,25 +93,29 @@ async function main() {
     return res.status === 200;
   });
 
-  // 2. Empty Temporal update-with-start round trips, on a worker in this process.
+  // 2. Empty Temporal update-with-start round trips, on a worker in this process: as they are,
+  // and with the service's payload encryption (the codec's own cost, from the same run).
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const taskQueue = `bench-${runId}`;
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
-  const worker = await Worker.create({
-    connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue,
-    workflowsPath: require.resolve('./workflows'),
-  });
   const connection = await Connection.connect({ address: temporalAddress });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
-  let temporal!: Result;
-  await worker.runUntil(async () => {
-    temporal = await runPool('empty Temporal update-with-start', N, C, async (i) => {
-      const op = new WithStartWorkflowOperation('benchWorkflow', {
-        workflowId: `bench:${runId}:${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-      return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+  const engine = async (name: string, converter: DataConverter | undefined): Promise<Result> => {
+    const taskQueue = `bench-${runId}-${converter ? 'enc' : 'plain'}`;
+    const worker = await Worker.create({
+      connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue,
+      workflowsPath: require.resolve('./workflows'), dataConverter: converter,
     });
-  });
+    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: converter });
+    return worker.runUntil(() =>
+      runPool(name, N, C, async (i) => {
+        const op = new WithStartWorkflowOperation('benchWorkflow', {
+          workflowId: `bench:${taskQueue}:${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING',
+        });
+        return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+      }),
+    );
+  };
+  const temporal = await engine('empty Temporal update-with-start', undefined);
+  const encrypted = await engine('  … with the payload codec', dataConverter(parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS)));
 
   // 3. Bare Postgres debit transactions: lock the account, ledger row, balance update.
   const pg = await runPool('bare Postgres debit transaction', N, C, async (i) => {
@@ -114,10 +126,14 @@ async function main() {
     return true;
   });
 
-  report([http, temporal, pg]);
+  report([http, temporal, encrypted, pg]);
   await connection.close();
   await nativeConnection.close();
   await orm.close();
+  if (http.failures > 0) {
+    console.error(`${http.failures} of ${N} orders failed`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((err) => {

@@ -1,16 +1,18 @@
 import {
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
+import { Mutex } from 'async-mutex';
 import type { OrderActivities } from '../activities/orders';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { awaitPayment, type Notices } from './payment';
 import { handOffToProcurement } from './procurement-handoff';
 import { updateFailure } from './update-failure';
-import type { OrderCreateResponse } from '../src/services/orders';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
   orderStateQuery,
@@ -20,7 +22,14 @@ import {
   type PlaceOrderRequest,
 } from '../src/temporal/orders';
 
-const { placeOrder, orderStatus } = proxyActivities<OrderActivities>({
+// The placement the caller waits for runs as a local activity in the update handler, so the
+// update completes in the first workflow task ("early return"); an intent order's checkout call
+// (bounded by PAYMENT_PROVIDER_TIMEOUT_MS) happens inside it. Only unexpected errors retry.
+const { placeOrder } = proxyLocalActivities<OrderActivities>({
+  startToCloseTimeout: '60 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 5 },
+});
+const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
 });
@@ -36,7 +45,7 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   const state: OrderWorkflowState = { orderId: null, status: 'new', fulfillmentStatus: null, placementAttempts: 0, lastError: null };
   const payment: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
   const notices: Notices = { queue: [] };
-  let placing = false;
+  const placement = new Mutex();
 
   upsertSearchAttributes([
     { key: AccountIdKey, value: input.accountId },
@@ -58,11 +67,15 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
     state.orderId ??= notice.orderId;
     notices.queue.push(notice);
   });
-  setHandler(placeOrderUpdate, async (request: PlaceOrderRequest) => {
-    await condition(() => !placing);
-    placing = true;
+  // One placement at a time: updates that arrive together wait their turn (a flag checked by
+  // `condition` let them all through, since every waiting condition is checked in one pass).
+  setHandler(placeOrderUpdate, (request: PlaceOrderRequest) => placement.runExclusive(async () => {
     try {
       const res = await placeOrder({ ...input, ...request });
+      if (res.outcome === 'rejected') {
+        state.lastError = res.rejection.code;
+        return res;
+      }
       state.orderId = res.orderId;
       track(res.status, res.fulfillmentStatus);
       return res;
@@ -71,11 +84,27 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
       throw updateFailure(err);
     } finally {
       state.placementAttempts++;
-      placing = false;
     }
-  });
+  }));
 
-  await condition(() => state.orderId !== null || (state.placementAttempts > 0 && !placing && allHandlersFinished()));
+  const answered = () => state.orderId !== null || (state.placementAttempts > 0 && !placement.isLocked() && allHandlersFinished());
+  const recoverAfter = input.timing?.placementRecoverySeconds;
+  if (recoverAfter && patched('placement-recovery')) {
+    // An update admitted just before a Temporal restart can be lost after its placement committed
+    // (the caller's retry is then answered from Postgres): with no placement answered in time,
+    // Postgres says whether the order exists, and this workflow takes it on.
+    while (!(await condition(answered, recoverAfter * 1000))) {
+      if (placement.isLocked()) continue; // a placement is running: it will answer
+      const found = await findPlacedOrder({ accountId: input.accountId, externalOrderId: input.externalOrderId });
+      if (found) {
+        state.orderId = found.orderId;
+        track(found.status, found.fulfillmentStatus);
+      }
+      break;
+    }
+  } else {
+    await condition(answered);
+  }
   if (!state.orderId) {
     track('rejected', null);
   } else if (state.status === 'pending' || state.status === 'expired' || notices.queue.length > 0) {

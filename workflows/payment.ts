@@ -24,8 +24,8 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
   if (initial.status !== 'pending' && initial.status !== 'expired') return 'already_settled';
   const expiresAt = initial.expiresAt ?? Date.now();
 
-  const settle = async (late: boolean): Promise<PaymentOutcome | undefined> => {
-    const outcome = await acts.settlePayment(orderId);
+  const settle = async (late: boolean, path: 'callback' | 'status_sync'): Promise<PaymentOutcome | undefined> => {
+    const outcome = await acts.settlePayment(orderId, late ? 'late' : path);
     state.status = outcome === 'settled' ? 'paid' : state.status;
     return outcome === 'settled' ? (late ? 'paid_late' : 'paid') : outcome === 'already_settled' ? 'already_settled' : undefined;
   };
@@ -35,13 +35,13 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
     const notified = await condition(() => notices.queue.length > 0, waitMs);
     if (notified) {
       const notice = notices.queue.shift()!;
-      if (notice.status === 'paid') return settle(late);
+      if (notice.status === 'paid') return settle(late, 'callback');
       return undefined;
     }
     state.syncs++;
     try {
       const status = await acts.syncPayment(orderId);
-      if (status === 'paid') return settle(late);
+      if (status === 'paid') return settle(late, 'status_sync');
     } catch (err) {
       // The provider's status endpoint failing is not the payment failing: try again next tick.
       state.lastSyncError = err instanceof Error ? err.message : String(err);

@@ -1,4 +1,5 @@
-import { allHandlersFinished, condition, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { Mutex } from 'async-mutex';
 import type { PaymentActivities } from '../activities/payments';
 import {
   openTopupUpdate,
@@ -12,9 +13,15 @@ import { OrderStatusKey } from '../src/temporal/search-attributes';
 import { awaitPayment, type Notices } from './payment';
 import { updateFailure } from './update-failure';
 
-const { openTopup } = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
+// Opening the checkout answers the caller: a local activity in the update handler (early
+// return). Rejections come back as values; only unexpected errors retry.
+const { openTopup } = proxyLocalActivities<PaymentActivities>({
+  startToCloseTimeout: '60 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 5 },
+});
+const { findOpenedTopup } = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
 });
 
 /**
@@ -25,7 +32,7 @@ const { openTopup } = proxyActivities<PaymentActivities>({
 export async function topupWorkflow(input: TopupWorkflowInput): Promise<PaymentWorkflowState> {
   const state: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
   const notices: Notices = { queue: [] };
-  let opening = false;
+  const opening = new Mutex();
   let attempts = 0;
 
   setHandler(topupStateQuery, () => state);
@@ -33,23 +40,39 @@ export async function topupWorkflow(input: TopupWorkflowInput): Promise<PaymentW
     state.orderId ??= notice.orderId;
     notices.queue.push(notice);
   });
-  setHandler(openTopupUpdate, async (req: OpenTopupRequest) => {
-    await condition(() => !opening);
-    opening = true;
+  // One opening at a time: updates that arrive together wait their turn.
+  setHandler(openTopupUpdate, (req: OpenTopupRequest) => opening.runExclusive(async () => {
     try {
       const res = await openTopup({ ...req, accountId: input.accountId });
-      state.orderId = res.orderId;
-      state.status = res.status;
+      if (res.outcome === 'opened') {
+        state.orderId = res.orderId;
+        state.status = res.status;
+      }
       return res;
     } catch (err) {
       throw updateFailure(err);
     } finally {
       attempts++;
-      opening = false;
     }
-  });
+  }));
 
-  await condition(() => state.orderId !== null || (attempts > 0 && !opening && allHandlersFinished()));
+  const answered = () => state.orderId !== null || (attempts > 0 && !opening.isLocked() && allHandlersFinished());
+  const recoverAfter = input.timing?.placementRecoverySeconds;
+  if (recoverAfter && patched('placement-recovery')) {
+    // As in the order workflow: an opening whose update was lost in a Temporal restart after it
+    // committed is found in Postgres, so its payment window, expiry and credit still happen here.
+    while (!(await condition(answered, recoverAfter * 1000))) {
+      if (opening.isLocked()) continue;
+      const found = await findOpenedTopup({ accountId: input.accountId, key: input.key });
+      if (found) {
+        state.orderId = found.orderId;
+        state.status = found.status;
+      }
+      break;
+    }
+  } else {
+    await condition(answered);
+  }
   if (state.orderId) {
     upsertSearchAttributes([{ key: OrderStatusKey, value: 'pending' }]);
     const outcome = await awaitPayment(state.orderId, input.timing, notices, state);

@@ -70,9 +70,9 @@ async function inventoryCounts(em: EntityManager, productIds: string[]): Promise
 
 /** Units that could be sold now (Infinity for on_demand), after outstanding orders. */
 export async function sellableUnits(em: EntityManager, products: Product[]): Promise<Map<string, number>> {
-  const ids = products.map((p) => p.id);
   const [outstanding, inventory] = await Promise.all([
-    outstandingUnits(em, ids),
+    // An on-demand product is never short, so its outstanding orders need not be counted.
+    outstandingUnits(em, products.filter((p) => p.stockMode !== 'on_demand').map((p) => p.id)),
     inventoryCounts(em, products.filter((p) => p.stockMode === 'inventory').map((p) => p.id)),
   ]);
   const result = new Map<string, number>();

@@ -24,12 +24,14 @@ export async function recordEvent(
   payload: Record<string, unknown>,
   id: string = newId('evt'),
 ): Promise<string | undefined> {
+  // The notification is delivered on commit, so the dispatcher never sees an event its
+  // transaction rolled back; it is sent only when the row is new (one round trip for both).
   const rows = await em.execute<{ id: string }[]>(
-    `insert into events (id, account_id, type, payload) values (?, ?, ?, ?::jsonb)
-     on conflict (id) do nothing returning id`,
+    `with inserted as (
+       insert into events (id, account_id, type, payload) values (?, ?, ?, ?::jsonb)
+       on conflict (id) do nothing returning id)
+     select id, pg_notify('${EVENTS_CHANNEL}', id) from inserted`,
     [id, accountId, type, JSON.stringify(payload)],
   );
-  // Delivered on commit, so the dispatcher never sees an event its transaction rolled back.
-  if (rows[0]) await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [id]);
   return rows[0]?.id;
 }

@@ -53,16 +53,24 @@ export async function applyBalanceChange(
   if (balance < 0) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
   const spending = Math.max(0, account.cumulativeSpending + (change.spending ?? 0));
   const level = raisedLevel(account.level, spending + balance, levelThresholds);
-  await em.execute('update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?', [
-    toDecimal(balance),
-    toDecimal(spending),
-    level,
-    account.id,
-  ]);
+  // The balance and its ledger row in one statement (one round trip while the account is locked).
   await em.execute(
-    `insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
+    `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?)
+     insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
      values (?, ?, ?, ?, ?, ?, ?)`,
-    [account.id, change.type, toSignedDecimal(change.amount), toDecimal(balance), change.orderId ?? null, change.idempotencyKey, change.note ?? null],
+    [
+      toDecimal(balance),
+      toDecimal(spending),
+      level,
+      account.id,
+      account.id,
+      change.type,
+      toSignedDecimal(change.amount),
+      toDecimal(balance),
+      change.orderId ?? null,
+      change.idempotencyKey,
+      change.note ?? null,
+    ],
   );
   account.balance = balance;
   account.cumulativeSpending = spending;

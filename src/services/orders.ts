@@ -18,7 +18,12 @@ export interface PlaceOrderInput {
   expectedUnitPrice?: string;
   /** Where the order came from: `rest` or `mcp` (both are channel `wholesale_api`). */
   source: 'rest' | 'mcp';
+  /** The API request placing it: its own retries find the order and are not told `reused`. */
+  placementId?: string;
 }
+
+/** True unless the order was placed by this very request (a retry of it after a lost reply). */
+export const isReplay = (order: Order, placementId: string | undefined) => !placementId || order.placementId !== placementId;
 
 /** The create response of spec 2.4. */
 export interface OrderCreateResponse {
@@ -52,7 +57,7 @@ export function redeemUrlFor(baseUrl: string, deliveryType: string | null | unde
  * support refunded for its undelivered units shows the codes obtained before the refund: those
  * units were paid for and kept (see src/services/procurement.ts refundUndelivered).
  */
-export async function deliveredCodes(em: EntityManager, order: Order): Promise<string[]> {
+export async function deliveredCodes(em: EntityManager, order: Pick<Order, 'id' | 'status' | 'deliveryType'>): Promise<string[]> {
   const refundedRest = order.status === 'refunded' && order.deliveryType === 'direct_code';
   if (order.status !== 'delivered' && !refundedRest) return [];
   const rows = await em.find(IssuedCodeSchema, { orderId: order.id, voided: false }, { orderBy: { id: 'asc' } });
@@ -62,7 +67,13 @@ export async function deliveredCodes(em: EntityManager, order: Order): Promise<s
 export async function createResponse(
   em: EntityManager,
   order: Order,
-  opts: { baseUrl: string; reused: boolean; withCheckout: boolean },
+  opts: {
+    baseUrl: string;
+    reused: boolean;
+    withCheckout: boolean;
+    /** The codes read alongside the order, as `deliveredCodes` reads them for status `codesFor`. */
+    prefetched?: { codesFor: string; codes: string[] };
+  },
 ): Promise<OrderCreateResponse> {
   const showCheckout = opts.withCheckout && order.status === 'pending' && !!order.checkoutUrl;
   return {
@@ -70,7 +81,7 @@ export async function createResponse(
     externalOrderId: order.externalOrderId!,
     amount: toDecimal(fromDb(order.amount)),
     status: order.status,
-    codes: await deliveredCodes(em, order),
+    codes: opts.prefetched?.codesFor === order.status ? opts.prefetched.codes : await deliveredCodes(em, order),
     ...(showCheckout ? { checkoutUrl: order.checkoutUrl!, paymentUrl: order.checkoutUrl! } : {}),
     redeemUrl: redeemUrlFor(opts.baseUrl, order.deliveryType),
     deliveryType: order.deliveryType as 'redemption' | 'direct_code',
@@ -176,17 +187,29 @@ interface Placement {
   unitPrice: Cents;
 }
 
+/** The product and its price table, read before the account is locked (they do not depend on it). */
+interface Offer {
+  product: Product | null;
+  prices: Awaited<ReturnType<typeof priceTable>>;
+}
+
+async function readOffer(tx: EntityManager, productId: string): Promise<Offer> {
+  const product = await tx.findOne(ProductSchema, { id: productId, active: true });
+  return { product, prices: product ? await priceTable(tx, [product.id]) : new Map() };
+}
+
 /**
- * The checks of spec 4.3 inside the caller's transaction, with the account locked: product,
- * listing, level price against expectedUnitPrice, and stock counting outstanding orders.
+ * The checks of spec 4.3 inside the caller's transaction, with the account locked by the caller:
+ * product, listing, level price against expectedUnitPrice, and stock counting outstanding orders.
+ * The product and prices are read before the lock, so the critical section of one account's
+ * orders holds only the statements that depend on its row.
  */
-async function checkPlacement(tx: EntityManager, input: PlaceOrderInput): Promise<Placement> {
-  const account = await lockAccount(tx, input.accountId);
-  const product = await findActiveProduct(tx, input.productId);
+async function checkPlacement(tx: EntityManager, input: PlaceOrderInput, account: Placement['account'], offer: Offer): Promise<Placement> {
+  const product = offer.product ?? (await findActiveProduct(tx, input.productId));
   const block = listingBlock(product);
   if (block === 'out_of_stock') throw new ApiError('out_of_stock', `Product ${product.id} is currently not purchasable`);
   if (block) throw new ApiError('fulfillment_unavailable', `Delivery for ${product.id} is currently unavailable`);
-  const unitPrice = priceAt((await priceTable(tx, [product.id])).get(product.id), account.level);
+  const unitPrice = priceAt(offer.prices.get(product.id), account.level);
   if (input.expectedUnitPrice !== undefined && parseDecimal(input.expectedUnitPrice) !== unitPrice) {
     throw new ApiError('price_changed', 'The unit price at your level differs from expectedUnitPrice', {
       actualUnitPrice: toDecimal(unitPrice),
@@ -237,6 +260,7 @@ export async function placeOrder(
       amount: toDecimal(p.unitPrice * input.qty),
       currency: p.product.currency,
       payment: input.payment,
+      placementId: input.placementId ?? null,
       status: 'pending',
       deliveryType: p.product.deliveryType,
       fulfillmentStatus: p.product.deliveryType === 'direct_code' ? 'awaiting_payment' : null,
@@ -245,10 +269,11 @@ export async function placeOrder(
 
   if (input.payment === 'balance') {
     return em.transactional(async (tx) => {
-      await lockAccount(tx, input.accountId);
+      const offer = await readOffer(tx, input.productId);
+      const account = await lockAccount(tx, input.accountId);
       const existing = await existingOr(tx);
-      if (existing) return { order: existing, reused: true };
-      const p = await checkPlacement(tx, input);
+      if (existing) return { order: existing, reused: isReplay(existing, input.placementId) };
+      const p = await checkPlacement(tx, input, account, offer);
       const order = newOrder(tx, p, {});
       await tx.flush();
       const amount = p.unitPrice * input.qty;
@@ -265,19 +290,21 @@ export async function placeOrder(
 
   if (!('openCheckout' in settings)) throw new Error('intent mode needs a payment provider');
   const quote = await em.transactional(async (tx) => {
-    await lockAccount(tx, input.accountId);
+    const offer = await readOffer(tx, input.productId);
+    const account = await lockAccount(tx, input.accountId);
     const existing = await existingOr(tx);
-    return existing ? { existing } : { placement: await checkPlacement(tx, input) };
+    return existing ? { existing } : { placement: await checkPlacement(tx, input, account, offer) };
   });
-  if (quote.existing) return { order: quote.existing, reused: true };
+  if (quote.existing) return { order: quote.existing, reused: isReplay(quote.existing, input.placementId) };
   const { product, unitPrice } = quote.placement!;
   const checkout = await settings.openCheckout(orderId, unitPrice * input.qty, product.currency, `${input.qty} × ${product.nameEn ?? product.name}`);
   return em.transactional(async (tx) => {
-    await lockAccount(tx, input.accountId);
+    const offer = await readOffer(tx, input.productId);
+    const account = await lockAccount(tx, input.accountId);
     // A concurrent request may have placed it meanwhile; that order wins and this checkout lapses.
     const existing = await existingOr(tx);
-    if (existing) return { order: existing, reused: true };
-    const p = await checkPlacement(tx, input);
+    if (existing) return { order: existing, reused: isReplay(existing, input.placementId) };
+    const p = await checkPlacement(tx, input, account, offer);
     const order = newOrder(tx, p, {
       checkoutId: checkout.checkoutId,
       checkoutUrl: checkout.checkoutUrl,

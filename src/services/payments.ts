@@ -27,8 +27,14 @@ async function lockOrder(em: EntityManager, orderId: string): Promise<Order | nu
  * intent order counts as spending and is fulfilled. Pending and expired orders both settle: a
  * late payment is honoured.
  */
-export async function settlePayment(em: EntityManager, orderId: string, settings: PaymentSettings): Promise<SettleOutcome> {
-  return em.transactional(async (tx) => {
+export async function settlePayment(
+  em: EntityManager,
+  orderId: string,
+  settings: PaymentSettings,
+  onSettled: (order: Order) => void = () => undefined,
+): Promise<SettleOutcome> {
+  let settled: Order | undefined;
+  const outcome = await em.transactional(async (tx): Promise<SettleOutcome> => {
     const peek = await tx.findOne(OrderSchema, { id: orderId });
     if (!peek) return 'not_found';
     // Same lock order as placement: account first, then the order.
@@ -56,6 +62,7 @@ export async function settlePayment(em: EntityManager, orderId: string, settings
         amount: toDecimal(amount),
         currency: order.currency,
       });
+      settled = order;
       return 'settled';
     }
     await addSpending(tx, account, amount, settings.levelThresholds);
@@ -68,11 +75,16 @@ export async function settlePayment(em: EntityManager, orderId: string, settings
       order.errorCode = 'delivery_needs_attention';
       order.resolution = 'manual_review';
       await tx.flush();
+      settled = order;
       return 'settled';
     }
     await fulfilPaidOrder(tx, order, product, settings.publicBaseUrl);
+    settled = order;
     return 'settled';
   });
+  // After the commit: what is counted really happened.
+  if (settled) onSettled(settled);
+  return outcome;
 }
 
 async function hasInventory(em: EntityManager, productId: string, qty: number): Promise<boolean> {

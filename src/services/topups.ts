@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
@@ -6,10 +7,11 @@ import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal } from '../domain/money';
 import type { PaymentProvider } from '../providers/payments';
 import type { TemporalHandle } from '../temporal/client';
-import { apiErrorFromTemporal } from '../temporal/errors';
-import { openTopupUpdate, topupWorkflowId, type OpenTopupRequest, type PaymentTiming, type TopupCreateResponse } from '../temporal/payments';
+import { apiErrorFromTemporal, isTemporalUnavailable } from '../temporal/errors';
+import { openTopupUpdate, topupWorkflowId, type OpenTopupRequest, type PaymentTiming, type TopupCreateResponse, type TopupOpening } from '../temporal/payments';
 import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
 import { lockAccount } from './ledger';
+import { rateLimited, topupsCreated } from '../metrics/registry';
 import { hitRateLimit } from './rate-limit';
 
 export const IDEMPOTENCY_WARNING =
@@ -46,6 +48,11 @@ async function findByKey(em: EntityManager, accountId: string, key: string): Pro
   return em.findOne(OrderSchema, { accountId, externalTopupId: key, kind: 'topup' });
 }
 
+/** The top-up a top-up workflow is keyed by: its externalTopupId, or its order id when it has none. */
+export async function findTopupByWorkflowKey(em: EntityManager, accountId: string, key: string): Promise<Order | null> {
+  return (await findByKey(em, accountId, key)) ?? em.findOne(OrderSchema, { id: key, accountId, kind: 'topup' });
+}
+
 function assertSameTopup(order: Order, input: { amount: string; currency: string }): void {
   if (fromDb(order.amount) !== parseDecimal(input.amount) || order.currency !== input.currency) {
     throw new ApiError('idempotency_conflict', 'This top-up id was used with a different amount or currency; use a new id', {
@@ -67,19 +74,19 @@ const tooManyPending = (max: number) =>
   new ApiError('too_many_pending_topups', `${max} unpaid top-ups already exist; pay or let one expire first`);
 
 /**
- * The answer for a key used before (a replay, or idempotency_conflict), or nothing when this is a
- * new top-up and the unpaid limit leaves room for it.
+ * The top-up a key was used for before (a replay, or idempotency_conflict), or nothing when this
+ * is a new top-up and the unpaid limit leaves room for it.
  */
 async function replayOrCheckLimit(
   em: EntityManager,
   req: { accountId: string; externalTopupId: string | null; amount: string; currency: string },
   maxPending: number,
-): Promise<TopupCreateResponse | undefined> {
+): Promise<Order | undefined> {
   if (req.externalTopupId) {
     const existing = await findByKey(em, req.accountId, req.externalTopupId);
     if (existing) {
       assertSameTopup(existing, req);
-      return topupResponse(existing, true);
+      return existing;
     }
   }
   if ((await unpaidTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
@@ -96,9 +103,10 @@ export async function openTopup(
   provider: PaymentProvider,
   req: OpenTopupRequest & { accountId: string },
   opts: { maxPending: number; paymentWindowSeconds: number; callbackUrl: string },
-): Promise<TopupCreateResponse> {
+): Promise<{ order: Order; reused: boolean }> {
+  const reused = (order: Order) => ({ order, reused: order.placementId !== req.placementId });
   const earlier = await replayOrCheckLimit(em, req, opts.maxPending);
-  if (earlier) return earlier;
+  if (earlier) return reused(earlier);
   const checkout = await provider.createCheckout({
     reference: req.orderId,
     amount: req.amount,
@@ -109,7 +117,7 @@ export async function openTopup(
   return em.transactional(async (tx) => {
     await lockAccount(tx, req.accountId);
     const earlier = await replayOrCheckLimit(tx, req, opts.maxPending);
-    if (earlier) return earlier;
+    if (earlier) return reused(earlier);
     const order = tx.create(OrderSchema, {
       id: req.orderId,
       accountId: req.accountId,
@@ -126,10 +134,11 @@ export async function openTopup(
       checkoutId: checkout.checkoutId,
       checkoutUrl: checkout.checkoutUrl,
       idempotencyWarning: !req.externalTopupId,
+      placementId: req.placementId,
       expiresAt: new Date(Date.now() + opts.paymentWindowSeconds * 1000),
     });
     await tx.flush();
-    return topupResponse(order, false);
+    return { order, reused: false };
   });
 }
 
@@ -144,14 +153,31 @@ export async function submitTopup(
   if (parseDecimal(input.amount) <= 0) throw new ApiError('invalid_input', 'amount must be greater than 0');
   const quota = await hitRateLimit(deps.em, `topup:${input.accountId}`, deps.limits.perHour, 3600);
   if (!quota.allowed) {
+    rateLimited.inc({ limit: 'topups' });
     throw new ApiError('rate_limited', `At most ${deps.limits.perHour} top-up requests per hour`, undefined, { 'Retry-After': String(quota.retryAfter) });
   }
   const earlier = await replayOrCheckLimit(deps.em, input, deps.limits.maxPending);
-  if (earlier) return earlier;
+  if (earlier) return topupResponse(earlier, true);
 
   const orderId = newId('ord');
   const key = input.externalTopupId ?? orderId;
-  const request: OpenTopupRequest = { orderId, externalTopupId: input.externalTopupId, amount: input.amount, currency: input.currency, source: input.source };
+  // One id for this request, kept across retries (see order-submission.ts).
+  const placementId = randomUUID();
+  const request: OpenTopupRequest = {
+    orderId, externalTopupId: input.externalTopupId, amount: input.amount, currency: input.currency, source: input.source, placementId,
+  };
+  const opening = await openThroughWorkflow(deps, input, key, request);
+  if (opening.outcome === 'rejected') throw new ApiError(opening.rejection.code, opening.rejection.message, opening.rejection.details);
+  if (!opening.reused) topupsCreated.inc({ currency: input.currency });
+  return topupResponse(await deps.em.fork().findOneOrFail(OrderSchema, { id: opening.orderId }), opening.reused);
+}
+
+async function openThroughWorkflow(
+  deps: { temporal: TemporalHandle; timing: PaymentTiming },
+  input: TopupInput,
+  key: string,
+  request: OpenTopupRequest,
+): Promise<TopupOpening> {
   for (let attempt = 1; ; attempt++) {
     const startWorkflowOperation = new WithStartWorkflowOperation('topupWorkflow', {
       workflowId: topupWorkflowId(input.accountId, key),
@@ -165,11 +191,14 @@ export async function submitTopup(
       ],
     });
     try {
-      return await deps.temporal.client.workflow.executeUpdateWithStart(openTopupUpdate, { args: [request], startWorkflowOperation });
+      // Bounded like an order's placement: no worker polling is a retryable 503, not a hang.
+      const { client, placementDeadlineMs } = deps.temporal;
+      return await client.withDeadline(Date.now() + placementDeadlineMs, () =>
+        client.workflow.executeUpdateWithStart(openTopupUpdate, { args: [request], updateId: request.placementId, startWorkflowOperation }));
     } catch (err) {
       const apiError = apiErrorFromTemporal(err);
       if (apiError) throw apiError;
-      if (err instanceof WorkflowUpdateFailedError || attempt >= 3) throw err;
+      if (err instanceof WorkflowUpdateFailedError || isTemporalUnavailable(err) || attempt >= 3) throw err;
     }
   }
 }

@@ -1,7 +1,8 @@
 // The order lifecycle's shared contract: ids, update/query definitions and types. Workflow-safe
 // (no Node modules), imported by workflows, activities and HTTP handlers alike.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { OrderCreateResponse, PaymentMode } from '../services/orders';
+import type { ErrorCode } from '../domain/errors';
+import type { PaymentMode } from '../services/orders';
 import type { PaymentTiming, PaymentWorkflowState } from './payments';
 
 export const orderWorkflowId = (accountId: string, externalOrderId: string) => `order:${accountId}:${externalOrderId}`;
@@ -19,6 +20,29 @@ export interface PlaceOrderRequest {
   payment: PaymentMode;
   expectedUnitPrice?: string;
   source: 'rest' | 'mcp';
+  /** One per API request (also its update id): the request that places an order is told `reused: false`. */
+  placementId: string;
+}
+
+/** An expected business outcome of a placement that is not an order: the spec's code and our words. */
+export interface Rejection {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+/**
+ * What a placement answers (the update's result, and its local activity's). Ids and statuses only:
+ * codes and checkout links stay in Postgres, where the API reads them for its response.
+ */
+export type Placement =
+  | { outcome: 'placed'; orderId: string; reused: boolean; status: string; fulfillmentStatus: string | null }
+  | Rejected;
+
+/** A placement or top-up that an expected business rule refused. */
+export interface Rejected {
+  outcome: 'rejected';
+  rejection: Rejection;
 }
 
 export interface OrderWorkflowState {
@@ -31,5 +55,5 @@ export interface OrderWorkflowState {
   payment?: PaymentWorkflowState;
 }
 
-export const placeOrderUpdate = defineUpdate<OrderCreateResponse, [PlaceOrderRequest]>('placeOrder');
+export const placeOrderUpdate = defineUpdate<Placement, [PlaceOrderRequest]>('placeOrder');
 export const orderStateQuery = defineQuery<OrderWorkflowState>('state');
