@@ -13,6 +13,7 @@ import {
 } from '../src/services/procurement';
 import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/temporal/procurement';
 import { businessErrors } from './errors';
+import { procurementRounds, procurementUnits } from '../src/metrics/registry';
 
 export function procurementTiming(config: Config): ProcurementTiming {
   return {
@@ -46,7 +47,12 @@ export function createProcurementActivities(deps: { orm: Orm; config: Config; su
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
-        return await businessErrors(() => procureRound(orm.em.fork(), supplier, { ...input, baseUrl }));
+        const round = await businessErrors(() => procureRound(orm.em.fork(), supplier, { ...input, baseUrl }));
+        if (round.outcome !== 'not_procuring') {
+          procurementRounds.inc({ outcome: round.outcome === 'obtained' ? (round.obtained > 0 ? 'progress' : 'empty') : round.outcome });
+          procurementUnits.inc(round.obtained);
+        }
+        return round;
       } finally {
         clearInterval(beat);
       }

@@ -1,4 +1,5 @@
 import { log } from '@temporalio/activity';
+import { webhookAttempts } from '../src/metrics/registry';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
@@ -82,6 +83,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         statusCode: result.statusCode,
         error: result.error,
       });
+      webhookAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });
       return { outcome, attempts: claimed.attempts, statusCode: result.statusCode, error: result.error };
     },
   };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Server } from 'node:http';
@@ -9,16 +10,22 @@ import { initOrm, migrate, type Orm } from './db/orm';
 import { seedCatalog } from './db/seed';
 import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './http/app';
+import { answerMalformedHttp } from './http/hygiene';
+import { startOpsServer } from './metrics/ops-server';
 import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance } from './services/admin';
+import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
-import { createWorker } from './temporal/worker';
+import { bundleWorkflows, createWorker } from './temporal/worker';
+import { WorkerSupervisor } from './temporal/worker-supervisor';
 
 export interface Services {
   orm: Orm;
   temporal: TemporalHandle;
-  worker?: Worker;
+  /** The worker running right now (a failed one is replaced by the supervisor). */
+  readonly worker?: Worker;
+  supervisor?: WorkerSupervisor;
   /** The webhook outbox relay; runs wherever the worker runs. */
   dispatcher?: WebhookDispatcher;
   server?: Server;
@@ -36,69 +43,113 @@ export async function startServices(opts: {
   worker: boolean;
   /** Tests bundle the workflow code once and pass it in. */
   workflowBundle?: WorkflowBundle;
+  /** A lone worker process gives up after this many failures in a row and calls `onWorkerGiveUp`. */
+  workerMaxFailures?: number;
+  onWorkerGiveUp?: (err: unknown) => void;
 }): Promise<Services> {
   const { config, logger } = opts;
-  const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: config.LOG_LEVEL === 'silent' });
-  await migrate(orm);
-  const temporal = await connectTemporal({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE });
+  if (config.devSecrets.length > 0) {
+    logger.warn({ variables: config.devSecrets }, 'built-in development secrets in use; set your own before production (NODE_ENV=production refuses them)');
+  }
+  // The migrator's own lines are not JSON: it stays quiet and what it did is one log line.
+  const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
+  const applied = await migrate(orm);
+  if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+  const temporal = await connectTemporal({
+    address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
+    placementDeadlineMs: config.PLACEMENT_TIMEOUT_MS,
+  });
   if (opts.registerSearchAttributes) await registerSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE);
 
-  let worker: Worker | undefined;
-  let workerRun: Promise<void> | undefined;
+  let supervisor: WorkerSupervisor | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   if (opts.worker) {
-    const created = await createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, workflowBundle: opts.workflowBundle });
-    worker = created.worker;
-    workerRun = worker.run().finally(() => created.connection.close());
+    const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
+    supervisor = new WorkerSupervisor({
+      create: () => createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, workflowBundle }),
+      logger,
+      maxConsecutiveFailures: opts.workerMaxFailures,
+      onGiveUp: opts.onWorkerGiveUp,
+    });
+    await supervisor.start();
     dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
     await dispatcher.start();
   }
 
   let server: Server | undefined;
   if (opts.api) {
-    const app = createApp({ orm, temporal, config, logger });
+    const app = createApp({ orm, temporal, config, logger, worker: supervisor });
     server = await new Promise<Server>((ok) => {
       const s = app.listen(config.PORT, config.HOST, () => ok(s));
     });
+    answerMalformedHttp(server);
   }
+  const ops = config.METRICS_PORT
+    ? await startOpsServer({ orm, temporal, config, logger, worker: supervisor }, config.METRICS_PORT, config.METRICS_HOST)
+    : undefined;
 
   return {
     orm,
     temporal,
-    worker,
+    get worker() {
+      return supervisor?.worker;
+    },
+    supervisor,
     dispatcher,
     server,
     // Graceful: stop taking requests and let in-flight ones finish, then let the worker finish
     // its activities, then close connections.
     async stop() {
       if (server) await new Promise<void>((ok) => server!.close(() => ok()));
+      if (ops) await new Promise<void>((ok) => ops.close(() => ok()));
       await dispatcher?.stop();
-      if (worker) {
-        // The Temporal runtime may already be draining the worker on SIGINT/SIGTERM.
-        if (worker.getState() === 'RUNNING') worker.shutdown();
-        await workerRun;
-      }
+      await supervisor?.stop();
       await temporal.connection.close();
       await orm.close();
     },
   };
 }
 
-/** The demo catalog and account of `npm start`; the key is kept in the state dir so it stays the same. */
-export async function prepareDemo(orm: Orm, config: Config): Promise<{ accountId: string; apiKey: string }> {
+export const DEMO_EMAIL = 'demo@example.com';
+
+export interface Demo {
+  accountId: string;
+  apiKey: string;
+  /** Signs in to the account area (/account). */
+  email: string;
+  password: string;
+}
+
+/**
+ * The demo catalog and account of `npm start`: an API key and an account-area login, kept in the
+ * state dir (mode 0600) so they stay the same across restarts.
+ */
+export async function prepareDemo(orm: Orm, config: Config): Promise<Demo> {
   const em = orm.em.fork();
   await seedCatalog(em);
   const keyFile = resolve(config.STATE_DIR, 'demo-account.json');
+  const save = (demo: Demo) => {
+    mkdirSync(resolve(config.STATE_DIR), { recursive: true });
+    writeFileSync(keyFile, JSON.stringify(demo), { mode: 0o600 });
+    return demo;
+  };
+  const newPassword = () => randomBytes(12).toString('base64url');
   if (existsSync(keyFile)) {
-    const saved = JSON.parse(readFileSync(keyFile, 'utf8')) as { accountId: string; apiKey: string };
-    if (await em.findOne(AccountSchema, { id: saved.accountId })) return saved;
+    const saved = JSON.parse(readFileSync(keyFile, 'utf8')) as Partial<Demo> & { accountId: string; apiKey: string };
+    if (await em.findOne(AccountSchema, { id: saved.accountId })) {
+      if (saved.password && (await accountLoginWorks(em, saved.accountId, saved.password))) return saved as Demo;
+      // A state dir from before the account area: give the demo account its login now.
+      const password = newPassword();
+      const user = await setAccountLogin(em, saved.accountId, { email: DEMO_EMAIL, password });
+      return save({ accountId: saved.accountId, apiKey: saved.apiKey, email: user.email, password });
+    }
   }
   const existing = await em.findOne(AccountSchema, { name: 'demo' });
   const demo = existing
     ? { accountId: existing.id, apiKey: await createApiKey(em, existing.id) }
     : await createAccount(em, 'demo');
   if (!existing) await adjustBalance(em, { accountId: demo.accountId, amount: '100.00', note: 'demo starting balance', levelThresholds: config.LEVEL_THRESHOLDS });
-  mkdirSync(resolve(config.STATE_DIR), { recursive: true });
-  writeFileSync(keyFile, JSON.stringify(demo), { mode: 0o600 });
-  return demo;
+  const password = newPassword();
+  const user = await setAccountLogin(em, demo.accountId, { email: DEMO_EMAIL, password });
+  return save({ ...demo, email: user.email, password });
 }

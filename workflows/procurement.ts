@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { Mutex } from 'async-mutex';
 import type { ProcurementActivities } from '../activities/procurement';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
@@ -89,7 +90,8 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
     supportActions: [],
     ...input.progress,
   };
-  let busy = false;
+  /** One support action at a time (a flag checked by `condition` let concurrent ones through together). */
+  const support = new Mutex();
   /** Set while markNeedsAttention runs: Postgres may already show the order waiting for support. */
   let enteringAttention = false;
 
@@ -136,10 +138,9 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
   /** One support action at a time, only while the order waits for support. */
   const supportAction =
     <R extends SupportRequest>(action: SupportActionName, run: (req: R) => Promise<OrderFacts>) =>
-    async (req: R): Promise<ProcurementState> => {
-      await condition(() => state.phase !== 'starting' && !busy && !enteringAttention);
+    (req: R): Promise<ProcurementState> => support.runExclusive(async () => {
+      await condition(() => state.phase !== 'starting' && !enteringAttention);
       if (state.phase !== 'needs_attention') throw notWaiting();
-      busy = true;
       try {
         const facts = await run(req);
         state.supportActions = [...state.supportActions, { action, actor: req.actor, at: Date.now() }].slice(-MAX_ACTIONS_KEPT);
@@ -152,10 +153,8 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
         return { ...state };
       } catch (err) {
         throw asUpdateFailure(err);
-      } finally {
-        busy = false;
       }
-    };
+    });
 
   setHandler(resumeUpdate, supportAction('resume', (req) => db.resumeProcurement({ orderId, ...req })), { validator: validate });
   setHandler(deliverManuallyUpdate, supportAction('deliver', (req: DeliverRequest) => db.deliverManually({ orderId, ...req })), {
@@ -217,7 +216,7 @@ export async function procurementWorkflow(input: ProcurementWorkflowInput): Prom
     }
   };
 
-  const timeToContinueAsNew = () => workflowInfo().continueAsNewSuggested && !busy && allHandlersFinished();
+  const timeToContinueAsNew = () => workflowInfo().continueAsNewSuggested && !support.isLocked() && allHandlersFinished();
   for (;;) {
     if (timeToContinueAsNew()) {
       const { rounds, roundsSinceResume, attemptStartedAt, emptyStreak, lastSupplierError, supportActions } = state;

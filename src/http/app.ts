@@ -1,7 +1,13 @@
 import express, { Router, type Express } from 'express';
 import type { AppContext } from './context';
 import { accessLog, bearerAuth, errorHandler, notFound, rateLimit, requestId } from './middleware';
-import { createRegistry, openApiDocument } from './openapi';
+import { healthz, readyz } from './health';
+import { metricsEndpoint } from '../metrics/endpoint';
+import { httpMetrics } from '../metrics/http';
+import { cleanRequest } from './hygiene';
+import { createRegistry, openApiDocument, TAGS } from './openapi';
+import { registerWebhooks } from './webhook-events';
+import { apiDocs } from '../pages/api-docs';
 import { catalogRoutes } from './routers/catalog';
 import { orderRoutes } from './routers/orders';
 import { topupRoutes } from './routers/topups';
@@ -10,7 +16,9 @@ import { createPaymentProvider, sandboxPaymentRoutes } from '../providers/sandbo
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
+import { accountArea } from '../pages/account';
 import { ADMIN_PREFIX, adminRoutes } from './routers/admin';
+import { CODEC_PREFIX, codecRoutes } from './routers/codec';
 import { mcpRoutes } from '../mcp/route';
 
 export const API_PREFIX = '/wholesale/v1';
@@ -18,16 +26,20 @@ export const API_PREFIX = '/wholesale/v1';
 export function createApp(ctx: AppContext): Express {
   const app = express();
   app.disable('x-powered-by');
+  // No ETag: answers are live money and order state, and the contract has no conditional requests
+  // (a 304 would be an answer no client expects).
+  app.set('etag', false);
   app.set('trust proxy', 'loopback');
-  app.use(requestId, accessLog(ctx));
+  app.use(requestId, httpMetrics, accessLog(ctx), cleanRequest);
 
-  app.get('/healthz', async (_req, res) => {
-    await ctx.orm.em.fork().execute('select 1');
-    res.json({ ok: true });
-  });
+  app.get('/healthz', healthz(ctx));
+  app.get('/readyz', readyz(ctx));
+  // Metrics stay on this port only when they have none of their own (METRICS_PORT).
+  if (!ctx.config.METRICS_PORT) app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
 
   const registry = createRegistry();
-  const api = Router();
+  // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.
+  const api = Router({ strict: true });
   api.use(express.json({ limit: '256kb' }));
   api.use(bearerAuth(ctx));
   api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
@@ -39,13 +51,18 @@ export function createApp(ctx: AppContext): Express {
   api.use(notFound);
 
   // Paths carry the /wholesale/v1 prefix, so the server is the bare base URL.
-  const document = openApiDocument(registry, ctx.config.publicBaseUrl);
+  registerWebhooks(registry);
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl, { tags: TAGS.filter((t) => t.name !== 'Support').map((t) => t.name) });
   app.get(`${API_PREFIX}/openapi.json`, (_req, res) => {
     res.json(document);
   });
+  // The API reference, rendered from the same document (public, like the document itself).
+  app.use(`${API_PREFIX}/docs`, apiDocs(API_PREFIX));
   app.use(API_PREFIX, api);
   // The public redemption site behind redeemUrl: no bearer key, its own per-IP limit.
   app.use('/redeem', redeemSite(ctx));
+  // The reseller account area: sign-in sessions and CSRF-protected forms, no bearer key.
+  app.use('/account', accountArea(ctx));
   // The built-in sandbox payment provider (its API and hosted checkout) and our callback endpoint.
   const sandbox = sandboxPaymentRoutes(ctx);
   app.use('/sandbox-pay', sandbox.api);
@@ -53,6 +70,8 @@ export function createApp(ctx: AppContext): Express {
   app.use('/payments', paymentCallbackRoutes(ctx, createPaymentProvider(ctx.config)));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
+  // The codec server for the Temporal UI and CLI (ADMIN_TOKEN or CODEC_TOKEN; off without both).
+  app.use(CODEC_PREFIX, codecRoutes(ctx));
   // Support and ops tooling, guarded by its own ADMIN_TOKEN (off when unset).
   app.use(ADMIN_PREFIX, adminRoutes(ctx));
   app.use(notFound);

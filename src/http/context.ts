@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { TemporalHandle } from '../temporal/client';
+import type { WorkerHealth } from '../temporal/worker-supervisor';
 
 /** What every request handler may use: one ORM, one Temporal client, config and the logger. */
 export interface AppContext {
@@ -9,4 +10,6 @@ export interface AppContext {
   temporal: TemporalHandle;
   config: Config;
   logger: Logger;
+  /** The in-process Temporal worker, where this process runs one (for /healthz). */
+  worker?: { health(): WorkerHealth };
 }

@@ -1,17 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { ZodError } from 'zod';
-import { ApiError } from '../domain/errors';
+import { isDatabaseUnavailable } from '../db/errors';
+import { ApiError, errorBody } from '../domain/errors';
+import { rateLimited } from '../metrics/registry';
+import { isTemporalUnavailable } from '../temporal/errors';
 import { authenticate } from '../services/accounts';
 import { hitRateLimit } from '../services/rate-limit';
 import type { AppContext } from './context';
 
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 const REQUEST_ID_RE = /^[A-Za-z0-9._-]{8,64}$/;
 
 /** Every response carries X-Request-Id; a well-formed one from the caller is kept. */
+export const newRequestId = () => `req_${randomBytes(10).toString('hex')}`;
+
 export const requestId: RequestHandler = (req, res, next) => {
   const given = req.header('x-request-id');
-  const id = given && REQUEST_ID_RE.test(given) ? given : `req_${randomBytes(10).toString('hex')}`;
+  const id = given && REQUEST_ID_RE.test(given) ? given : newRequestId();
   res.locals.requestId = id;
   res.setHeader('X-Request-Id', id);
   next();
@@ -27,7 +34,10 @@ export function accessLog(ctx: AppContext): RequestHandler {
           requestId: res.locals.requestId,
           method: req.method,
           // Checkout links are secrets: their id never reaches the log.
-          path: (req.baseUrl + req.path).replace(/\/checkout\/[^/]+/, '/checkout/:id').replace(/\/v1\/checkouts\/[^/]+/, '/v1/checkouts/:id'),
+          path: (req.baseUrl + req.path)
+            .replace(/\/checkout\/[^/]+/, '/checkout/:id')
+            .replace(/\/v1\/checkouts\/[^/]+/, '/v1/checkouts/:id')
+            .replace(/^\/codec\/[^/]+\/(decode|encode)$/, '/codec/:token/$1'),
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
           accountId: res.locals.principal?.account.id,
@@ -60,6 +70,7 @@ export function rateLimit(ctx: AppContext, opts: { name: string; limit: number; 
     res.setHeader('X-RateLimit-Remaining', String(result.remaining));
     res.setHeader('X-RateLimit-Reset', String(result.resetAt));
     if (!result.allowed) {
+      rateLimited.inc({ limit: opts.name });
       throw new ApiError('rate_limited', 'Request limit reached; retry after the time in Retry-After', undefined, {
         'Retry-After': String(result.retryAfter),
       });
@@ -78,13 +89,7 @@ export function errorHandler(ctx: AppContext): ErrorRequestHandler {
     const apiError = toApiError(err);
     if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
-    res.status(apiError.status).json({
-      error: apiError.code,
-      message: apiError.message,
-      requestId: res.locals.requestId,
-      retryable: apiError.retryable,
-      ...(apiError.details ? { details: apiError.details } : {}),
-    });
+    res.status(apiError.status).json(errorBody(apiError, res.locals.requestId));
   };
 }
 
@@ -99,5 +104,10 @@ export function toApiError(err: unknown): ApiError {
   if (e?.type === 'entity.parse.failed') return new ApiError('invalid_input', 'Malformed JSON body');
   if (e?.type === 'entity.too.large') return new ApiError('invalid_input', 'Request body too large');
   if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new ApiError('invalid_input', 'Invalid request');
+  if (isDatabaseUnavailable(err) || isTemporalUnavailable(err)) {
+    return new ApiError('service_unavailable', 'A service this request needs is briefly unavailable; retry the same request', undefined, {
+      'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+    });
+  }
   return new ApiError('internal_error', 'Internal error; report the requestId to support');
 }

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { createServer } from 'node:net';
 import { Client as PgClient } from 'pg';
 import { Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../src/config';
@@ -10,22 +9,15 @@ import { seedCatalog } from '../../src/db/seed';
 import { createLogger } from '../../src/logger';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
+import { freeLoopbackPort } from '../../src/temporal/runtime';
 import { bundleWorkflows } from '../../src/temporal/worker';
 import { client } from './http';
 
 let runtimeInstalled = false;
 let bundle: Promise<WorkflowBundle> | undefined;
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+/** A port free on 127.0.0.1 right now. */
+export const freePort = freeLoopbackPort;
 
 /** A fresh database on the test Postgres server, so each test file owns its data. */
 export async function createTestDatabase(): Promise<string> {
@@ -56,12 +48,13 @@ export interface Harness {
  * The real service for one test file: its own database (migrated and seeded), the API on a
  * loopback port and a worker on its own task queue of the shared Temporal dev server.
  */
-export async function startHarness(env: Record<string, string> = {}, opts: { worker?: boolean } = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, opts: { worker?: boolean; databaseUrl?: string } = {}): Promise<Harness> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
   }
-  const databaseUrl = await createTestDatabase();
+  // Its own database on the shared test server, or one the test brings (a server it can stop).
+  const databaseUrl = opts.databaseUrl ?? (await createTestDatabase());
   const port = await freePort();
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
@@ -69,6 +62,7 @@ export async function startHarness(env: Record<string, string> = {}, opts: { wor
     TEMPORAL_TASK_QUEUE: `test-${randomBytes(5).toString('hex')}`,
     PORT: String(port),
     LOG_LEVEL: 'silent',
+    TEMPORAL_PAYLOAD_KEYS: process.env.TEMPORAL_PAYLOAD_KEYS ?? '',
     ...env,
   });
   if (opts.worker !== false) bundle ??= bundleWorkflows();
@@ -113,17 +107,18 @@ export async function reseller(h: Harness, balance = '0') {
  * queue, for tests that kill it (start the harness with `{ worker: false }`).
  */
 export function startWorkerProcess(h: Harness, env: Record<string, string>): ChildProcess {
+  // Its output is piped (and must be read) only when the test asks for a log level.
   return spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
     cwd: resolve(__dirname, '..', '..'),
-    stdio: 'ignore',
+    stdio: env.LOG_LEVEL ? ['ignore', 'pipe', 'pipe'] : 'ignore',
     env: {
       ...process.env,
+      LOG_LEVEL: 'silent',
       ...env,
       DATABASE_URL: h.databaseUrl,
       TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
       TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
       PUBLIC_BASE_URL: h.baseUrl,
-      LOG_LEVEL: 'silent',
     },
   });
 }

@@ -1,0 +1,138 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ERROR_STATUS } from '../domain/errors';
+
+// Every metric of the service, in one registry per process (prom-client). Label values are
+// bounded sets the code spells out (route templates, enums, error codes); never an account id,
+// an order id or a code.
+
+export const registry = new Registry();
+registry.setDefaultLabels({ service: 'wholesale' });
+collectDefaultMetrics({ register: registry, prefix: 'wholesale_' });
+
+const ERROR_CODES = new Set(Object.keys(ERROR_STATUS));
+/** An error code as a label: one of the spec's codes, or `other`. */
+export const codeLabel = (code: string | undefined) => (code && ERROR_CODES.has(code) ? code : 'other');
+
+// HTTP (RED: rate, errors, duration), by route template.
+export const httpRequests = new Counter({
+  name: 'wholesale_http_requests_total',
+  help: 'HTTP requests by route template, method and status',
+  labelNames: ['route', 'method', 'status'] as const,
+  registers: [registry],
+});
+export const httpDuration = new Histogram({
+  name: 'wholesale_http_request_duration_seconds',
+  help: 'HTTP request latency by route template and method',
+  labelNames: ['route', 'method'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+export const rateLimited = new Counter({
+  name: 'wholesale_rate_limited_total',
+  help: '429 answers by the limit that was hit',
+  labelNames: ['limit'] as const,
+  registers: [registry],
+});
+
+// Business.
+export const ordersPlaced = new Counter({
+  name: 'wholesale_orders_placed_total',
+  help: 'Order placements by product delivery type, payment mode and outcome (delivered, paid, pending, rejected with its code)',
+  labelNames: ['product_type', 'payment', 'outcome', 'code'] as const,
+  registers: [registry],
+});
+export const topupsCreated = new Counter({
+  name: 'wholesale_topups_created_total',
+  help: 'Top-ups opened (a hosted checkout created), by currency',
+  labelNames: ['currency'] as const,
+  registers: [registry],
+});
+export const topupsCredited = new Counter({
+  name: 'wholesale_topups_credited_total',
+  help: 'Top-ups confirmed and credited to a balance, by currency',
+  labelNames: ['currency'] as const,
+  registers: [registry],
+});
+export const paymentConfirmations = new Counter({
+  name: 'wholesale_payment_confirmations_total',
+  help: 'Payments settled, by what confirmed them (callback, status_sync, late) and what was paid (order, topup)',
+  labelNames: ['path', 'kind'] as const,
+  registers: [registry],
+});
+export const procurementRounds = new Counter({
+  name: 'wholesale_procurement_rounds_total',
+  help: 'Supplier rounds of gift-card procurement, by outcome (progress, empty, transient, permanent)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+export const procurementUnits = new Counter({
+  name: 'wholesale_procurement_units_total',
+  help: 'Gift-card units obtained from the supplier',
+  registers: [registry],
+});
+export const redemptionOutcomes = new Counter({
+  name: 'wholesale_redemptions_total',
+  help: 'Redemption attempts that reached an end, by outcome (fulfilled, failed)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+export const webhookAttempts = new Counter({
+  name: 'wholesale_webhook_attempts_total',
+  help: 'Webhook delivery attempts (HTTP POSTs), by outcome (succeeded, failed)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const paymentProviderErrors = new Counter({
+  name: 'wholesale_payment_provider_errors_total',
+  help: 'Failed calls to the payment provider, by call (create, status) and kind (error, timeout)',
+  labelNames: ['call', 'kind'] as const,
+  registers: [registry],
+});
+let workerUp: Gauge | undefined;
+/** Registered by the first worker supervisor, so a process without a worker does not report one. */
+export function workerUpGauge(): Gauge {
+  workerUp ??= new Gauge({
+    name: 'wholesale_worker_up',
+    help: '1 while this process runs its Temporal worker, 0 while it is restarting or gave up',
+    registers: [registry],
+  });
+  return workerUp;
+}
+
+// Gauges read from Postgres when scraped (src/metrics/state.ts): facts live there.
+export const ordersNeedingAttention = new Gauge({
+  name: 'wholesale_orders_needs_attention',
+  help: 'Direct-code orders in needs_attention, waiting for support',
+  registers: [registry],
+});
+export const oldestNeedsAttentionSeconds = new Gauge({
+  name: 'wholesale_orders_needs_attention_oldest_seconds',
+  help: 'How long the longest-waiting needs_attention order has waited (0 when none)',
+  registers: [registry],
+});
+export const pendingIntentOrders = new Gauge({
+  name: 'wholesale_pending_intent_orders',
+  help: 'Intent-mode orders waiting for payment',
+  registers: [registry],
+});
+export const pendingTopups = new Gauge({
+  name: 'wholesale_pending_topups',
+  help: 'Top-ups waiting for payment',
+  registers: [registry],
+});
+export const accountsNearTopupLimit = new Gauge({
+  name: 'wholesale_accounts_near_unpaid_topup_limit',
+  help: 'Accounts with one unpaid top-up short of the limit or at it (MAX_PENDING_TOPUPS)',
+  registers: [registry],
+});
+export const oldestUndeliveredEventSeconds = new Gauge({
+  name: 'wholesale_webhook_oldest_undelivered_seconds',
+  help: 'Age of the oldest event whose webhook delivery is still pending (0 when none)',
+  registers: [registry],
+});
+export const undeliveredWebhooks = new Gauge({
+  name: 'wholesale_webhook_deliveries_pending',
+  help: 'Webhook deliveries not yet succeeded, failed or cancelled',
+  registers: [registry],
+});
