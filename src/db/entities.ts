@@ -1,5 +1,9 @@
 import { EntitySchema, type Opt } from '@mikro-orm/core';
 import type { RedeemFieldDef } from '../domain/redeem-info';
+import { accountAreaEntities } from './account-entities';
+
+// API keys and users live in account-entities.ts (the account area's tables).
+export { ApiKeySchema, UserSchema, type ApiKey, type User } from './account-entities';
 
 // Amounts are numeric(18,2) in Postgres and hydrate as strings; src/domain/money converts them.
 const money = { type: 'decimal', precision: 18, scale: 2 } as const;
@@ -23,27 +27,6 @@ export const AccountSchema = new EntitySchema<Account>({
     cumulativeSpending: { ...money, default: 0 },
     balance: { ...money, default: 0 },
     createdAt,
-  },
-});
-
-export interface ApiKey {
-  id: string;
-  accountId: string;
-  prefix: string;
-  keyHash: string;
-  createdAt: Date & Opt;
-  revokedAt?: Date | null;
-}
-export const ApiKeySchema = new EntitySchema<ApiKey>({
-  name: 'ApiKey',
-  tableName: 'api_keys',
-  properties: {
-    id: { type: 'uuid', primary: true },
-    accountId: { type: 'uuid', index: true },
-    prefix: { type: 'string', length: 32 },
-    keyHash: { type: 'string', length: 64, unique: true },
-    createdAt,
-    revokedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
   },
 });
 
@@ -171,6 +154,8 @@ export interface Order {
   checkoutId?: string | null;
   checkoutUrl?: string | null;
   idempotencyWarning: boolean & Opt;
+  /** The API request that placed this order (see Migration20261201000000PlacementId). */
+  placementId?: string | null;
   createdAt: Date & Opt;
   updatedAt: Date & Opt;
   paidAt?: Date | null;
@@ -205,6 +190,7 @@ export const OrderSchema = new EntitySchema<Order>({
     checkoutId: { type: 'string', nullable: true, unique: true },
     checkoutUrl: { type: 'text', nullable: true },
     idempotencyWarning: { type: 'boolean', default: false },
+    placementId: { type: 'string', length: 64, nullable: true },
     createdAt,
     updatedAt: { ...createdAt },
     paidAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
@@ -444,7 +430,7 @@ export const SupportActionSchema = new EntitySchema<SupportAction>({
 
 export const entities = [
   AccountSchema,
-  ApiKeySchema,
+  ...accountAreaEntities,
   ProductSchema,
   ProductPriceSchema,
   StockCodeSchema,

@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { fromDb, toDecimal } from '../domain/money';
 import { html, page, sendPage } from '../pages/layout';
+import { paymentProviderErrors } from '../metrics/registry';
 import { providerError, providerTimeout, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from './payments';
 
 // The built-in sandbox crypto checkout. It plays the provider's part for real: an HTTP API
@@ -185,6 +186,11 @@ export class SandboxPaymentClient implements PaymentProvider {
   constructor(private readonly opts: { baseUrl: string; secret: string; timeoutMs: number }) {}
 
   private async request<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const call = init.method === 'POST' ? 'create' : 'status';
+    const failed = (kind: 'error' | 'timeout') => {
+      paymentProviderErrors.inc({ call, kind });
+      return kind === 'timeout' ? providerTimeout() : providerError();
+    };
     let res: Response;
     try {
       res = await fetch(`${this.opts.baseUrl}${path}`, {
@@ -193,11 +199,10 @@ export class SandboxPaymentClient implements PaymentProvider {
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw providerTimeout();
-      throw providerError();
+      throw failed((err as Error).name === 'TimeoutError' ? 'timeout' : 'error');
     }
-    if (res.status === 504) throw providerTimeout();
-    if (!res.ok) throw providerError();
+    if (res.status === 504) throw failed('timeout');
+    if (!res.ok) throw failed('error');
     return (await res.json()) as T;
   }
 

@@ -1,29 +1,167 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AccountSchema, ApiKeySchema, type Account } from '../db/entities';
+import { ApiError } from '../domain/errors';
+
+// Accounts and their API keys. A key is shown once, when it is made; only its SHA-256 is stored,
+// with a visible prefix and its last four characters so a reseller can tell keys apart. Every
+// check of a key (REST and MCP alike, through `authenticate`) reads the database, so a revoked
+// key fails on the very next request, and a rotated one once its grace period ends.
 
 const KEY_PREFIX = 'wsk_';
+const SHOWN_PREFIX_LENGTH = 12;
+
+/** More active keys than this on one account is a mistake, not a need. */
+export const MAX_ACTIVE_KEYS = 20;
+
+/** The last-used time is written at most this often per key, so API calls stay reads. */
+const LAST_USED_RESOLUTION_SECONDS = 60;
 
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-export async function createAccount(em: EntityManager, name: string): Promise<{ accountId: string; apiKey: string }> {
+/** An account row at Lv1 with a zero balance: the one start for the CLI and for sign-up. */
+export async function openAccount(em: EntityManager, name: string): Promise<string> {
   const accountId = randomUUID();
   em.create(AccountSchema, { id: accountId, name });
   await em.flush();
+  return accountId;
+}
+
+export async function createAccount(em: EntityManager, name: string): Promise<{ accountId: string; apiKey: string }> {
+  const accountId = await openAccount(em, name);
   const apiKey = await createApiKey(em, accountId);
   return { accountId, apiKey };
 }
 
-/** Creates a key and returns it: the only time the plain key exists; only its hash is stored. */
+/** A key as lists show it: never the key itself. */
+export interface KeyView {
+  id: string;
+  name: string | null;
+  /** `wsk_AbCdEfGh…WxYz` (or only the prefix for keys made before the last four were kept). */
+  shown: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  /** Set while a rotated key is in its grace period. */
+  expiresAt: Date | null;
+}
+
+interface KeyRow {
+  id: string;
+  name: string | null;
+  prefix: string;
+  last_four: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+}
+
+const keyView = (r: KeyRow): KeyView => ({
+  id: r.id,
+  name: r.name,
+  shown: r.last_four ? `${r.prefix}…${r.last_four}` : `${r.prefix}…`,
+  createdAt: new Date(r.created_at),
+  lastUsedAt: r.last_used_at ? new Date(r.last_used_at) : null,
+  expiresAt: r.expires_at ? new Date(r.expires_at) : null,
+});
+
+const KEY_COLUMNS = 'id, name, prefix, last_four, created_at, last_used_at, expires_at';
+/** Usable now: not revoked, and not past the end of a rotation's grace period (by the database's clock). */
+const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now())';
+
+/** Makes a key and returns it: the only time the plain key exists. */
+export async function issueApiKey(em: EntityManager, accountId: string, name: string | null): Promise<{ apiKey: string; key: KeyView }> {
+  const apiKey = `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
+  const id = randomUUID();
+  em.create(ApiKeySchema, {
+    id,
+    accountId,
+    name,
+    prefix: apiKey.slice(0, SHOWN_PREFIX_LENGTH),
+    lastFour: apiKey.slice(-4),
+    keyHash: hashApiKey(apiKey),
+  });
+  await em.flush();
+  const [row] = await em.execute<KeyRow[]>(`select ${KEY_COLUMNS} from api_keys where id = ?`, [id]);
+  return { apiKey, key: keyView(row) };
+}
+
+/** The CLI's and tests' way to a key: unnamed, no cap. */
 export async function createApiKey(em: EntityManager, accountId: string): Promise<string> {
   const account = await em.findOne(AccountSchema, { id: accountId });
   if (!account) throw new Error(`unknown account ${accountId}`);
-  const apiKey = `${KEY_PREFIX}${randomBytes(24).toString('base64url')}`;
-  em.create(ApiKeySchema, { id: randomUUID(), accountId, prefix: apiKey.slice(0, 12), keyHash: hashApiKey(apiKey) });
-  await em.flush();
-  return apiKey;
+  return (await issueApiKey(em, accountId, null)).apiKey;
+}
+
+/** The account area's "create key": named, and at most MAX_ACTIVE_KEYS usable at once. */
+export async function createNamedApiKey(em: EntityManager, accountId: string, name: string): Promise<{ apiKey: string; key: KeyView }> {
+  return em.transactional(async (tx) => {
+    // The account row serializes concurrent creations, so the cap holds.
+    await tx.execute('select id from accounts where id = ? for update', [accountId]);
+    const [{ n }] = await tx.execute<{ n: string }[]>(`select count(*) as n from api_keys where account_id = ? and ${USABLE}`, [accountId]);
+    if (Number(n) >= MAX_ACTIVE_KEYS) {
+      throw new ApiError('invalid_input', `An account can hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`, { field: 'name' });
+    }
+    return issueApiKey(tx, accountId, name);
+  });
+}
+
+/** The account's usable keys (including rotated ones still in their grace period), newest first. */
+export async function listApiKeys(em: EntityManager, accountId: string): Promise<KeyView[]> {
+  const rows = await em.execute<KeyRow[]>(
+    `select ${KEY_COLUMNS} from api_keys where account_id = ? and ${USABLE} order by created_at desc, id`,
+    [accountId],
+  );
+  return rows.map(keyView);
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const keyNotFound = (keyId: string) => new ApiError('not_found', `Key ${keyId} not found`);
+
+/** Locks one of the account's usable keys; another account's key, or a dead one, is not found. */
+async function lockUsableKey(em: EntityManager, accountId: string, keyId: string): Promise<KeyRow & { replaced_by: string | null }> {
+  // Key ids are uuids; anything else names no key (and must not reach a uuid column as text).
+  if (!UUID_RE.test(keyId)) throw keyNotFound(keyId);
+  const [row] = await em.execute<(KeyRow & { replaced_by: string | null })[]>(
+    `select ${KEY_COLUMNS}, replaced_by from api_keys where id = ? and account_id = ? and ${USABLE} for update`,
+    [keyId, accountId],
+  );
+  if (!row) throw keyNotFound(keyId);
+  return row;
+}
+
+/** Revokes a key at once: the next request with it is `401 unauthorized`. */
+export async function revokeApiKey(em: EntityManager, accountId: string, keyId: string): Promise<KeyView> {
+  return em.transactional(async (tx) => {
+    const row = await lockUsableKey(tx, accountId, keyId);
+    await tx.execute('update api_keys set revoked_at = now() where id = ?', [keyId]);
+    return keyView(row);
+  });
+}
+
+/**
+ * Rotates a key: a new key with the same name is returned (shown once), and the old one keeps
+ * working for `graceSeconds` so clients can switch over, then stops. A key already rotated is
+ * refused (its replacement is the one to rotate).
+ */
+export async function rotateApiKey(
+  em: EntityManager,
+  accountId: string,
+  keyId: string,
+  graceSeconds: number,
+): Promise<{ apiKey: string; key: KeyView; oldKeyExpiresAt: Date }> {
+  return em.transactional(async (tx) => {
+    const old = await lockUsableKey(tx, accountId, keyId);
+    if (old.replaced_by) throw new ApiError('invalid_input', 'This key was already rotated; rotate its replacement instead');
+    const created = await issueApiKey(tx, accountId, old.name);
+    const [{ expires_at }] = await tx.execute<{ expires_at: Date }[]>(
+      `update api_keys set expires_at = now() + make_interval(secs => ?), replaced_by = ? where id = ? returning expires_at`,
+      [graceSeconds, created.key.id, keyId],
+    );
+    return { ...created, oldKeyExpiresAt: new Date(expires_at) };
+  });
 }
 
 export interface Principal {
@@ -31,13 +169,20 @@ export interface Principal {
   apiKeyId: string;
 }
 
-/** Resolves a bearer key to its account, or undefined. */
+/** Resolves a bearer key to its account, or undefined (unknown, revoked, or past its grace period). */
 export async function authenticate(em: EntityManager, presented: string): Promise<Principal | undefined> {
   if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return undefined;
   const hash = hashApiKey(presented);
-  const key = await em.findOne(ApiKeySchema, { keyHash: hash, revokedAt: null });
+  const [key] = await em.execute<{ id: string; account_id: string; key_hash: string; stale: boolean }[]>(
+    `select id, account_id, key_hash,
+            (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
+       from api_keys where key_hash = ? and ${USABLE}`,
+    [LAST_USED_RESOLUTION_SECONDS, hash],
+  );
   // The lookup is by hash; compare again in constant time so no timing reveals a near match.
-  if (!key || !timingSafeEqual(Buffer.from(key.keyHash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
-  const account = await em.findOne(AccountSchema, { id: key.accountId });
-  return account ? { account, apiKeyId: key.id } : undefined;
+  if (!key || !timingSafeEqual(Buffer.from(key.key_hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
+  const account = await em.findOne(AccountSchema, { id: key.account_id });
+  if (!account) return undefined;
+  if (key.stale) await em.execute('update api_keys set last_used_at = now() where id = ?', [key.id]);
+  return { account, apiKeyId: key.id };
 }

@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
+import { isCleanId } from '../domain/text';
 import type { UrlPolicy } from '../domain/webhook-url';
 import type { TemporalHandle } from '../temporal/client';
 import { AccountIdKey } from '../temporal/search-attributes';
@@ -151,6 +152,27 @@ export function deliveryItem(r: DeliveryRow) {
   };
 }
 
+// Postgres' own text form of a timestamptz, as the list writes it into the cursor.
+const PG_TIMESTAMPTZ = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?[+-](\d{2})(:\d{2}){0,2}$/;
+
+function isPgTimestamp(s: string): boolean {
+  const m = PG_TIMESTAMPTZ.exec(s);
+  if (!m) return false;
+  const [y, mo, d, h, mi, sec, , off] = m.slice(1).map(Number);
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  return y >= 1 && day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && h < 24 && mi < 60 && sec < 60 && off <= 15;
+}
+
+/** `<created_at>|<delivery id>`, as written by the list below. */
+function deliveryPosition(p: unknown): { createdAt: string; id: string } | undefined {
+  if (typeof p !== 'string') return undefined;
+  const split = p.indexOf('|');
+  if (split < 0) return undefined;
+  const createdAt = p.slice(0, split);
+  const id = p.slice(split + 1);
+  return isPgTimestamp(createdAt) && id && id.length <= 255 && isCleanId(id) ? { createdAt, id } : undefined;
+}
+
 /** GET /webhook/deliveries: newest first, keyset-paginated on (created_at, id). */
 export async function listDeliveries(
   em: EntityManager,
@@ -163,11 +185,9 @@ export async function listDeliveries(
                from webhook_deliveries d join events e on e.id = d.event_id
               where d.account_id = ?`;
   if (q.cursor) {
-    const position = String(decodeCursor(scope, q.cursor));
-    const split = position.lastIndexOf('|');
-    if (split < 0) throw new ApiError('invalid_cursor', 'Invalid or expired cursor; restart from the first page');
+    const { createdAt, id } = decodeCursor(scope, q.cursor, deliveryPosition);
     sql += ' and (d.created_at, d.id) < (?::timestamptz, ?)';
-    params.push(position.slice(0, split), position.slice(split + 1));
+    params.push(createdAt, id);
   }
   sql += ' order by d.created_at desc, d.id desc limit ?';
   params.push(q.limit + 1);

@@ -4,6 +4,10 @@ import { Migration20261122000000WebhookOutbox } from './Migration20261122000000W
 import { Migration20261123000000SandboxCheckouts } from './Migration20261123000000SandboxCheckouts';
 import { Migration20261124100000SandboxSupplier } from './Migration20261124100000SandboxSupplier';
 import { Migration20261124110000SupportCodeBatches } from './Migration20261124110000SupportCodeBatches';
+import { Migration20261130000000AccountArea } from './Migration20261130000000AccountArea';
+import { Migration20261201000000PlacementId } from './Migration20261201000000PlacementId';
+import { Migration20261201010000OrderListIndex } from './Migration20261201010000OrderListIndex';
+import { Migration20261202000000RedemptionSecrets } from './Migration20261202000000RedemptionSecrets';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -11,4 +15,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261123000000SandboxCheckouts', class: Migration20261123000000SandboxCheckouts },
   { name: 'Migration20261124100000SandboxSupplier', class: Migration20261124100000SandboxSupplier },
   { name: 'Migration20261124110000SupportCodeBatches', class: Migration20261124110000SupportCodeBatches },
+  { name: 'Migration20261130000000AccountArea', class: Migration20261130000000AccountArea },
+  { name: 'Migration20261201000000PlacementId', class: Migration20261201000000PlacementId },
+  { name: 'Migration20261201010000OrderListIndex', class: Migration20261201010000OrderListIndex },
+  { name: 'Migration20261202000000RedemptionSecrets', class: Migration20261202000000RedemptionSecrets },
 ];

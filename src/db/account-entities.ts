@@ -1,0 +1,71 @@
+import { EntitySchema, type Opt } from '@mikro-orm/core';
+
+// The reseller account area's tables: API keys (with names, rotation and last use) and the
+// people who sign in to an account. Kept apart from entities.ts, which holds the money and order
+// tables; both lists are registered together there.
+
+const timestamp = { type: 'Date', columnType: 'timestamptz' } as const;
+const createdAt = { ...timestamp, defaultRaw: 'now()' } as const;
+
+export interface ApiKey {
+  id: string;
+  accountId: string;
+  /** Shown in lists: `wsk_` and the first characters of the key. */
+  prefix: string;
+  /** The key's last four characters, shown with the prefix (null for keys made before they were kept). */
+  lastFour?: string | null;
+  keyHash: string;
+  /** A reseller's label; keys made by the CLI have none. */
+  name?: string | null;
+  createdAt: Date & Opt;
+  /** Updated at most once a minute per key, so an API call does not write a row each time. */
+  lastUsedAt?: Date | null;
+  revokedAt?: Date | null;
+  /** Set when the key is rotated: it keeps working until then (the grace period). */
+  expiresAt?: Date | null;
+  /** The key that replaced this one on rotation. */
+  replacedBy?: string | null;
+}
+export const ApiKeySchema = new EntitySchema<ApiKey>({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    accountId: { type: 'uuid', index: true },
+    prefix: { type: 'string', length: 32 },
+    lastFour: { type: 'string', length: 4, nullable: true },
+    keyHash: { type: 'string', length: 64, unique: true },
+    name: { type: 'string', length: 64, nullable: true },
+    createdAt,
+    lastUsedAt: { ...timestamp, nullable: true },
+    revokedAt: { ...timestamp, nullable: true },
+    expiresAt: { ...timestamp, nullable: true },
+    replacedBy: { type: 'uuid', nullable: true },
+  },
+});
+
+/** A person who signs in to the account area: one per account, by email and password. */
+export interface User {
+  id: string;
+  accountId: string;
+  /** Trimmed and lower-cased. */
+  email: string;
+  /** `scrypt$N$r$p$salt$hash` (src/services/passwords.ts); the password itself is never stored. */
+  passwordHash: string;
+  createdAt: Date & Opt;
+  lastSignInAt?: Date | null;
+}
+export const UserSchema = new EntitySchema<User>({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    accountId: { type: 'uuid', unique: true },
+    email: { type: 'string', length: 254, unique: true },
+    passwordHash: { type: 'string', length: 255 },
+    createdAt,
+    lastSignInAt: { ...timestamp, nullable: true },
+  },
+});
+
+export const accountAreaEntities = [ApiKeySchema, UserSchema];

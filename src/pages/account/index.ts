@@ -1,0 +1,100 @@
+import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { csrfSync } from 'csrf-sync';
+import type { AppContext } from '../../http/context';
+import { ApiError } from '../../domain/errors';
+import { assertCleanInput } from '../../http/hygiene';
+import { toApiError } from '../../http/middleware';
+import { findUser } from '../../services/users';
+import { authRoutes } from './auth';
+import { keyRoutes } from './keys';
+import { html } from '../layout';
+import { plainMessage, publicPage, send } from './layout';
+import { moneyRoutes } from './money';
+import { orderRoutes } from './orders';
+import { accountSessions, endSession } from './session';
+import { webhookRoutes } from './webhook';
+
+// The reseller account area under /account (spec 5.2): sign up and in, API keys, balance and
+// top-ups, orders, the webhook. Server-rendered pages, no script needed; every form carries a
+// CSRF token (csrf-sync, synchronizer tokens kept in the Postgres session), every form body
+// passes the edge's hygiene rule and a zod schema, and every page goes through the same
+// services as REST and MCP, scoped to the signed-in user's account.
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The form parser quietly turns bytes that are not UTF-8 into U+FFFD (as the query parser does);
+ * like the query rule in cleanRequest, such a form is refused instead.
+ */
+function isUtf8Form(raw: Buffer): boolean {
+  try {
+    for (const part of UTF8.decode(raw).split(/[&=]/)) decodeURIComponent(part.replace(/\+/g, ' '));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Requests whose form body failed that check (marked by the parser's verify hook). */
+const malformedForms = new WeakSet<object>();
+
+const { csrfSynchronisedProtection, invalidCsrfTokenError } = csrfSync({
+  size: 32,
+  getTokenFromRequest: (req) => (typeof req.body?._csrf === 'string' ? req.body._csrf : undefined),
+  // Signing out of a session that has already ended needs no token: there is nothing to protect.
+  skipCsrfProtection: (req) => req.path === '/sign-out' && !req.session.userId,
+});
+
+/** Anyone not signed in is sent to the sign-in page; a session whose user is gone is ended. */
+function requireUser(ctx: AppContext): RequestHandler {
+  return async (req, res, next) => {
+    const user = req.session.userId ? await findUser(ctx.orm.em.fork(), req.session.userId) : undefined;
+    if (!user) {
+      if (req.session.userId) await endSession(req);
+      return res.redirect(303, '/account/sign-in');
+    }
+    res.locals.user = user;
+    next();
+  };
+}
+
+export function accountArea(ctx: AppContext): Router {
+  const router = Router();
+  router.use(accountSessions(ctx));
+  router.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20, verify: (req, _res, raw) => {
+    if (!isUtf8Form(raw)) malformedForms.add(req);
+  } }));
+  // Every form field keeps the edge's hygiene rule before anything reads it (the CSRF check included).
+  router.use((req, _res, next) => {
+    if (malformedForms.has(req)) throw new ApiError('invalid_input', 'The form is not valid percent-encoded UTF-8', { issues: [{ path: 'body', message: 'is not valid percent-encoded UTF-8' }] });
+    assertCleanInput({ body: req.body });
+    next();
+  });
+  router.use(csrfSynchronisedProtection);
+
+  authRoutes(router, ctx);
+  router.use(requireUser(ctx));
+  moneyRoutes(router, ctx);
+  keyRoutes(router, ctx);
+  orderRoutes(router, ctx);
+  webhookRoutes(router, ctx);
+
+  router.use((_req, res) => {
+    send(res, 404, publicPage({ title: 'Not found', body: html`<h1>Not found</h1><p class="error" data-testid="error">This page does not exist, or it belongs to another account.</p><p><a href="/account">Back to your account</a></p>` }));
+  });
+  router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    if (err === invalidCsrfTokenError) {
+      return send(res, 403, publicPage({
+        title: 'Form expired',
+        body: html`<h1>This form has expired</h1><p class="error" data-testid="error">The form was not sent from this page, or your session ended. Nothing was changed. Go back, reload the page and try again.</p><p><a href="/account">Back to your account</a></p>`,
+      }));
+    }
+    const apiError = toApiError(err);
+    if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'account area request failed');
+    send(res, apiError.status, publicPage({
+      title: 'Something went wrong',
+      body: html`<h1>${apiError.status === 404 ? 'Not found' : 'That did not work'}</h1><p class="error" data-testid="error">${plainMessage(apiError)}</p><p><a href="/account">Back to your account</a></p>`,
+    }), apiError.headers);
+  });
+  return router;
+}
