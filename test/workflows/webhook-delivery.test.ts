@@ -1,0 +1,87 @@
+import { temporal } from '@temporalio/proto';
+import { deliveryWorkflowId, retryNowSignal, type DeliveryAttemptInput, type DeliveryOutcome } from '../../src/temporal/webhooks';
+import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+
+// webhookDeliveryWorkflow's state table with a stubbed attempt (spec 6, issue 17): the backoff
+// schedule, the attempt budget, a manual retry that cuts the wait and grants a fresh budget,
+// and the endings (succeeded, cancelled by a cleared webhook, gone).
+let env: WorkflowEnv;
+beforeAll(async () => {
+  env = await workflowEnv();
+}, 120_000);
+afterAll(() => env?.close());
+
+const input = (deliveryId: string, over: Record<string, number> = {}) => ({
+  deliveryId, maxAttempts: 4, retryBaseSeconds: 1, retryCapSeconds: 2, timeoutMs: 1000, ...over,
+});
+
+/** An attempt stub answering the scripted outcomes in turn, counting attempts like the delivery row. */
+function attempts(script: DeliveryOutcome[]) {
+  let n = 0;
+  return jest.fn(async (i: DeliveryAttemptInput) => {
+    n++;
+    const outcome = script.shift() ?? 'retrying';
+    const final = outcome === 'retrying' && i.retryInSeconds === null ? 'failed' : outcome;
+    return { outcome: final, attempts: n, statusCode: final === 'succeeded' ? 200 : 500, error: final === 'succeeded' ? null : 'HTTP 500' };
+  });
+}
+
+async function timers(workflowId: string): Promise<number[]> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
+    .map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds));
+}
+
+test('failures back off 1 s, 2 s, then the cap (2 s); the last attempt of the budget fails the delivery', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('dlv');
+  const attemptDelivery = attempts([]);
+  await env.withWorker(tq, { attemptDelivery }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', { workflowId: deliveryWorkflowId(id), taskQueue: tq, args: [input(id)] });
+    expect(await handle.result()).toEqual({ outcome: 'failed', attempts: 4 });
+  });
+  expect(attemptDelivery.mock.calls.map(([i]) => i.retryInSeconds)).toEqual([1, 2, 2, null]);
+  expect(await timers(deliveryWorkflowId(id))).toEqual([1, 2, 2]);
+});
+
+test('a success ends the delivery at once', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('dlv');
+  const attemptDelivery = attempts(['retrying', 'succeeded']);
+  await env.withWorker(tq, { attemptDelivery }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', { workflowId: deliveryWorkflowId(id), taskQueue: tq, args: [input(id)] });
+    expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
+  });
+});
+
+test.each<[DeliveryOutcome]>([['cancelled'], ['gone']])('an attempt that finds the delivery %s ends it', async (outcome) => {
+  const tq = env.taskQueue();
+  const id = uniqueId('dlv');
+  await env.withWorker(tq, { attemptDelivery: attempts([outcome]) }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', { workflowId: deliveryWorkflowId(id), taskQueue: tq, args: [input(id)] });
+    expect(await handle.result()).toEqual({ outcome, attempts: 1 });
+  });
+});
+
+test('a manual retry cuts a long wait short and grants a fresh budget', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('dlv');
+  const attemptDelivery = attempts(['retrying', 'retrying', 'succeeded']);
+  await env.withWorker(tq, { attemptDelivery }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', {
+      workflowId: deliveryWorkflowId(id), taskQueue: tq, args: [input(id, { maxAttempts: 2, retryBaseSeconds: 3600, retryCapSeconds: 3600 })],
+    });
+    const waitFor = async (n: number) => {
+      while (attemptDelivery.mock.calls.length < n) await new Promise((r) => setTimeout(r, 50));
+    };
+    await waitFor(1);
+    await handle.signal(retryNowSignal);
+    await waitFor(2);
+    // The budget started again: the second attempt is the first of a new budget of two, so it
+    // still schedules a retry; a third (manual) retry then succeeds.
+    expect(attemptDelivery.mock.calls[1][0].retryInSeconds).toBe(3600);
+    await handle.signal(retryNowSignal);
+    expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 3 });
+  });
+}, 60_000);
