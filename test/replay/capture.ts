@@ -1,0 +1,110 @@
+// Regenerates the replay fixtures (test/fixtures/histories/*.json) from a soak on the topology
+// harness: 1 API, 1 worker, its own Postgres and Temporal dev server, the soak's traffic with every
+// kind of operation, then for each workflow type the histories of distinct shapes (different
+// sets of event types), longest first, at most MAX_PER_TYPE each.
+//
+//   node --import tsx test/replay/capture.ts [--seed N]
+//
+// The server stores every payload encrypted with the run's own key; the fixtures hold them decoded
+// (plain JSON payloads), so they need no key and the replay test uses the plain data converter.
+// Each file holds the history as protobuf (base64: the SDK's historyToJSON/historyFromJSON fail in
+// this install, whose two copies of protobufjs 8.8.1 break protojson's `instanceof Type`), next to
+// a readable list of its events and the text of every payload in it, for review.
+// They are test data (sandbox ids, amounts, counts); the capture refuses to write a history that
+// holds anything shaped like a secret (API keys, webhook secrets, checkout links, codes).
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
+import { decodeHistory, historyAsText, payloadsOf } from '../helpers/history';
+import { startTopology } from '../topology/harness';
+import { Soak, SOAK_SERVICE_ENV } from '../topology/soak';
+
+export const FIXTURE_DIR = resolve(__dirname, '..', 'fixtures', 'histories');
+export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow'];
+const MAX_PER_TYPE = 4;
+const EventType = temporal.api.enums.v1.EventType;
+/** Shapes of secrets that must never be in a committed history. */
+export const SECRET_PATTERNS = [/wsk_[A-Za-z0-9_-]{8,}/, /whsec_[A-Za-z0-9_-]{8,}/, /\/checkout\/chk_/, /eyJ[A-Za-z0-9_-]{10,}/];
+
+async function main() {
+  const { values } = parseArgs({ options: { seed: { type: 'string', default: '20261123' } } });
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const keys = `capture:${randomBytes(32).toString('base64')}`;
+  process.env.TEMPORAL_PAYLOAD_KEYS = keys;
+  const t = await startTopology({ apis: 1, workers: 1, env: SOAK_SERVICE_ENV });
+  const soak = new Soak(
+    {
+      apiUrls: t.apis.map((a) => a.apiUrl),
+      databaseUrl: t.databaseUrl,
+      temporalAddress: t.temporalAddress,
+      payloadKeys: keys,
+      paymentWindowSeconds: Number(SOAK_SERVICE_ENV.PAYMENT_WINDOW_SECONDS),
+      lateWatchSeconds: Number(SOAK_SERVICE_ENV.LATE_PAYMENT_WATCH_SECONDS),
+      webhookMaxAttempts: Number(SOAK_SERVICE_ENV.WEBHOOK_MAX_ATTEMPTS),
+    },
+    { seed: Number(values.seed), durationMs: 40_000, maxOps: 120, accounts: 5, concurrency: 3, log: (l) => console.log(l) },
+  );
+  try {
+    await soak.setup();
+    await soak.run();
+    const left = await soak.drain(120_000);
+    if (left.length) throw new Error(`workflows still running: ${left.join(', ')}`);
+    const report = await soak.check({ strict: true });
+    console.log(report.text);
+    if (report.violations.length) throw new Error('the soak broke invariants; not capturing');
+
+    const connection = await Connection.connect({ address: t.temporalAddress });
+    const client = new Client({ connection, dataConverter: dataConverter(parseKeyRing(keys)) });
+    const closed = (await soak.workflows()).filter((w) => w.status === 'COMPLETED');
+    mkdirSync(FIXTURE_DIR, { recursive: true });
+    for (const f of readdirSync(FIXTURE_DIR)) if (f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
+    const index: { file: string; workflowType: string; events: number; shape: string }[] = [];
+    for (const type of WORKFLOW_TYPES) {
+      const candidates: { id: string; events: number; shape: string; json: string }[] = [];
+      for (const w of closed.filter((x) => x.type === type)) {
+        const history = await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys);
+        const text = historyAsText(history);
+        const leaked = SECRET_PATTERNS.find((p) => p.test(text));
+        if (leaked) throw new Error(`${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`);
+        const events = (history.events ?? []).map((e) => EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
+        // Histories of one type differ in shape by the kinds of events in them (signals, timers,
+        // failed activities, updates, child handoffs), not by how many timer rounds they ran.
+        const shape = [...new Set(events)].sort().join(',');
+        const encoded = Buffer.from(temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish()).toString('base64');
+        const fixture = { workflowId: w.workflowId, workflowType: type, events, payloads: payloadsOf(history).map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')), historyProtobufBase64: encoded };
+        candidates.push({ id: w.workflowId, events: events.length, shape, json: JSON.stringify(fixture, null, 1) });
+      }
+      const chosen: typeof candidates = [];
+      for (const c of candidates.sort((a, b) => b.events - a.events)) {
+        if (chosen.length < MAX_PER_TYPE && !chosen.some((x) => x.shape === c.shape)) chosen.push(c);
+      }
+      if (!chosen.length) throw new Error(`no completed ${type} in the soak`);
+      for (const [i, c] of chosen.entries()) {
+        const file = `${type}-${i + 1}.json`;
+        writeFileSync(join(FIXTURE_DIR, file), `${c.json}\n`);
+        index.push({ file, workflowType: type, events: c.events, shape: c.shape });
+      }
+      console.log(`${type}: ${chosen.length} histories (${chosen.map((c) => c.events).join(', ')} events) of ${candidates.length}`);
+    }
+    writeFileSync(
+      join(FIXTURE_DIR, 'index.json'),
+      `${JSON.stringify({ capturedAt: new Date().toISOString(), seed: Number(values.seed), payloads: 'decoded (plain JSON)', histories: index }, null, 1)}\n`,
+    );
+    await connection.close();
+  } finally {
+    await soak.close();
+    await t.teardown();
+  }
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,71 @@
+// Replay safety (issue 15, item 5): histories captured from a soak (test/fixtures/histories, see
+// test/replay/capture.ts) are replayed against today's workflow bundle. A change to a workflow
+// that would break executions already running (a new or reordered command without `patched`)
+// makes this fail with a nondeterminism error naming the history.
+//
+// Regenerate the fixtures (after an intended, patched change): node --import tsx test/replay/capture.ts
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { failureConverterPath } from '../../src/temporal/codec';
+import { bundleWorkflows } from '../../src/temporal/worker';
+import * as workflows from '../../workflows';
+import { FIXTURE_DIR, SECRET_PATTERNS, WORKFLOW_TYPES } from './capture';
+
+interface Fixture {
+  file: string;
+  workflowId: string;
+  workflowType: string;
+  raw: string;
+  history: temporal.api.history.v1.History;
+}
+
+const fixtures: Fixture[] = readdirSync(FIXTURE_DIR)
+  .filter((f) => f.endsWith('.json') && f !== 'index.json')
+  .sort()
+  .map((file) => {
+    const raw = readFileSync(join(FIXTURE_DIR, file), 'utf8');
+    const parsed = JSON.parse(raw) as { workflowId: string; workflowType: string; historyProtobufBase64: string };
+    const history = temporal.api.history.v1.History.decode(Buffer.from(parsed.historyProtobufBase64, 'base64'));
+    return { file, workflowId: parsed.workflowId, workflowType: parsed.workflowType, raw, history };
+  });
+
+let bundle: WorkflowBundle;
+
+beforeAll(async () => {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // another test file of this jest worker installed it
+  }
+  bundle = await bundleWorkflows();
+}, 120_000);
+
+test('there is a captured history of every workflow type the worker runs', () => {
+  expect(Object.keys(workflows).sort()).toEqual([...WORKFLOW_TYPES].sort());
+  for (const type of WORKFLOW_TYPES) expect([type, fixtures.filter((f) => f.workflowType === type).length]).toEqual([type, expect.any(Number)]);
+  expect(new Set(fixtures.map((f) => f.workflowType))).toEqual(new Set(WORKFLOW_TYPES));
+  for (const f of fixtures) {
+    const started = f.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+    expect([f.file, started]).toEqual([f.file, f.workflowType]);
+    // Payloads are stored decoded: nothing secret-shaped may be in a committed fixture.
+    // (the readable parts, and the protobuf's own bytes: payload data is plain UTF-8 in it)
+    const { historyProtobufBase64, ...readable } = JSON.parse(f.raw) as { historyProtobufBase64: string };
+    const text = `${JSON.stringify(readable)}${Buffer.from(historyProtobufBase64, 'base64').toString('latin1')}`;
+    for (const p of SECRET_PATTERNS) expect([f.file, p.test(text)]).toEqual([f.file, false]);
+  }
+});
+
+test('every captured history replays without a nondeterminism error on the current workflow code', async () => {
+  const results: { file: string; error?: string }[] = [];
+  const byId = new Map(fixtures.map((f) => [f.workflowId, f.file]));
+  // Payloads are stored decoded, so the replay needs the service's failure converter, not its codec.
+  const replay = Worker.runReplayHistories(
+    { workflowBundle: bundle, dataConverter: { failureConverterPath }, replayName: 'fixtures' },
+    fixtures.map((f) => ({ workflowId: f.workflowId, history: f.history })),
+  );
+  for await (const r of replay) results.push({ file: byId.get(r.workflowId) ?? r.workflowId, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined });
+  expect(results.filter((r) => r.error)).toEqual([]);
+  expect(results).toHaveLength(fixtures.length);
+}, 120_000);
