@@ -10,7 +10,7 @@ const UNAVAILABLE_CODES = new Set([
   '08000', '08001', '08003', '08004', '08006', // connection exceptions
 ]);
 
-const UNAVAILABLE_MESSAGES = /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error|the database system is (starting up|shutting down)/i;
+const UNAVAILABLE_MESSAGES = /Connection terminated|Timeout acquiring a connection|connect ECONNREFUSED|Client has encountered a connection error|the database system is (starting up|shutting down|in recovery mode)|terminating connection due to administrator command|read ECONNRESET|write EPIPE/i;
 
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 10; e = (e as { cause?: unknown }).cause, depth++) {

@@ -30,6 +30,9 @@ export function apiErrorFromTemporal(err: unknown): ApiError | undefined {
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_NOT_FOUND = 5;
+// What the server answers for its own faults (its persistence out of reach, overload): transient
+// for the caller, whose requests are idempotent.
+const GRPC_SERVER_FAULTS = new Set([8 /* RESOURCE_EXHAUSTED */, 10 /* ABORTED */, 13 /* INTERNAL */]);
 
 /**
  * The Temporal server could not be reached or did not answer in time (a restart, a network
@@ -41,6 +44,7 @@ export function isTemporalUnavailable(err: unknown): boolean {
     if (e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
     if (isGrpcServiceError(e) && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return true;
     if (e instanceof NamespaceNotFoundError) return true;
+    if (isGrpcServiceError(e) && GRPC_SERVER_FAULTS.has(e.code)) return true;
     if (isGrpcServiceError(e) && e.code === GRPC_NOT_FOUND && /namespace .* not found/i.test(e.details ?? e.message)) return true;
     if (e instanceof Error && (e.name === 'ConnectionError' || e.name === 'TransportError')) return true;
   }

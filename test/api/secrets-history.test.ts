@@ -239,7 +239,15 @@ test('raw histories (no codec): 0 secrets in the bytes or the JSON, and every pa
     const bookkeeping = new Set(history.events!.flatMap((ev) => ev.markerRecordedEventAttributes?.details?.data?.payloads ?? []));
     for (const p of bookkeeping) expect(Object.keys(JSON.parse(Buffer.from(p.data!).toString('utf8'))).sort()).toEqual(LOCAL_ACTIVITY_MARKER_FIELDS);
 
-    const payloads = payloadsOf(history, { except: ['searchAttributes'] }).filter((p) => !bookkeeping.has(p as never));
+    // A version marker (`patched`) records its patch id as a plain detail, made by the core too.
+    const versionMarkers = new Set(
+      history.events!
+        .filter((ev) => ev.markerRecordedEventAttributes?.markerName === 'core_patch')
+        .flatMap((ev) => Object.values(ev.markerRecordedEventAttributes!.details ?? {}).flatMap((d) => d.payloads ?? [])),
+    );
+    for (const p of versionMarkers) expect(Object.keys(JSON.parse(Buffer.from(p.data!).toString('utf8'))).every((k) => ['id', 'deprecated'].includes(k))).toBe(true);
+
+    const payloads = payloadsOf(history, { except: ['searchAttributes'] }).filter((p) => !bookkeeping.has(p as never) && !versionMarkers.has(p as never));
     expect([where, payloads.length > 0]).toEqual([where, true]);
     const plainPayloads = payloads.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING).map(encodingOf);
     expect([where, plainPayloads]).toEqual([where, []]);

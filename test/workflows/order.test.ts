@@ -1,4 +1,5 @@
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { orderStateQuery, orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../../src/temporal/orders';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
@@ -192,6 +193,21 @@ test('a replay in intent mode of a pending order reaches the placement again (th
     await result(id);
   });
   expect(placeOrder).toHaveBeenCalledTimes(2);
+});
+
+test('a placement that keeps finding the database unavailable fails the update as a retryable service_unavailable', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('pgdown');
+  // What the safe-failure interceptor makes of a database outage (src/temporal/safe-failures.ts).
+  const placeOrder = jest.fn(async () => {
+    throw ApplicationFailure.retryable('The database is unavailable; retry shortly', 'service_unavailable');
+  });
+  await env.withWorker(tq, { placeOrder, orderStatus: jest.fn() }, async () => {
+    const err = await place(tq, id, request()).catch((e) => e);
+    expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(err.cause).toMatchObject({ type: 'service_unavailable', message: 'The database is unavailable; retry shortly' });
+  });
+  expect(placeOrder.mock.calls.length).toBe(5);
 });
 
 test('an unexpected placement failure is retried, then fails the update (not the workflow) as internal_error', async () => {
