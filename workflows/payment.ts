@@ -2,9 +2,17 @@ import { condition, log, proxyActivities } from '@temporalio/workflow';
 import type { PaymentActivities } from '../activities/payments';
 import type { PaymentNotice, PaymentTiming, PaymentWorkflowState } from '../src/temporal/payments';
 
-const acts = proxyActivities<PaymentActivities>({
+// The provider's status endpoint: a few tries per sync tick (a failed sync is caught and the next
+// tick asks again).
+const provider = proxyActivities<PaymentActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5 },
+});
+// Postgres steps (idempotent): retried until the database answers, however long it is down, so an
+// outage delays a payment's settlement or expiry but never fails the order's workflow.
+const db = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
 export type PaymentOutcome = 'paid' | 'paid_late' | 'expired' | 'already_settled';
@@ -20,12 +28,12 @@ export interface Notices {
  * order expires, and a payment that still arrives within the late-payment watch is settled anyway.
  */
 export async function awaitPayment(orderId: string, timing: PaymentTiming, notices: Notices, state: PaymentWorkflowState): Promise<PaymentOutcome> {
-  const initial = await acts.paymentState(orderId);
+  const initial = await db.paymentState(orderId);
   if (initial.status !== 'pending' && initial.status !== 'expired') return 'already_settled';
   const expiresAt = initial.expiresAt ?? Date.now();
 
   const settle = async (late: boolean, path: 'callback' | 'status_sync'): Promise<PaymentOutcome | undefined> => {
-    const outcome = await acts.settlePayment(orderId, late ? 'late' : path);
+    const outcome = await db.settlePayment(orderId, late ? 'late' : path);
     state.status = outcome === 'settled' ? 'paid' : state.status;
     return outcome === 'settled' ? (late ? 'paid_late' : 'paid') : outcome === 'already_settled' ? 'already_settled' : undefined;
   };
@@ -40,7 +48,7 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
     }
     state.syncs++;
     try {
-      const status = await acts.syncPayment(orderId);
+      const status = await provider.syncPayment(orderId);
       if (status === 'paid') return settle(late, 'status_sync');
     } catch (err) {
       // The provider's status endpoint failing is not the payment failing: try again next tick.
@@ -56,7 +64,7 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
       const outcome = await waitOnce(Math.max(1, Math.min(timing.syncSeconds * 1000, expiresAt - Date.now())), false);
       if (outcome) return outcome;
     }
-    const after = await acts.expirePayment(orderId);
+    const after = await db.expirePayment(orderId);
     if (after !== 'expired') return 'already_settled';
     state.status = 'expired';
   }

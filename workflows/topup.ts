@@ -21,7 +21,7 @@ const { openTopup } = proxyLocalActivities<PaymentActivities>({
 });
 const { findOpenedTopup } = proxyActivities<PaymentActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 10 },
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
 });
 
 /**

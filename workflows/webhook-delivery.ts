@@ -17,8 +17,9 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
   const { attemptDelivery } = proxyActivities<WebhookActivities>({
     // The POST is bounded by the receiver's deadline; the rest is a few small queries.
     startToCloseTimeout: input.timeoutMs + 30_000,
-    // Retries here are for database or worker trouble only; HTTP failures are results.
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 10 },
+    // Retries here are for database or worker trouble only (HTTP failures are results), so they go
+    // on until the database answers: an outage delays a delivery, never fails it.
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
   });
 
   let usedThisRun = 0;
