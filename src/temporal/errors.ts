@@ -45,7 +45,10 @@ export function isTemporalUnavailable(err: unknown): boolean {
     if (isGrpcServiceError(e) && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return true;
     if (e instanceof NamespaceNotFoundError) return true;
     if (isGrpcServiceError(e) && GRPC_SERVER_FAULTS.has(e.code)) return true;
-    if (isGrpcServiceError(e) && e.code === GRPC_NOT_FOUND && /namespace .* not found/i.test(e.details ?? e.message)) return true;
+    // Update-with-start's multi-operation error is a plain Error carrying the gRPC code; its
+    // `details` are binary, so the message is what names the namespace.
+    const x = e as { code?: unknown; message?: unknown };
+    if (x.code === GRPC_NOT_FOUND && typeof x.message === 'string' && /namespace .* not found/i.test(x.message)) return true;
     if (e instanceof Error && (e.name === 'ConnectionError' || e.name === 'TransportError')) return true;
   }
   return false;
