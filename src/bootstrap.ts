@@ -100,8 +100,8 @@ export async function startServices(opts: {
     // Graceful: stop taking requests and let in-flight ones finish, then let the worker finish
     // its activities, then close connections.
     async stop() {
-      if (server) await new Promise<void>((ok) => server!.close(() => ok()));
-      if (ops) await new Promise<void>((ok) => ops.close(() => ok()));
+      if (server) await closeServer(server);
+      if (ops) await closeServer(ops);
       await dispatcher?.stop();
       await supervisor?.stop();
       await temporal.connection.close();
@@ -152,4 +152,20 @@ export async function prepareDemo(orm: Orm, config: Config): Promise<Demo> {
   const password = newPassword();
   const user = await setAccountLogin(em, demo.accountId, { email: DEMO_EMAIL, password });
   return save({ ...demo, email: user.email, password });
+}
+
+/**
+ * Stops accepting connections and lets in-flight requests finish, but not forever: a request
+ * still open after the grace period (a client or upstream that hangs) is cut, so shutdown ends.
+ */
+function closeServer(server: { close(cb: () => void): unknown; closeIdleConnections(): void; closeAllConnections(): void }, graceMs = 10_000): Promise<void> {
+  return new Promise<void>((ok) => {
+    const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+    cut.unref();
+    server.close(() => {
+      clearTimeout(cut);
+      ok();
+    });
+    server.closeIdleConnections();
+  });
 }

@@ -15,10 +15,10 @@ beforeAll(async () => {
   long = await startHarness({ ...PAYMENT_ENV, PAYMENT_WINDOW_SECONDS: '120' });
   short = await startHarness({ ...PAYMENT_ENV, PAYMENT_WINDOW_SECONDS: '2' });
 });
+// Each stop lets in-flight activities finish (the worker's shutdown grace): both at once, with room.
 afterAll(async () => {
-  await long?.stop();
-  await short?.stop();
-});
+  await Promise.all([long?.stop(), short?.stop()]);
+}, 180_000);
 beforeEach(() => resetSandboxControl());
 
 const topupRows = async (h: Harness, accountId: string) => (await ledgerOf(h, accountId)).rows.filter((r) => r.type === 'topup');

@@ -75,7 +75,17 @@ test('a manual retry cuts a long wait short and grants a fresh budget', async ()
     const waitFor = async (n: number) => {
       while (attemptDelivery.mock.calls.length < n) await new Promise((r) => setTimeout(r, 50));
     };
+    // A manual retry is for a delivery waiting out its backoff: signal once the first attempt's
+    // outcome is recorded and its timer started (not while the attempt is still in flight).
+    const waitingOnTimer = async () => {
+      for (;;) {
+        const { events } = await handle.fetchHistory();
+        if (events?.some((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
     await waitFor(1);
+    await waitingOnTimer();
     await handle.signal(retryNowSignal);
     await waitFor(2);
     // The budget started again: the second attempt is the first of a new budget of two, so it
