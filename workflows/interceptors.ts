@@ -3,6 +3,8 @@ import { sanitizeError as sanitize } from '../src/domain/text';
 
 // Whatever a workflow, an update handler or its validator throws leaves the sandbox with a
 // message and stack Temporal's core can encode (see src/temporal/safe-failures.ts for activities).
+// The error is cleaned in place and rethrown as the same object, so a cancellation stays a
+// cancellation (and the SDK's own control errors, such as continue-as-new, keep their type).
 
 async function guarded<T>(run: () => Promise<T>): Promise<T> {
   try {

@@ -1,7 +1,7 @@
 import {
   allHandlersFinished,
   condition,
-  patched,
+  isCancellation,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -9,8 +9,9 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { OrderActivities } from '../activities/orders';
-import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
+import { paymentNotifiedSignal, type PaymentNotice, type PaymentWorkflowState } from '../src/temporal/payments';
 import { awaitPayment, type Notices } from './payment';
+import { awaitPlacement } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
 import { updateFailure } from './update-failure';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
@@ -19,6 +20,7 @@ import {
   placeOrderUpdate,
   type OrderWorkflowInput,
   type OrderWorkflowState,
+  type Placement,
   type PlaceOrderRequest,
 } from '../src/temporal/orders';
 
@@ -43,80 +45,109 @@ const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>({
  * delivered on a late payment; a callback for a closed run starts a new run with the signal.
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowState> {
-  const state: OrderWorkflowState = { orderId: null, status: 'new', fulfillmentStatus: null, placementAttempts: 0, lastError: null };
-  const payment: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
-  const notices: Notices = { queue: [] };
-  const placement = new Mutex();
+  const order = new Order(input);
+  order.register();
+  await order.awaitPlacement();
+  await order.followPayment();
+  await order.handOff();
+  await condition(allHandlersFinished);
+  return order.state;
+}
 
-  upsertSearchAttributes([
-    { key: AccountIdKey, value: input.accountId },
-    { key: ExternalOrderIdKey, value: input.externalOrderId },
-    { key: OrderStatusKey, value: state.status },
-  ]);
+/** The order's state, and its message handlers: placements one at a time, payment callbacks queued. */
+class Order {
+  readonly state: OrderWorkflowState = { orderId: null, status: 'new', fulfillmentStatus: null, placementAttempts: 0, lastError: null };
+  private readonly payment: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
+  private readonly notices: Notices = { queue: [] };
+  /**
+   * Placements that arrive together wait their turn (a flag checked by `condition` let them all
+   * through, since every waiting condition is checked in one pass).
+   */
+  private readonly placement = new Mutex();
 
-  const track = (status: string, fulfillmentStatus: string | null) => {
-    state.status = status;
-    state.fulfillmentStatus = fulfillmentStatus;
+  constructor(private readonly input: OrderWorkflowInput) {}
+
+  register(): void {
+    upsertSearchAttributes([
+      { key: AccountIdKey, value: this.input.accountId },
+      { key: ExternalOrderIdKey, value: this.input.externalOrderId },
+      { key: OrderStatusKey, value: this.state.status },
+    ]);
+    setHandler(orderStateQuery, () => ({ ...this.state, payment: this.payment }));
+    setHandler(paymentNotifiedSignal, (notice) => this.notified(notice));
+    setHandler(placeOrderUpdate, (request) => this.place(request));
+  }
+
+  /** A verified provider callback, for the payment loop. */
+  notified(notice: PaymentNotice): void {
+    this.state.orderId ??= notice.orderId;
+    this.notices.queue.push(notice);
+  }
+
+  /** The update: one placement at a time, answered with the placement or its rejection. */
+  place(request: PlaceOrderRequest): Promise<Placement> {
+    return this.placement.runExclusive(async () => {
+      try {
+        const res = await placeOrder({ ...this.input, ...request });
+        if (res.outcome === 'rejected') {
+          this.state.lastError = res.rejection.code;
+          return res;
+        }
+        this.state.orderId = res.orderId;
+        this.track(res.status, res.fulfillmentStatus);
+        return res;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        this.state.lastError = err instanceof Error ? err.message : String(err);
+        throw updateFailure(err);
+      } finally {
+        this.state.placementAttempts++;
+      }
+    });
+  }
+
+  /** Until a placement answered (or, with recovery on, Postgres showed the order placed). */
+  awaitPlacement(): Promise<void> {
+    return awaitPlacement({
+      answered: () => this.state.orderId !== null || (this.state.placementAttempts > 0 && !this.placement.isLocked() && allHandlersFinished()),
+      inFlight: () => this.placement.isLocked(),
+      recoverAfterSeconds: this.input.timing?.placementRecoverySeconds,
+      recover: async () => {
+        const found = await findPlacedOrder({ accountId: this.input.accountId, externalOrderId: this.input.externalOrderId });
+        if (found) {
+          this.state.orderId = found.orderId;
+          this.track(found.status, found.fulfillmentStatus);
+        }
+      },
+    });
+  }
+
+  /** An intent order's payment window, expiry and late payment; then the order as Postgres has it. */
+  async followPayment(): Promise<void> {
+    const { orderId } = this.state;
+    if (!orderId) {
+      this.track('rejected', null);
+    } else if (this.state.status === 'pending' || this.state.status === 'expired' || this.notices.queue.length > 0) {
+      if (this.input.timing) await awaitPayment(orderId, this.input.timing, this.notices, this.payment);
+      const after = await orderStatus(orderId);
+      this.track(after.status, after.fulfillmentStatus);
+    }
+  }
+
+  /** A paid direct-code order (balance, or intent once settled) is procured by its own workflow. */
+  async handOff(): Promise<void> {
+    const { orderId, status, fulfillmentStatus } = this.state;
+    if (orderId && status === 'paid' && fulfillmentStatus) {
+      await handOffToProcurement({ orderId, accountId: this.input.accountId, externalOrderId: this.input.externalOrderId });
+    }
+  }
+
+  private track(status: string, fulfillmentStatus: string | null): void {
+    this.state.status = status;
+    this.state.fulfillmentStatus = fulfillmentStatus;
     upsertSearchAttributes([
       { key: OrderStatusKey, value: status },
       ...(fulfillmentStatus ? [{ key: FulfillmentStatusKey, value: fulfillmentStatus }] : []),
     ]);
-  };
-
-  setHandler(orderStateQuery, () => ({ ...state, payment }));
-  setHandler(paymentNotifiedSignal, (notice) => {
-    state.orderId ??= notice.orderId;
-    notices.queue.push(notice);
-  });
-  // One placement at a time: updates that arrive together wait their turn (a flag checked by
-  // `condition` let them all through, since every waiting condition is checked in one pass).
-  setHandler(placeOrderUpdate, (request: PlaceOrderRequest) => placement.runExclusive(async () => {
-    try {
-      const res = await placeOrder({ ...input, ...request });
-      if (res.outcome === 'rejected') {
-        state.lastError = res.rejection.code;
-        return res;
-      }
-      state.orderId = res.orderId;
-      track(res.status, res.fulfillmentStatus);
-      return res;
-    } catch (err) {
-      state.lastError = err instanceof Error ? err.message : String(err);
-      throw updateFailure(err);
-    } finally {
-      state.placementAttempts++;
-    }
-  }));
-
-  const answered = () => state.orderId !== null || (state.placementAttempts > 0 && !placement.isLocked() && allHandlersFinished());
-  const recoverAfter = input.timing?.placementRecoverySeconds;
-  if (recoverAfter && patched('placement-recovery')) {
-    // An update admitted just before a Temporal restart can be lost after its placement committed
-    // (the caller's retry is then answered from Postgres): with no placement answered in time,
-    // Postgres says whether the order exists, and this workflow takes it on.
-    while (!(await condition(answered, recoverAfter * 1000))) {
-      if (placement.isLocked()) continue; // a placement is running: it will answer
-      const found = await findPlacedOrder({ accountId: input.accountId, externalOrderId: input.externalOrderId });
-      if (found) {
-        state.orderId = found.orderId;
-        track(found.status, found.fulfillmentStatus);
-      }
-      break;
-    }
-  } else {
-    await condition(answered);
   }
-  if (!state.orderId) {
-    track('rejected', null);
-  } else if (state.status === 'pending' || state.status === 'expired' || notices.queue.length > 0) {
-    if (input.timing) await awaitPayment(state.orderId, input.timing, notices, payment);
-    const after = await orderStatus(state.orderId);
-    track(after.status, after.fulfillmentStatus);
-  }
-  // A paid direct-code order (balance, or intent once settled) is procured by its own workflow.
-  if (state.orderId && state.status === 'paid' && state.fulfillmentStatus) {
-    await handOffToProcurement({ orderId: state.orderId, accountId: input.accountId, externalOrderId: input.externalOrderId });
-  }
-  await condition(allHandlersFinished);
-  return state;
 }

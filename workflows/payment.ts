@@ -1,4 +1,4 @@
-import { condition, log, proxyActivities } from '@temporalio/workflow';
+import { condition, isCancellation, log, proxyActivities } from '@temporalio/workflow';
 import type { PaymentActivities } from '../activities/payments';
 import type { PaymentNotice, PaymentTiming, PaymentWorkflowState } from '../src/temporal/payments';
 
@@ -51,6 +51,7 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
       const status = await provider.syncPayment(orderId);
       if (status === 'paid') return settle(late, 'status_sync');
     } catch (err) {
+      if (isCancellation(err)) throw err;
       // The provider's status endpoint failing is not the payment failing: try again next tick.
       state.lastSyncError = err instanceof Error ? err.message : String(err);
       log.warn('payment status sync failed', { orderId, error: state.lastSyncError });

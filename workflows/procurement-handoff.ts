@@ -25,6 +25,7 @@ export async function handOffToProcurement(order: { orderId: string; accountId: 
       ],
     });
   } catch (err) {
+    // Only "already started" means an earlier hand-off did it; anything else, a cancellation included, is rethrown.
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
   upsertSearchAttributes([{ key: FulfillmentStatusKey, value: null }]);

@@ -1,4 +1,4 @@
-import { condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RedemptionActivities } from '../activities/redemptions';
 import {
   operatorDecisionSignal,
@@ -18,119 +18,149 @@ import {
  * until they are released, so a resubmission is `retry_conflict` until then.
  */
 export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promise<RedemptionWorkflowState> {
-  const refreshMs = input.refreshSeconds * 1000;
-  const ids = { redemptionId: input.redemptionId, attempt: input.attempt };
-  const state: RedemptionWorkflowState = {
-    ...ids,
-    phase: input.resume?.phase ?? 'start',
-    status: !input.resume ? 'pending' : input.resume.phase === 'releasing' ? 'failed' : 'processing',
-    manual: input.resume?.manual ?? false,
-    upstreamRef: input.resume?.upstreamRef ?? null,
-    refreshes: 0,
-    decision: input.resume?.decision ?? null,
-  };
-  setHandler(redemptionStateQuery, () => state);
-  setHandler(operatorDecisionSignal, (decision) => {
-    state.decision ??= decision;
-  });
+  const attempt = new RedemptionAttempt(input);
+  attempt.register();
+  if (attempt.state.phase === 'start') await attempt.submit();
+  if (attempt.state.phase === 'waiting') await attempt.awaitResult();
+  if (attempt.state.phase === 'releasing') await attempt.awaitRelease();
+  return attempt.state;
+}
 
+const operatorOutcome = (d: OperatorDecision): AttemptOutcome =>
+  d.decision === 'fulfill'
+    ? { status: 'fulfilled', deliverable: d.reason ? `Fulfilled by an operator: ${d.reason}` : 'Fulfilled by an operator.' }
+    : { status: 'failed', failureCode: 'rejected_by_operator', holdsResources: false };
+
+/** The attempt's state and its steps; the operator's decision is its one message handler. */
+class RedemptionAttempt {
+  readonly state: RedemptionWorkflowState;
+  private readonly refreshMs: number;
+  private readonly ids: { redemptionId: string; attempt: number };
   // Postgres steps retry until the database is back; a lost attempt is given up after a few seconds.
-  const db = proxyActivities<RedemptionActivities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-  });
-  const visibility = proxyActivities<RedemptionActivities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 12 },
-  });
+  private readonly db: RedemptionActivities;
+  private readonly visibility: RedemptionActivities;
   // Upstream calls never retry faster than the refresh cadence.
-  const supplier = proxyActivities<RedemptionActivities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: refreshMs, backoffCoefficient: 2, maximumInterval: refreshMs * 10, maximumAttempts: 10 },
-  });
+  private readonly supplier: RedemptionActivities;
 
-  const finish = async (outcome: AttemptOutcome) => {
-    await db.finishRedemptionAttempt({ ...ids, outcome });
-    state.status = outcome.status;
-  };
-
-  const continueIfLong = async () => {
-    if (!workflowInfo().continueAsNewSuggested) return;
-    await continueAsNew<typeof redemptionWorkflow>({
-      ...input,
-      resume: { phase: state.phase, upstreamRef: state.upstreamRef, manual: state.manual, decision: state.decision },
+  constructor(private readonly input: RedemptionWorkflowInput) {
+    this.refreshMs = input.refreshSeconds * 1000;
+    this.ids = { redemptionId: input.redemptionId, attempt: input.attempt };
+    this.state = {
+      ...this.ids,
+      phase: input.resume?.phase ?? 'start',
+      status: !input.resume ? 'pending' : input.resume.phase === 'releasing' ? 'failed' : 'processing',
+      manual: input.resume?.manual ?? false,
+      upstreamRef: input.resume?.upstreamRef ?? null,
+      refreshes: 0,
+      decision: input.resume?.decision ?? null,
+    };
+    this.db = proxyActivities<RedemptionActivities>({
+      startToCloseTimeout: '30 seconds',
+      retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
     });
-  };
+    this.visibility = proxyActivities<RedemptionActivities>({
+      startToCloseTimeout: '30 seconds',
+      retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 12 },
+    });
+    this.supplier = proxyActivities<RedemptionActivities>({
+      startToCloseTimeout: '30 seconds',
+      retry: { initialInterval: this.refreshMs, backoffCoefficient: 2, maximumInterval: this.refreshMs * 10, maximumAttempts: 10 },
+    });
+  }
 
-  const refresh = async (): Promise<UpstreamState | undefined> => {
-    state.refreshes++;
+  register(): void {
+    setHandler(redemptionStateQuery, () => this.state);
+    // The first decision stands; a second one (a double click, a second operator) changes nothing.
+    setHandler(operatorDecisionSignal, (decision) => {
+      this.state.decision ??= decision;
+    });
+  }
+
+  /** pending → processing: the attempt's row is visible, and the upstream has taken the submission. */
+  async submit(): Promise<void> {
+    const { state } = this;
+    let begun: { state: 'ready' | 'finished'; manual: boolean };
     try {
-      return await supplier.redemptionUpstreamStatus({ ...ids, upstreamRef: state.upstreamRef! });
-    } catch {
-      return undefined; // the upstream stayed down for a while; ask again at the next refresh
+      begun = await this.visibility.beginRedemptionAttempt(this.ids);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      state.phase = 'abandoned'; // its submission never committed
+      return;
     }
-  };
+    if (begun.state === 'finished') {
+      state.phase = 'done';
+      return;
+    }
+    state.manual = begun.manual;
+    state.status = 'processing';
+    try {
+      state.upstreamRef = (await this.supplier.submitRedemptionUpstream(this.ids)).ref;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      await this.finish({ status: 'failed', failureCode: 'fulfillment_failed', holdsResources: false });
+      state.phase = 'done';
+      return;
+    }
+    state.phase = 'waiting';
+  }
 
-  const operatorOutcome = (d: OperatorDecision): AttemptOutcome =>
-    d.decision === 'fulfill'
-      ? { status: 'fulfilled', deliverable: d.reason ? `Fulfilled by an operator: ${d.reason}` : 'Fulfilled by an operator.' }
-      : { status: 'failed', failureCode: 'rejected_by_operator', holdsResources: false };
+  /** processing → fulfilled or failed; a failure that holds supplier resources is then released. */
+  async awaitResult(): Promise<void> {
+    const outcome = await this.outcome();
+    await this.finish(outcome);
+    this.state.phase = outcome.status === 'failed' && outcome.holdsResources ? 'releasing' : 'done';
+  }
+
+  /** Until the upstream lets go of the failed attempt's resources (a resubmission is retry_conflict until then). */
+  async awaitRelease(): Promise<void> {
+    while (this.state.phase === 'releasing') {
+      await sleep(this.refreshMs);
+      const status = await this.refresh();
+      if (status && (status.state !== 'failed' || !status.holdsResources)) {
+        await this.db.releaseRedemptionResources(this.ids);
+        this.state.phase = 'done';
+      } else {
+        await this.continueIfLong();
+      }
+    }
+  }
 
   /** Until an operator decides (manual products) or the upstream reports a result. */
-  const awaitOutcome = async (): Promise<AttemptOutcome> => {
+  private async outcome(): Promise<AttemptOutcome> {
+    const { state } = this;
     if (state.manual) {
       await condition(() => state.decision !== null);
       return operatorOutcome(state.decision!);
     }
     for (;;) {
       // The durable timer between refreshes; an operator may still decide a stuck redemption.
-      if (await condition(() => state.decision !== null, refreshMs)) return operatorOutcome(state.decision!);
-      const status = await refresh();
+      if (await condition(() => state.decision !== null, this.refreshMs)) return operatorOutcome(state.decision!);
+      const status = await this.refresh();
       if (status?.state === 'fulfilled') return { status: 'fulfilled' };
       if (status?.state === 'failed') return { status: 'failed', failureCode: status.failureCode, holdsResources: status.holdsResources };
-      await continueIfLong();
+      await this.continueIfLong();
     }
-  };
+  }
 
-  if (state.phase === 'start') {
-    let begun: { state: 'ready' | 'finished'; manual: boolean };
+  private async refresh(): Promise<UpstreamState | undefined> {
+    this.state.refreshes++;
     try {
-      begun = await visibility.beginRedemptionAttempt(ids);
-    } catch {
-      state.phase = 'abandoned'; // its submission never committed
-      return state;
+      return await this.supplier.redemptionUpstreamStatus({ ...this.ids, upstreamRef: this.state.upstreamRef! });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return undefined; // the upstream stayed down for a while; ask again at the next refresh
     }
-    if (begun.state === 'finished') {
-      state.phase = 'done';
-      return state;
-    }
-    state.manual = begun.manual;
-    state.status = 'processing';
-    try {
-      state.upstreamRef = (await supplier.submitRedemptionUpstream(ids)).ref;
-    } catch {
-      await finish({ status: 'failed', failureCode: 'fulfillment_failed', holdsResources: false });
-      state.phase = 'done';
-      return state;
-    }
-    state.phase = 'waiting';
   }
 
-  if (state.phase === 'waiting') {
-    const outcome = await awaitOutcome();
-    await finish(outcome);
-    state.phase = outcome.status === 'failed' && outcome.holdsResources ? 'releasing' : 'done';
+  private async finish(outcome: AttemptOutcome): Promise<void> {
+    await this.db.finishRedemptionAttempt({ ...this.ids, outcome });
+    this.state.status = outcome.status;
   }
 
-  while (state.phase === 'releasing') {
-    await sleep(refreshMs);
-    const status = await refresh();
-    if (status && (status.state !== 'failed' || !status.holdsResources)) {
-      await db.releaseRedemptionResources(ids);
-      state.phase = 'done';
-    } else {
-      await continueIfLong();
-    }
+  /** A long wait hands over to a fresh run that picks up where this one is. */
+  private async continueIfLong(): Promise<void> {
+    if (!workflowInfo().continueAsNewSuggested) return;
+    const { phase, upstreamRef, manual, decision } = this.state;
+    await continueAsNew<typeof redemptionWorkflow>({ ...this.input, resume: { phase, upstreamRef, manual, decision } });
   }
-  return state;
 }

@@ -1,16 +1,19 @@
-import { allHandlersFinished, condition, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { PaymentActivities } from '../activities/payments';
-import {
-  openTopupUpdate,
-  paymentNotifiedSignal,
-  topupStateQuery,
-  type OpenTopupRequest,
-  type PaymentWorkflowState,
-  type TopupWorkflowInput,
-} from '../src/temporal/payments';
+import { paymentNotifiedSignal, type PaymentNotice, type PaymentWorkflowState } from '../src/temporal/payments';
 import { OrderStatusKey } from '../src/temporal/search-attributes';
+import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/temporal/topups';
 import { awaitPayment, type Notices } from './payment';
+import { awaitPlacement } from './placement';
 import { updateFailure } from './update-failure';
 
 // Opening the checkout answers the caller: a local activity in the update handler (early
@@ -30,55 +33,81 @@ const { findOpenedTopup } = proxyActivities<PaymentActivities>({
  * credits a late payment. A callback for a closed run starts a new run with the signal.
  */
 export async function topupWorkflow(input: TopupWorkflowInput): Promise<PaymentWorkflowState> {
-  const state: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
-  const notices: Notices = { queue: [] };
-  const opening = new Mutex();
-  let attempts = 0;
-
-  setHandler(topupStateQuery, () => state);
-  setHandler(paymentNotifiedSignal, (notice) => {
-    state.orderId ??= notice.orderId;
-    notices.queue.push(notice);
-  });
-  // One opening at a time: updates that arrive together wait their turn.
-  setHandler(openTopupUpdate, (req: OpenTopupRequest) => opening.runExclusive(async () => {
-    try {
-      const res = await openTopup({ ...req, accountId: input.accountId });
-      if (res.outcome === 'opened') {
-        state.orderId = res.orderId;
-        state.status = res.status;
-      }
-      return res;
-    } catch (err) {
-      throw updateFailure(err);
-    } finally {
-      attempts++;
-    }
-  }));
-
-  const answered = () => state.orderId !== null || (attempts > 0 && !opening.isLocked() && allHandlersFinished());
-  const recoverAfter = input.timing?.placementRecoverySeconds;
-  if (recoverAfter && patched('placement-recovery')) {
-    // As in the order workflow: an opening whose update was lost in a Temporal restart after it
-    // committed is found in Postgres, so its payment window, expiry and credit still happen here.
-    while (!(await condition(answered, recoverAfter * 1000))) {
-      if (opening.isLocked()) continue;
-      const found = await findOpenedTopup({ accountId: input.accountId, key: input.key });
-      if (found) {
-        state.orderId = found.orderId;
-        state.status = found.status;
-      }
-      break;
-    }
-  } else {
-    await condition(answered);
-  }
-  if (state.orderId) {
-    upsertSearchAttributes([{ key: OrderStatusKey, value: 'pending' }]);
-    const outcome = await awaitPayment(state.orderId, input.timing, notices, state);
-    state.status = outcome === 'expired' ? 'expired' : 'delivered';
-    upsertSearchAttributes([{ key: OrderStatusKey, value: state.status }]);
-  }
+  const topup = new Topup(input);
+  topup.register();
+  await topup.awaitOpening();
+  await topup.followPayment();
   await condition(allHandlersFinished);
-  return state;
+  return topup.state;
+}
+
+/** The top-up's state, and its message handlers: openings one at a time, payment callbacks queued. */
+class Topup {
+  readonly state: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
+  private readonly notices: Notices = { queue: [] };
+  /** Openings that arrive together wait their turn. */
+  private readonly opening = new Mutex();
+  private attempts = 0;
+
+  constructor(private readonly input: TopupWorkflowInput) {}
+
+  register(): void {
+    setHandler(topupStateQuery, () => this.state);
+    setHandler(paymentNotifiedSignal, (notice) => this.notified(notice));
+    setHandler(openTopupUpdate, (req) => this.open(req));
+  }
+
+  /** A verified provider callback, for the payment loop. */
+  notified(notice: PaymentNotice): void {
+    this.state.orderId ??= notice.orderId;
+    this.notices.queue.push(notice);
+  }
+
+  /** The update: one opening at a time, answered with the top-up or its rejection. */
+  open(req: OpenTopupRequest): Promise<TopupOpening> {
+    return this.opening.runExclusive(async () => {
+      try {
+        const res = await openTopup({ ...req, accountId: this.input.accountId });
+        if (res.outcome === 'opened') {
+          this.state.orderId = res.orderId;
+          this.state.status = res.status;
+        }
+        return res;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        throw updateFailure(err);
+      } finally {
+        this.attempts++;
+      }
+    });
+  }
+
+  /**
+   * Until an opening answered. As in the order workflow, an opening whose update was lost in a
+   * Temporal restart after it committed is found in Postgres, so its payment window, expiry and
+   * credit still happen here.
+   */
+  awaitOpening(): Promise<void> {
+    return awaitPlacement({
+      answered: () => this.state.orderId !== null || (this.attempts > 0 && !this.opening.isLocked() && allHandlersFinished()),
+      inFlight: () => this.opening.isLocked(),
+      recoverAfterSeconds: this.input.timing?.placementRecoverySeconds,
+      recover: async () => {
+        const found = await findOpenedTopup({ accountId: this.input.accountId, key: this.input.key });
+        if (found) {
+          this.state.orderId = found.orderId;
+          this.state.status = found.status;
+        }
+      },
+    });
+  }
+
+  /** The payment window, expiry and late payment of an opened top-up. */
+  async followPayment(): Promise<void> {
+    if (!this.state.orderId) return;
+    upsertSearchAttributes([{ key: OrderStatusKey, value: 'pending' }]);
+    const outcome = await awaitPayment(this.state.orderId, this.input.timing, this.notices, this.state);
+    this.state.status = outcome === 'expired' ? 'expired' : 'delivered';
+    upsertSearchAttributes([{ key: OrderStatusKey, value: this.state.status }]);
+  }
 }

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { DEV_SECRETS } from '../../src/config';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
@@ -8,16 +10,29 @@ import { bundleWorkflows } from '../../src/temporal/worker';
 // Workflow-level tests: the real workflow code on the test run's Temporal dev server, with the
 // activities stubbed (jest.fn). No time skipping: its test server is a download this machine
 // cannot make, so durations come from the workflows' inputs and tests use seconds.
+//
+// One worker per test file serves every test, so tests may run concurrently (`test.concurrent`)
+// without paying for a worker (a V8 context for the bundle) each. A test names its own "task
+// queue" as a key; the client sends every workflow it starts to the shared worker and remembers
+// whose it is, and the worker's one activity routes each call to the stubs of the test that
+// started the workflow (a continued-as-new run keeps its workflow id, so it keeps its stubs).
+
+type Activities = Record<string, (...args: any[]) => unknown>;
 
 export interface WorkflowEnv {
   client: Client;
+  /** A fresh key for one test's workflows: pass it as their task queue and to `withWorker`. */
   taskQueue(): string;
-  /** Runs `fn` while a worker with these (stubbed) activities serves `taskQueue`. */
-  withWorker<T>(taskQueue: string, activities: Record<string, (...args: any[]) => unknown>, fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` while these (stubbed) activities serve the workflows started with `taskQueue`. */
+  withWorker<T>(taskQueue: string, activities: Activities, fn: () => Promise<T>): Promise<T>;
+  /** Serves a workflow the test does not start itself (a child) with the stubs of `taskQueue`. */
+  routeChild(workflowId: string, taskQueue: string): void;
   close(): Promise<void>;
 }
 
 let runtimeInstalled = false;
+/** Bundled once per test file, however many servers the file's tests use. */
+let bundled: Promise<WorkflowBundle> | undefined;
 
 /** The service's data converter with this test run's key, as every client and worker uses it. */
 const converter = () => dataConverter(parseKeyRing(process.env.TEMPORAL_PAYLOAD_KEYS ?? DEV_SECRETS.TEMPORAL_PAYLOAD_KEYS));
@@ -29,20 +44,57 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
     runtimeInstalled = true;
   }
   if (!address) throw new Error('TEST_TEMPORAL_ADDRESS is not set: run the tests through jest (test/global-setup.mjs)');
+  const sharedQueue = `wf-${randomBytes(5).toString('hex')}`;
+  const keyOf = new Map<string, string>(); // workflow id → the test's key
+  const stubsOf = new Map<string, Activities>(); // the test's key → its stubs
+
+  const route = (workflowId: string, key: string): string => {
+    keyOf.set(workflowId, key);
+    return sharedQueue;
+  };
+  const routing: WorkflowClientInterceptor = {
+    startWithDetails: (input, next) => next({ ...input, options: { ...input.options, taskQueue: route(input.options.workflowId, input.options.taskQueue) } }),
+    signalWithStart: (input, next) => next({ ...input, options: { ...input.options, taskQueue: route(input.options.workflowId, input.options.taskQueue) } }),
+    startUpdateWithStart: (input, next) => {
+      const options = input.workflowStartOptions;
+      return next({ ...input, workflowStartOptions: { ...options, taskQueue: route(options.workflowId, options.taskQueue) } });
+    },
+  };
+  /** The worker's only activity: the stub of that name of the test whose workflow calls it. */
+  const stubbed = async (...args: unknown[]) => {
+    const { activityType, workflowExecution } = Context.current().info;
+    const workflowId = workflowExecution?.workflowId ?? '';
+    const key = keyOf.get(workflowId);
+    const stub = key === undefined ? undefined : stubsOf.get(key)?.[activityType];
+    if (!stub) throw ApplicationFailure.nonRetryable(`no stub for ${activityType} of ${workflowId}`, 'NoStub');
+    return stub(...args);
+  };
+
   const [nativeConnection, connection, bundle] = await Promise.all([
     NativeConnection.connect({ address }),
     Connection.connect({ address }),
-    bundleWorkflows() as Promise<WorkflowBundle>,
+    (bundled ??= bundleWorkflows() as Promise<WorkflowBundle>),
   ]);
-  const client = new Client({ connection, dataConverter: converter() });
+  const client = new Client({ connection, dataConverter: converter(), interceptors: { workflow: [routing] } });
+  const worker = await Worker.create({
+    connection: nativeConnection, taskQueue: sharedQueue, workflowBundle: bundle, activities: { default: stubbed }, dataConverter: converter(),
+  });
+  const running = worker.run();
   return {
     client,
     taskQueue: () => `wf-${randomBytes(5).toString('hex')}`,
     async withWorker(taskQueue, activities, fn) {
-      const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowBundle: bundle, activities, dataConverter: converter() });
-      return worker.runUntil(fn);
+      stubsOf.set(taskQueue, activities);
+      return fn();
+    },
+    routeChild(workflowId, taskQueue) {
+      keyOf.set(workflowId, taskQueue);
     },
     async close() {
+      // Nothing a test left waiting (a payment window, a support wait) outlives its file.
+      await Promise.all([...keyOf.keys()].map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => undefined)));
+      worker.shutdown();
+      await running;
       await connection.close();
       await nativeConnection.close();
     },

@@ -2,11 +2,13 @@ import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporal
 import { ApplicationFailure } from '@temporalio/common';
 import { orderStateQuery, orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../../src/temporal/orders';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
+import { procurementWorkflowId } from '../../src/temporal/procurement';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),
-// rejection, payment by callback and by status sync, expiry, late payment, checkout repair,
-// the hand-off of a paid direct-code order, and an unexpected placement failure.
+// rejection, payment by callback and by status sync (and a failing sync), expiry, late payment,
+// a callback for a closed run, checkout repair, placement recovery from Postgres, the hand-off
+// of a paid direct-code order (once), and placement failures.
 let env: WorkflowEnv;
 beforeAll(async () => {
   env = await workflowEnv();
@@ -61,7 +63,7 @@ function paymentStubs(windowMs: number, paidBySync = false) {
   };
 }
 
-test('a balance placement is answered by the update and the workflow ends delivered, without any other activity', async () => {
+test.concurrent('a balance placement is answered by the update and the workflow ends delivered, without any other activity', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('bal');
   const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId: 'ord_1', reused: false, status: 'delivered', fulfillmentStatus: null }));
@@ -75,7 +77,7 @@ test('a balance placement is answered by the update and the workflow ends delive
   expect(orderStatus).not.toHaveBeenCalled();
 });
 
-test('a rejected placement is the update\'s answer; the workflow ends as rejected', async () => {
+test.concurrent('a rejected placement is the update\'s answer; the workflow ends as rejected', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('rej');
   const rejected = { outcome: 'rejected', rejection: { code: 'insufficient_balance', message: 'too little' } };
@@ -85,7 +87,7 @@ test('a rejected placement is the update\'s answer; the workflow ends as rejecte
   });
 });
 
-test('concurrent placements of one externalOrderId meet in one workflow and are placed one at a time', async () => {
+test.concurrent('concurrent placements of one externalOrderId meet in one workflow and are placed one at a time', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('race');
   let inFlight = 0;
@@ -111,7 +113,7 @@ test('concurrent placements of one externalOrderId meet in one workflow and are 
   expect(maxInFlight).toBe(1);
 });
 
-test('the same placement id twice is answered once (a retry after a lost reply)', async () => {
+test.concurrent('the same placement id twice is answered once (a retry after a lost reply)', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('dup');
   const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId: 'ord_d', reused: false, status: 'pending', fulfillmentStatus: null }));
@@ -124,7 +126,7 @@ test('the same placement id twice is answered once (a retry after a lost reply)'
   expect(placeOrder).toHaveBeenCalledTimes(1);
 });
 
-test.each([
+test.concurrent.each([
   ['the provider\'s callback (signal)', false, 'callback'],
   ['the status sync', true, 'status_sync'],
 ])('an intent order paid within its window, confirmed by %s, is settled once and ends delivered', async (_name, paidBySync, path) => {
@@ -144,10 +146,11 @@ test.each([
   expect(stubs.expirePayment).not.toHaveBeenCalled();
 });
 
-test('an intent order left unpaid expires after its window, asking the provider at most once per sync interval', async () => {
+test.concurrent('an intent order left unpaid expires after its window, asking the provider at most once per sync interval', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('exp');
-  const stubs = paymentStubs(2_500);
+  // Long enough for two sync intervals even when the machine is busy (the tests run side by side).
+  const stubs = paymentStubs(4_500);
   const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId: 'ord_e', reused: false, status: 'pending', fulfillmentStatus: null }));
   const orderStatus = jest.fn(async () => ({ status: 'expired', fulfillmentStatus: null }));
   const started = Date.now();
@@ -157,13 +160,13 @@ test('an intent order left unpaid expires after its window, asking the provider 
   });
   expect(stubs.expirePayment).toHaveBeenCalledTimes(1);
   expect(stubs.settlePayment).not.toHaveBeenCalled();
-  // About one sync per second of the 2.5 s window: never more often than the interval allows.
+  // About one sync per second of the 4.5 s window: never more often than the interval allows.
   const elapsedS = (Date.now() - started) / 1000;
   expect(stubs.syncPayment.mock.calls.length).toBeGreaterThanOrEqual(2);
   expect(stubs.syncPayment.mock.calls.length).toBeLessThanOrEqual(Math.ceil(elapsedS) + 1);
 });
 
-test('a payment that arrives after expiry is still settled, as late', async () => {
+test.concurrent('a payment that arrives after expiry is still settled, as late', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('late');
   const stubs = paymentStubs(1_000);
@@ -172,7 +175,8 @@ test('a payment that arrives after expiry is still settled, as late', async () =
   await env.withWorker(tq, { placeOrder, orderStatus, ...stubs }, async () => {
     await place(tq, id, request({ payment: 'intent' }), { ...TIMING, lateWatchSeconds: 30 });
     const handle = env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, id));
-    await new Promise((r) => setTimeout(r, 2_000));
+    const deadline = Date.now() + 15_000;
+    while (stubs.expirePayment.mock.calls.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(stubs.expirePayment).toHaveBeenCalledTimes(1);
     await handle.signal(paymentNotifiedSignal, { orderId: 'ord_l', status: 'paid' });
     expect(await outcome(id)).toMatchObject({ status: 'delivered', payment: { status: 'paid' } });
@@ -180,7 +184,7 @@ test('a payment that arrives after expiry is still settled, as late', async () =
   expect(stubs.settlePayment.mock.calls).toEqual([['ord_l', 'late']]);
 });
 
-test('a replay in intent mode of a pending order reaches the placement again (the checkout repair of rule 4)', async () => {
+test.concurrent('a replay in intent mode of a pending order reaches the placement again (the checkout repair of rule 4)', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('repair');
   const stubs = paymentStubs(10_000);
@@ -195,7 +199,7 @@ test('a replay in intent mode of a pending order reaches the placement again (th
   expect(placeOrder).toHaveBeenCalledTimes(2);
 });
 
-test('a placement that keeps finding the database unavailable fails the update as a retryable service_unavailable', async () => {
+test.concurrent('a placement that keeps finding the database unavailable fails the update as a retryable service_unavailable', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('pgdown');
   // What the safe-failure interceptor makes of a database outage (src/temporal/safe-failures.ts).
@@ -210,7 +214,7 @@ test('a placement that keeps finding the database unavailable fails the update a
   expect(placeOrder.mock.calls.length).toBe(5);
 });
 
-test('an unexpected placement failure is retried, then fails the update (not the workflow) as internal_error', async () => {
+test.concurrent('an unexpected placement failure is retried, then fails the update (not the workflow) as internal_error', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('boom');
   const placeOrder = jest.fn(async () => {
@@ -224,3 +228,100 @@ test('an unexpected placement failure is retried, then fails the update (not the
   });
   expect(placeOrder.mock.calls.length).toBe(5);
 }, 60_000);
+
+test.concurrent('a failing status sync is recorded and asked again at the next tick; the payment still settles', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('sync');
+  const stubs = paymentStubs(20_000, true);
+  let failed = false;
+  const syncPayment = jest.fn(async () => {
+    if (failed) return 'paid';
+    failed = true;
+    throw ApplicationFailure.nonRetryable('provider status endpoint answered 502', 'ProviderDown');
+  });
+  const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId: 'ord_s', reused: false, status: 'pending', fulfillmentStatus: null }));
+  await env.withWorker(tq, { placeOrder, orderStatus: jest.fn(async () => ({ status: 'delivered', fulfillmentStatus: null })), ...stubs, syncPayment }, async () => {
+    await place(tq, id, request({ payment: 'intent' }), TIMING);
+    expect(await outcome(id)).toMatchObject({ status: 'delivered', payment: { status: 'paid', syncs: 2, lastSyncError: expect.any(String) } });
+  });
+  expect(stubs.settlePayment.mock.calls).toEqual([['ord_s', 'status_sync']]);
+});
+
+test.concurrent('a callback for a closed run starts a new run with the signal, which settles the payment as late', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('cb');
+  const stubs = paymentStubs(1_000);
+  // Postgres shows the order expired: its first run closed before the payment came.
+  const paymentState = jest.fn(async () => ({ status: 'expired', checkoutId: 'chk', expiresAt: Date.now() - 1_000, kind: 'purchase' }));
+  const placeOrder = jest.fn();
+  await env.withWorker(tq, { placeOrder, orderStatus: jest.fn(async () => ({ status: 'delivered', fulfillmentStatus: null })), ...stubs, paymentState }, async () => {
+    await env.client.workflow.signalWithStart('orderWorkflow', {
+      workflowId: orderWorkflowId(ACCOUNT, id), taskQueue: tq, args: [{ accountId: ACCOUNT, externalOrderId: id, timing: TIMING }],
+      signal: paymentNotifiedSignal, signalArgs: [{ orderId: 'ord_cb', status: 'paid' }],
+    });
+    expect(await outcome(id)).toMatchObject({ orderId: 'ord_cb', status: 'delivered', payment: { status: 'paid' } });
+  });
+  expect(placeOrder).not.toHaveBeenCalled();
+  expect(stubs.settlePayment.mock.calls).toEqual([['ord_cb', 'late']]);
+});
+
+test.concurrent.each([
+  ['finds the order placed, and takes it on', { orderId: 'ord_found', status: 'delivered', fulfillmentStatus: null }, { orderId: 'ord_found', status: 'delivered' }],
+  ['finds nothing, and ends as rejected', null, { orderId: null, status: 'rejected' }],
+] as const)('with no placement answered in the recovery time, the workflow asks Postgres: it %s', async (_name, found, expected) => {
+  const tq = env.taskQueue();
+  const id = uniqueId('recover');
+  const findPlacedOrder = jest.fn(async () => found);
+  const placeOrder = jest.fn();
+  await env.withWorker(tq, { placeOrder, findPlacedOrder, orderStatus: jest.fn() }, async () => {
+    // Started as update-with-start would, but the placement update was lost (a Temporal restart).
+    await env.client.workflow.start('orderWorkflow', {
+      workflowId: orderWorkflowId(ACCOUNT, id), taskQueue: tq, args: [{ accountId: ACCOUNT, externalOrderId: id, timing: { ...TIMING, placementRecoverySeconds: 1 } }],
+    });
+    expect(await result(id)).toMatchObject(expected);
+  });
+  expect(findPlacedOrder.mock.calls).toEqual([[{ accountId: ACCOUNT, externalOrderId: id }]]);
+  expect(placeOrder).not.toHaveBeenCalled();
+});
+
+/** Procurement activities for a child that finds the order delivered (or waiting for support) and ends (or waits). */
+const procurementStubs = (fulfillmentStatus: string) => ({
+  beginProcurement: jest.fn(async () => ({
+    facts: { status: fulfillmentStatus === 'delivered' ? 'delivered' : 'paid', fulfillmentStatus, qty: 1, fulfilledQuantity: 0 },
+    timing: { retryBaseSeconds: 0, retryCapSeconds: 1, maxRounds: 1, deadlineSeconds: 60 },
+  })),
+});
+
+test.concurrent('a paid direct-code order is handed to its own procurement workflow, which outlives the order\'s', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('direct');
+  const orderId = uniqueId('ord_direct');
+  const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId, reused: false, status: 'paid', fulfillmentStatus: 'processing' }));
+  const procurement = procurementStubs('delivered');
+  env.routeChild(procurementWorkflowId(orderId), tq);
+  await env.withWorker(tq, { placeOrder, orderStatus: jest.fn(), ...procurement }, async () => {
+    await place(tq, id, request());
+    expect(await result(id)).toMatchObject({ orderId, status: 'paid', fulfillmentStatus: 'processing' });
+    expect(await env.client.workflow.getHandle(procurementWorkflowId(orderId)).result()).toMatchObject({ orderId, phase: 'delivered' });
+  });
+  expect(procurement.beginProcurement.mock.calls).toEqual([[orderId]]);
+});
+
+test.concurrent('a second hand-off finds the procurement running and starts nothing', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('direct');
+  const orderId = uniqueId('ord_direct');
+  const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId, reused: true, status: 'paid', fulfillmentStatus: 'needs_attention' }));
+  const procurement = procurementStubs('needs_attention');
+  await env.withWorker(tq, { placeOrder, orderStatus: jest.fn(), ...procurement }, async () => {
+    const running = await env.client.workflow.start('procurementWorkflow', {
+      workflowId: procurementWorkflowId(orderId), taskQueue: tq, args: [{ orderId, accountId: ACCOUNT, externalOrderId: id }],
+    });
+    await place(tq, id, request());
+    expect(await result(id)).toMatchObject({ orderId, status: 'paid' });
+    const latest = await env.client.workflow.getHandle(procurementWorkflowId(orderId)).describe();
+    expect({ runId: latest.runId, status: latest.status.name }).toEqual({ runId: running.firstExecutionRunId, status: 'RUNNING' });
+    await running.terminate('test done');
+  });
+  expect(procurement.beginProcurement).toHaveBeenCalledTimes(1);
+});

@@ -1,4 +1,6 @@
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { startDevTemporal, type DevTemporal } from '../../src/dev/temporal';
 import {
   deliverManuallyUpdate,
@@ -13,8 +15,10 @@ import { freePort } from '../helpers/harness';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // procurementWorkflow's state table with stubbed activities (spec 3.2, issue 17): partial rounds,
-// the round bound into needs_attention once, a permanent refusal, resume, manual delivery, refund,
-// refused support actions, and continue-as-new carrying the progress.
+// the backoff between rounds, a round that fails outright, the round and time bounds into
+// needs_attention once, a permanent refusal, resume, manual delivery, refund, an order already
+// closed, refused support actions, support actions that wait their turn (behind the first step,
+// behind the move to needs_attention, behind each other), and continue-as-new carrying the progress.
 let env: WorkflowEnv;
 beforeAll(async () => {
   env = await workflowEnv();
@@ -73,7 +77,7 @@ async function start(e: WorkflowEnv, taskQueue: string, orderId: string) {
 
 const who = { actor: 'ops@example.com', reason: 'checked with the supplier' };
 
-test('partial rounds: every round asks for the rest under its own key, until all units are in', async () => {
+test.concurrent('partial rounds: every round asks for the rest under its own key, until all units are in', async () => {
   const tq = env.taskQueue();
   const orderId = uniqueId('ord');
   const order = fakeOrder(3, [1, 1, 1], { ...TIMING, maxRounds: 5 });
@@ -85,7 +89,7 @@ test('partial rounds: every round asks for the rest under its own key, until all
   expect(order.activities.markNeedsAttention).not.toHaveBeenCalled();
 });
 
-test('the round bound moves the order to needs_attention once; resume gives a fresh attempt that delivers', async () => {
+test.concurrent('the round bound moves the order to needs_attention once; resume gives a fresh attempt that delivers', async () => {
   const tq = env.taskQueue();
   const orderId = uniqueId('ord');
   const order = fakeOrder(2, [0, 0, 0, 2]);
@@ -101,7 +105,7 @@ test('the round bound moves the order to needs_attention once; resume gives a fr
   expect(order.activities.markNeedsAttention).toHaveBeenCalledTimes(1);
 });
 
-test('a permanent refusal goes to needs_attention at once, with the supplier\'s error in the state', async () => {
+test.concurrent('a permanent refusal goes to needs_attention at once, with the supplier\'s error in the state', async () => {
   const tq = env.taskQueue();
   const order = fakeOrder(1, ['permanent']);
   await env.withWorker(tq, order.activities, async () => {
@@ -113,7 +117,7 @@ test('a permanent refusal goes to needs_attention at once, with the supplier\'s 
   });
 });
 
-test('support delivers the missing units by hand; a refund after that is refused', async () => {
+test.concurrent('support delivers the missing units by hand; a refund after that is refused', async () => {
   const tq = env.taskQueue();
   const order = fakeOrder(2, [1, 0, 0]);
   await env.withWorker(tq, order.activities, async () => {
@@ -128,7 +132,116 @@ test('support delivers the missing units by hand; a refund after that is refused
   expect(order.activities.deliverManually).toHaveBeenCalledWith(expect.objectContaining({ batchId: 'batch_1', actor: who.actor }));
 });
 
-test.each([
+test.concurrent('empty rounds back off from the base, doubling up to the cap; a round that obtains units starts again from the base', async () => {
+  const tq = env.taskQueue();
+  const order = fakeOrder(3, [0, 0, 1, 0], { ...TIMING, retryBaseSeconds: 0.5, retryCapSeconds: 1, maxRounds: 4 });
+  await env.withWorker(tq, order.activities, async () => {
+    const handle = await start(env, tq, uniqueId('ord'));
+    await waitForPhase(handle, 'needs_attention');
+    expect(await timers(handle)).toEqual([500, 1000, 500]);
+    expect(await handle.query(procurementStateQuery)).toMatchObject({ rounds: 4, emptyStreak: 1, fulfilledQuantity: 1, remaining: 2 });
+    await handle.terminate('test done');
+  });
+});
+
+test.concurrent('a round that fails outright counts as an empty round, with its error in the state', async () => {
+  const tq = env.taskQueue();
+  const order = fakeOrder(1, [1]);
+  let failed = false;
+  const procureRound = jest.fn(async (req: { orderId: string; idempotencyKey: string }) => {
+    if (!failed) {
+      failed = true;
+      throw ApplicationFailure.nonRetryable('supplier API unreachable', 'SupplierDown');
+    }
+    return order.activities.procureRound(req);
+  });
+  await env.withWorker(tq, { ...order.activities, procureRound }, async () => {
+    const handle = await start(env, tq, uniqueId('ord'));
+    expect(await handle.result()).toMatchObject({ phase: 'delivered', rounds: 2, lastSupplierError: 'supplier API unreachable' });
+  });
+  expect(order.activities.markNeedsAttention).not.toHaveBeenCalled();
+});
+
+test.concurrent('the time bound moves an order to needs_attention even with rounds to spare', async () => {
+  const tq = env.taskQueue();
+  const order = fakeOrder(1, [], { ...TIMING, retryBaseSeconds: 0.5, retryCapSeconds: 0.5, maxRounds: 100, deadlineSeconds: 1.5 });
+  await env.withWorker(tq, order.activities, async () => {
+    const handle = await start(env, tq, uniqueId('ord'));
+    await waitForPhase(handle, 'needs_attention');
+    const state = await handle.query(procurementStateQuery);
+    expect(state.rounds).toBeGreaterThanOrEqual(1);
+    expect(state.rounds).toBeLessThanOrEqual(4);
+    await handle.terminate('test done');
+  });
+  expect(order.activities.markNeedsAttention).toHaveBeenCalledTimes(1);
+});
+
+test.concurrent.each([
+  ['delivered', { status: 'delivered', fulfillmentStatus: 'delivered' }],
+  ['refunded', { status: 'refunded', fulfillmentStatus: 'refunded' }],
+  ['closed', { status: 'expired', fulfillmentStatus: null }],
+])('an order Postgres already shows %s is not procured: the workflow ends at once', async (phase, facts) => {
+  const tq = env.taskQueue();
+  const order = fakeOrder(1, [1]);
+  Object.assign(order.o, facts);
+  await env.withWorker(tq, order.activities, async () => {
+    expect(await (await start(env, tq, uniqueId('ord'))).result()).toMatchObject({ phase, rounds: 0 });
+  });
+  expect(order.activities.procureRound).not.toHaveBeenCalled();
+});
+
+test.concurrent('a support action sent while the order is being moved to needs_attention waits for it, then runs', async () => {
+  const tq = env.taskQueue();
+  const order = fakeOrder(1, [0, 0, 0, 1]);
+  const log: string[] = [];
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const markNeedsAttention = jest.fn(async () => {
+    log.push('mark:start');
+    await released;
+    log.push('mark:end');
+    return order.activities.markNeedsAttention();
+  });
+  const resumeProcurement = jest.fn(async () => {
+    log.push('resume');
+    return order.activities.resumeProcurement();
+  });
+  await env.withWorker(tq, { ...order.activities, markNeedsAttention, resumeProcurement }, async () => {
+    const handle = await start(env, tq, uniqueId('ord'));
+    await until(() => markNeedsAttention.mock.calls.length > 0);
+    // Admitted (not refused as "not waiting"), though the workflow's phase is still procuring.
+    const update = await handle.startUpdate(resumeUpdate, { args: [who], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    release();
+    expect(await update.result()).toMatchObject({ phase: 'procuring', supportActions: [expect.objectContaining({ action: 'resume' })] });
+    expect(await handle.result()).toMatchObject({ phase: 'delivered', rounds: 4 });
+  });
+  expect(log).toEqual(['mark:start', 'mark:end', 'resume']);
+});
+
+test.concurrent('a support action sent before the first step waits for it, and runs if the order waits for support', async () => {
+  const tq = env.taskQueue();
+  const order = fakeOrder(1, [1]);
+  order.o.fulfillmentStatus = 'needs_attention'; // support started this run, the order already waiting
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const beginProcurement = jest.fn(async () => {
+    await released;
+    return order.activities.beginProcurement();
+  });
+  await env.withWorker(tq, { ...order.activities, beginProcurement }, async () => {
+    const handle = await start(env, tq, uniqueId('ord'));
+    await until(() => beginProcurement.mock.calls.length > 0);
+    const update = await handle.startUpdate(resumeUpdate, { args: [who], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    expect(order.activities.resumeProcurement).not.toHaveBeenCalled();
+    release();
+    await update.result();
+    expect(await handle.result()).toMatchObject({ phase: 'delivered', rounds: 1 });
+  });
+  expect(order.activities.resumeProcurement).toHaveBeenCalledTimes(1);
+  expect(order.activities.markNeedsAttention).not.toHaveBeenCalled();
+});
+
+test.concurrent.each([
   ['without an actor', { actor: ' ', reason: 'x' }],
   ['while the order is still being procured', who],
 ])('a support action %s is refused (invalid_input) and changes nothing', async (_name, req) => {
@@ -146,7 +259,7 @@ test.each([
   });
 });
 
-test('two support actions sent together run one after the other', async () => {
+test.concurrent('two support actions sent together run one after the other', async () => {
   const tq = env.taskQueue();
   const order = fakeOrder(1, [0, 0, 0]);
   let inFlight = 0;
@@ -167,22 +280,18 @@ test('two support actions sent together run one after the other', async () => {
   expect(maxInFlight).toBe(1);
 });
 
-describe('continue-as-new (a server that suggests it after a few events)', () => {
-  let server: DevTemporal;
-  let small: WorkflowEnv;
-  beforeAll(async () => {
-    server = await startDevTemporal({
-      port: await freePort(), uiPort: 0, namespace: 'default',
-      dynamicConfig: ['limit.historyCount.suggestContinueAsNew=40'],
-    });
-    small = await workflowEnv(server.address);
-  }, 120_000);
-  afterAll(async () => {
-    await small?.close();
-    await server?.stop();
+// On a server of its own that suggests continue-as-new after a few events; started inside the
+// test so it comes up while the other tests run.
+test.concurrent('a long procurement continues as new, carrying rounds and support actions, and still delivers', async () => {
+  const server: DevTemporal = await startDevTemporal({
+    port: await freePort(), uiPort: 0, namespace: 'default',
+    dynamicConfig: ['limit.historyCount.suggestContinueAsNew=40'],
   });
-
-  test('a long procurement continues as new, carrying rounds and support actions, and still delivers', async () => {
+  const small = await workflowEnv(server.address).catch(async (err) => {
+    await server.stop();
+    throw err;
+  });
+  try {
     const tq = small.taskQueue();
     const orderId = uniqueId('ord');
     const order = fakeOrder(1, [...new Array<number>(12).fill(0), 1], { ...TIMING, maxRounds: 12 });
@@ -197,8 +306,11 @@ describe('continue-as-new (a server that suggests it after a few events)', () =>
     });
     // Round keys stay distinct across runs: the supplier is never asked twice under one key.
     expect(new Set(order.keys).size).toBe(13);
-  }, 120_000);
-});
+  } finally {
+    await small.close();
+    await server.stop();
+  }
+}, 120_000);
 
 async function waitForPhase(handle: { query: (q: typeof procurementStateQuery) => Promise<{ phase: string }> }, phase: string) {
   const deadline = Date.now() + 30_000;
@@ -210,3 +322,21 @@ async function waitForPhase(handle: { query: (q: typeof procurementStateQuery) =
   }
 }
 
+async function until(check: () => boolean) {
+  const deadline = Date.now() + 15_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The durable timers the workflow started, in ms. */
+async function timers(handle: { fetchHistory: () => Promise<temporal.api.history.v1.IHistory> }): Promise<number[]> {
+  const { events } = await handle.fetchHistory();
+  return (events ?? [])
+    .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
+    .map((e) => {
+      const d = e.timerStartedEventAttributes!.startToFireTimeout!;
+      return Number(d.seconds ?? 0) * 1000 + Math.round(Number(d.nanos ?? 0) / 1e6);
+    });
+}

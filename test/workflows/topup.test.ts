@@ -1,10 +1,13 @@
-import { WithStartWorkflowOperation } from '@temporalio/client';
-import { openTopupUpdate, paymentNotifiedSignal, topupStateQuery, topupWorkflowId, type OpenTopupRequest, type PaymentTiming } from '../../src/temporal/payments';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
+import { openTopupUpdate, topupStateQuery, topupWorkflowId, type OpenTopupRequest } from '../../src/temporal/topups';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // topupWorkflow's state table with stubbed activities (spec 3.3, issue 17): opened by a local
-// activity in the update, paid (callback) and credited once, expired unpaid, paid late,
-// refused (an answer, and the workflow ends), and concurrent openings one at a time.
+// activity in the update, paid (callback, or status sync) and credited once, expired unpaid, paid
+// late, a callback for a closed run, refused (an answer, and the workflow ends), an unexpected
+// failure (the update fails, not the workflow), recovery of a lost opening from Postgres, and
+// concurrent openings one at a time.
 let env: WorkflowEnv;
 beforeAll(async () => {
   env = await workflowEnv();
@@ -52,7 +55,7 @@ function stubs(windowMs: number) {
   };
 }
 
-test('opened, paid by callback (twice: a duplicate callback), credited once, delivered', async () => {
+test.concurrent('opened, paid by callback (twice: a duplicate callback), credited once, delivered', async () => {
   const tq = env.taskQueue();
   const key = uniqueId('top');
   const s = stubs(20_000);
@@ -66,7 +69,7 @@ test('opened, paid by callback (twice: a duplicate callback), credited once, del
   expect(s.activities.settlePayment.mock.calls).toEqual([['ord_t', 'callback']]);
 });
 
-test('unpaid, it expires; a payment after that is still credited, as late', async () => {
+test.concurrent('unpaid, it expires; a payment after that is still credited, as late', async () => {
   const tq = env.taskQueue();
   const key = uniqueId('top');
   const s = stubs(1_000);
@@ -82,7 +85,7 @@ test('unpaid, it expires; a payment after that is still credited, as late', asyn
   expect(s.activities.settlePayment.mock.calls).toEqual([['ord_t', 'late']]);
 });
 
-test('left unpaid through the late watch, it ends expired', async () => {
+test.concurrent('left unpaid through the late watch, it ends expired', async () => {
   const tq = env.taskQueue();
   const key = uniqueId('top');
   const s = stubs(500);
@@ -93,7 +96,7 @@ test('left unpaid through the late watch, it ends expired', async () => {
   expect(s.activities.settlePayment).not.toHaveBeenCalled();
 });
 
-test('a refused opening is the update\'s answer and the workflow ends without waiting for a payment', async () => {
+test.concurrent('a refused opening is the update\'s answer and the workflow ends without waiting for a payment', async () => {
   const tq = env.taskQueue();
   const key = uniqueId('top');
   const refused = { outcome: 'rejected', rejection: { code: 'too_many_pending_topups', message: '5 unpaid' } };
@@ -105,7 +108,7 @@ test('a refused opening is the update\'s answer and the workflow ends without wa
   expect(s.activities.paymentState).not.toHaveBeenCalled();
 });
 
-test('openings that arrive together run one at a time', async () => {
+test.concurrent('openings that arrive together run one at a time', async () => {
   const tq = env.taskQueue();
   const key = uniqueId('top');
   const s = stubs(20_000);
@@ -116,4 +119,67 @@ test('openings that arrive together run one at a time', async () => {
     await handle.result();
   });
   expect(s.seen.maxInFlight).toBe(1);
+});
+
+test.concurrent('a payment confirmed by the status sync (no callback) is credited once', async () => {
+  const tq = env.taskQueue();
+  const key = uniqueId('top');
+  const s = stubs(20_000);
+  await env.withWorker(tq, { ...s.activities, syncPayment: jest.fn(async () => 'paid') }, async () => {
+    await open(tq, key, req());
+    expect(await env.client.workflow.getHandle(topupWorkflowId(ACCOUNT, key)).result()).toMatchObject({ status: 'delivered', syncs: 1 });
+  });
+  expect(s.activities.settlePayment.mock.calls).toEqual([['ord_t', 'status_sync']]);
+});
+
+test.concurrent('a callback for a closed run starts a new run with the signal, which credits the payment as late', async () => {
+  const tq = env.taskQueue();
+  const key = uniqueId('top');
+  const s = stubs(1_000);
+  const paymentState = jest.fn(async () => ({ status: 'expired', checkoutId: 'chk', expiresAt: Date.now() - 1_000, kind: 'topup' }));
+  await env.withWorker(tq, { ...s.activities, paymentState }, async () => {
+    const handle = await env.client.workflow.signalWithStart('topupWorkflow', {
+      workflowId: topupWorkflowId(ACCOUNT, key), taskQueue: tq, args: [{ accountId: ACCOUNT, key, timing: TIMING }],
+      signal: paymentNotifiedSignal, signalArgs: [{ orderId: 'ord_t', status: 'paid' }],
+    });
+    expect(await handle.result()).toMatchObject({ orderId: 'ord_t', status: 'delivered' });
+  });
+  expect(s.activities.openTopup).not.toHaveBeenCalled();
+  expect(s.activities.settlePayment.mock.calls).toEqual([['ord_t', 'late']]);
+});
+
+test.concurrent('an unexpected opening failure is retried, then fails the update as internal_error; the workflow ends without a payment', async () => {
+  const tq = env.taskQueue();
+  const key = uniqueId('top');
+  const s = stubs(10_000);
+  const openTopup = jest.fn(async () => {
+    throw new Error('provider client crashed');
+  });
+  await env.withWorker(tq, { ...s.activities, openTopup }, async () => {
+    const err = await open(tq, key, req()).catch((e) => e);
+    expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(err.cause).toMatchObject({ type: 'internal_error' });
+    expect(await env.client.workflow.getHandle(topupWorkflowId(ACCOUNT, key)).result()).toMatchObject({ orderId: null, status: 'new' });
+  });
+  expect(openTopup).toHaveBeenCalledTimes(5);
+  expect(s.activities.paymentState).not.toHaveBeenCalled();
+});
+
+test.concurrent('an opening lost in a Temporal restart is found in Postgres after the recovery time, and its payment still credited', async () => {
+  const tq = env.taskQueue();
+  const key = uniqueId('top');
+  const s = stubs(20_000);
+  const findOpenedTopup = jest.fn(async () => ({ orderId: 'ord_t', status: 'pending' }));
+  await env.withWorker(tq, { ...s.activities, findOpenedTopup }, async () => {
+    const handle = await env.client.workflow.start('topupWorkflow', {
+      workflowId: topupWorkflowId(ACCOUNT, key), taskQueue: tq, args: [{ accountId: ACCOUNT, key, timing: { ...TIMING, placementRecoverySeconds: 1 } }],
+    });
+    const deadline = Date.now() + 10_000;
+    while ((await handle.query(topupStateQuery)).orderId === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    await handle.signal(paymentNotifiedSignal, { orderId: 'ord_t', status: 'paid' });
+    expect(await handle.result()).toMatchObject({ orderId: 'ord_t', status: 'delivered' });
+  });
+  expect(findOpenedTopup.mock.calls).toEqual([[{ accountId: ACCOUNT, key }]]);
+  expect(s.activities.openTopup).not.toHaveBeenCalled();
+  expect(s.activities.settlePayment.mock.calls).toEqual([['ord_t', 'callback']]);
 });

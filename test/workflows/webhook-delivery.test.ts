@@ -3,8 +3,9 @@ import { deliveryWorkflowId, retryNowSignal, type DeliveryAttemptInput, type Del
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // webhookDeliveryWorkflow's state table with a stubbed attempt (spec 6, issue 17): the backoff
-// schedule, the attempt budget, a manual retry that cuts the wait and grants a fresh budget,
-// and the endings (succeeded, cancelled by a cleared webhook, gone).
+// schedule, the attempt budget, a manual retry that cuts the wait and grants a fresh budget (and
+// one that arrives during an attempt), a reconfigured webhook read by the next attempt, and the
+// endings (succeeded, cancelled by a cleared webhook, gone).
 let env: WorkflowEnv;
 beforeAll(async () => {
   env = await workflowEnv();
@@ -33,7 +34,7 @@ async function timers(workflowId: string): Promise<number[]> {
     .map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds));
 }
 
-test('failures back off 1 s, 2 s, then the cap (2 s); the last attempt of the budget fails the delivery', async () => {
+test.concurrent('failures back off 1 s, 2 s, then the cap (2 s); the last attempt of the budget fails the delivery', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('dlv');
   const attemptDelivery = attempts([]);
@@ -45,7 +46,7 @@ test('failures back off 1 s, 2 s, then the cap (2 s); the last attempt of the bu
   expect(await timers(deliveryWorkflowId(id))).toEqual([1, 2, 2]);
 });
 
-test('a success ends the delivery at once', async () => {
+test.concurrent('a success ends the delivery at once', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('dlv');
   const attemptDelivery = attempts(['retrying', 'succeeded']);
@@ -55,7 +56,7 @@ test('a success ends the delivery at once', async () => {
   });
 });
 
-test.each<[DeliveryOutcome]>([['cancelled'], ['gone']])('an attempt that finds the delivery %s ends it', async (outcome) => {
+test.concurrent.each<[DeliveryOutcome]>([['cancelled'], ['gone']])('an attempt that finds the delivery %s ends it', async (outcome) => {
   const tq = env.taskQueue();
   const id = uniqueId('dlv');
   await env.withWorker(tq, { attemptDelivery: attempts([outcome]) }, async () => {
@@ -64,7 +65,7 @@ test.each<[DeliveryOutcome]>([['cancelled'], ['gone']])('an attempt that finds t
   });
 });
 
-test('a manual retry cuts a long wait short and grants a fresh budget', async () => {
+test.concurrent('a manual retry cuts a long wait short and grants a fresh budget', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('dlv');
   const attemptDelivery = attempts(['retrying', 'retrying', 'succeeded']);
@@ -95,3 +96,45 @@ test('a manual retry cuts a long wait short and grants a fresh budget', async ()
     expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 3 });
   });
 }, 60_000);
+
+test.concurrent('a manual retry that arrives while an attempt is in flight sends again at once, without waiting out the backoff', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('dlv');
+  let signalled!: () => void;
+  const retried = new Promise<void>((r) => (signalled = r));
+  const scripted = attempts(['retrying', 'succeeded']);
+  const attemptDelivery = jest.fn(async (i: DeliveryAttemptInput) => {
+    if (attemptDelivery.mock.calls.length === 1) await retried;
+    return scripted(i);
+  });
+  await env.withWorker(tq, { attemptDelivery }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', {
+      workflowId: deliveryWorkflowId(id), taskQueue: tq, args: [input(id, { maxAttempts: 3, retryBaseSeconds: 3600, retryCapSeconds: 3600 })],
+    });
+    while (attemptDelivery.mock.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
+    await handle.signal(retryNowSignal);
+    signalled();
+    expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
+  });
+  expect(await timers(deliveryWorkflowId(id))).toEqual([]);
+});
+
+test.concurrent('a webhook reconfigured between attempts is read by the next attempt: the workflow holds only the delivery id', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('dlv');
+  // The account's endpoint as Postgres holds it; the attempt reads it each time, as the real one does.
+  let endpoint = 'https://old.example.com/hook';
+  const used: string[] = [];
+  const scripted = attempts(['retrying', 'succeeded']);
+  const attemptDelivery = jest.fn(async (i: DeliveryAttemptInput) => {
+    used.push(endpoint);
+    if (used.length === 1) endpoint = 'https://new.example.com/hook'; // reconfigured while the delivery waits
+    return scripted(i);
+  });
+  await env.withWorker(tq, { attemptDelivery }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', { workflowId: deliveryWorkflowId(id), taskQueue: tq, args: [input(id)] });
+    expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
+  });
+  expect(used).toEqual(['https://old.example.com/hook', 'https://new.example.com/hook']);
+  expect(attemptDelivery.mock.calls.map(([i]) => i)).toEqual([{ deliveryId: id, retryInSeconds: 1 }, { deliveryId: id, retryInSeconds: 2 }]);
+});
