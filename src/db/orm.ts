@@ -24,6 +24,11 @@ export async function initOrm(databaseUrl: string, overrides: Partial<Options> =
   return MikroORM.init(ormConfig(databaseUrl, overrides, opts));
 }
 
+/** Asks Postgres for one trivial answer, on a connection of the pool (the readiness probe). */
+export async function pingDatabase(orm: Orm): Promise<void> {
+  await orm.em.fork().execute('select 1');
+}
+
 /** Applies pending migrations; returns the names of those applied now. */
 export async function migrate(orm: Orm): Promise<string[]> {
   return (await orm.getMigrator().up()).map((m) => m.name);

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { insertPriceIfNew, insertProductIfNew } from './catalog';
 import type { Product, RedeemField } from './entities';
 import { TEST_PRODUCT_ID } from '../services/catalog';
 
@@ -91,22 +92,22 @@ export const demoCatalog: Seed[] = [testProduct, ...redemptionProducts, ...giftC
 
 export async function seedCatalog(em: EntityManager, seeds: Seed[] = demoCatalog): Promise<void> {
   for (const [i, s] of seeds.entries()) {
-    const inserted = await em.execute<{ id: string }[]>(
-      `insert into products (id, slug, name, name_en, currency, fulfillment_mode, delivery_type, product_group_id, denomination,
-         face_currency, region, in_stock, stock_mode, limited_remaining, availability_status, delivery_mode, redeem_fields,
-         redeem_fields_en, listed, active, is_test, sort_order)
-       values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?::jsonb,?::jsonb,?,true,?,?) on conflict (id) do nothing returning id`,
-      [s.id, s.slug, s.name, s.nameEn ?? null, s.currency, s.fulfillmentMode, s.deliveryType, s.productGroupId ?? null,
-        s.denomination ?? null, s.faceCurrency ?? null, s.region ?? null, s.inStock, s.stockMode, s.limitedRemaining ?? null,
-        s.availabilityStatus, s.deliveryMode, JSON.stringify(s.redeemFields), JSON.stringify(s.redeemFieldsEn),
-        s.listed ?? true, s.isTest ?? false, i * 10],
-    );
-    if (inserted.length === 0) continue;
+    const inserted = await insertProductIfNew(em, {
+      ...s,
+      nameEn: s.nameEn ?? null,
+      productGroupId: s.productGroupId ?? null,
+      denomination: s.denomination ?? null,
+      faceCurrency: s.faceCurrency ?? null,
+      region: s.region ?? null,
+      limitedRemaining: s.limitedRemaining ?? null,
+      listed: s.listed ?? true,
+      isTest: s.isTest ?? false,
+      sortOrder: i * 10,
+    });
+    if (!inserted) continue;
     const prices = levelPrices(s.retail, s.isTest);
     for (const [level, cents] of prices.entries()) {
-      await em.execute('insert into product_prices (product_id, level, price) values (?, ?, ?) on conflict do nothing', [
-        s.id, level + 1, (cents / 100).toFixed(2),
-      ]);
+      await insertPriceIfNew(em, s.id, level + 1, (cents / 100).toFixed(2));
     }
   }
 }

@@ -1,11 +1,29 @@
 import { EntitySchema, type Opt } from '@mikro-orm/core';
+import { createdAt, money, timestamp } from './columns';
 
-// The reseller account area's tables: API keys (with names, rotation and last use) and the
-// people who sign in to an account. Kept apart from entities.ts, which holds the money and order
-// tables; both lists are registered together there.
+// An account (its balance and level), its API keys (names, rotation, last use) and the people who
+// sign in to the account area.
 
-const timestamp = { type: 'Date', columnType: 'timestamptz' } as const;
-const createdAt = { ...timestamp, defaultRaw: 'now()' } as const;
+export interface Account {
+  id: string;
+  name: string;
+  level: number & Opt;
+  cumulativeSpending: string & Opt;
+  balance: string & Opt;
+  createdAt: Date & Opt;
+}
+export const AccountSchema = new EntitySchema<Account>({
+  name: 'Account',
+  tableName: 'accounts',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    name: { type: 'string' },
+    level: { type: 'integer', default: 1 },
+    cumulativeSpending: { ...money, default: 0 },
+    balance: { ...money, default: 0 },
+    createdAt,
+  },
+});
 
 export interface ApiKey {
   id: string;
@@ -67,5 +85,3 @@ export const UserSchema = new EntitySchema<User>({
     lastSignInAt: { ...timestamp, nullable: true },
   },
 });
-
-export const accountAreaEntities = [ApiKeySchema, UserSchema];

@@ -1,0 +1,86 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+// Reads and writes of accounts and their API keys that the entity API cannot say in one
+// statement: row locks, the database clock (`now()`), and the usable-key rule.
+
+export interface KeyRow {
+  id: string;
+  name: string | null;
+  prefix: string;
+  last_four: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+}
+
+const KEY_COLUMNS = 'id, name, prefix, last_four, created_at, last_used_at, expires_at';
+/** Usable now: not revoked, and not past the end of a rotation's grace period (by the database's clock). */
+const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now())';
+
+/** Locks the account row for the rest of the caller's transaction. */
+export async function lockAccountRow(em: EntityManager, accountId: string): Promise<void> {
+  await em.execute('select id from accounts where id = ? for update', [accountId]);
+}
+
+export async function accountSummaryRow(em: EntityManager, accountId: string) {
+  const [row] = await em.execute<{ name: string; balance: string; level: number; cumulative_spending: string }[]>(
+    'select name, balance, level, cumulative_spending from accounts where id = ?',
+    [accountId],
+  );
+  return row;
+}
+
+export async function keyRow(em: EntityManager, id: string): Promise<KeyRow | undefined> {
+  const [row] = await em.execute<KeyRow[]>(`select ${KEY_COLUMNS} from api_keys where id = ?`, [id]);
+  return row;
+}
+
+export async function countUsableKeys(em: EntityManager, accountId: string): Promise<number> {
+  const [{ n }] = await em.execute<{ n: string }[]>(`select count(*) as n from api_keys where account_id = ? and ${USABLE}`, [accountId]);
+  return Number(n);
+}
+
+/** The account's usable keys, newest first. */
+export async function usableKeyRows(em: EntityManager, accountId: string): Promise<KeyRow[]> {
+  return em.execute<KeyRow[]>(
+    `select ${KEY_COLUMNS} from api_keys where account_id = ? and ${USABLE} order by created_at desc, id`,
+    [accountId],
+  );
+}
+
+/** Locks one of the account's usable keys for the rest of the caller's transaction. */
+export async function lockUsableKeyRow(em: EntityManager, accountId: string, keyId: string) {
+  const [row] = await em.execute<(KeyRow & { replaced_by: string | null })[]>(
+    `select ${KEY_COLUMNS}, replaced_by from api_keys where id = ? and account_id = ? and ${USABLE} for update`,
+    [keyId, accountId],
+  );
+  return row;
+}
+
+export async function revokeKeyRow(em: EntityManager, keyId: string): Promise<void> {
+  await em.execute('update api_keys set revoked_at = now() where id = ?', [keyId]);
+}
+
+/** Ends a rotated key's life `graceSeconds` from now (the database's clock); returns when. */
+export async function expireRotatedKey(em: EntityManager, keyId: string, replacedBy: string, graceSeconds: number): Promise<Date> {
+  const [{ expires_at }] = await em.execute<{ expires_at: Date }[]>(
+    `update api_keys set expires_at = now() + make_interval(secs => ?), replaced_by = ? where id = ? returning expires_at`,
+    [graceSeconds, replacedBy, keyId],
+  );
+  return expires_at;
+}
+
+/** A usable key by its hash; `stale` when its last use was recorded more than `resolutionSeconds` ago. */
+export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number) {
+  const [key] = await em.execute<{ id: string; account_id: string; key_hash: string; stale: boolean }[]>(
+    `select id, account_id, key_hash,
+            (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
+       from api_keys where key_hash = ? and ${USABLE}`,
+    [resolutionSeconds, hash],
+  );
+  return key;
+}
+
+export async function touchKeyLastUsed(em: EntityManager, keyId: string): Promise<void> {
+  await em.execute('update api_keys set last_used_at = now() where id = ?', [keyId]);
+}

@@ -1,0 +1,86 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Order } from './entities';
+
+// Orders and the codes issued to them: row locks, conditional state changes and bulk code
+// inserts that the entity API cannot say in one statement.
+
+/** Locks the order row for the rest of the caller's transaction. */
+export async function lockOrderRow(em: EntityManager, orderId: string): Promise<void> {
+  await em.execute('select id from orders where id = ? for update', [orderId]);
+}
+
+/** pending → expired; returns the new status, or undefined when the order was not pending. */
+export async function expireIfPending(em: EntityManager, orderId: string): Promise<Order['status'] | undefined> {
+  const rows = await em.execute<{ status: Order['status'] }[]>(
+    `update orders set status = 'expired', updated_at = now(),
+       fulfillment_status = case when fulfillment_status is not null then 'expired' else null end
+     where id = ? and status = 'pending' returning status`,
+    [orderId],
+  );
+  return rows[0]?.status;
+}
+
+/** Drops the checkout link of the pending order paid through this checkout. */
+export async function clearCheckoutUrl(em: EntityManager, checkoutId: string): Promise<void> {
+  await em.execute(`update orders set checkout_url = null, updated_at = now() where checkout_id = ? and status = 'pending'`, [checkoutId]);
+}
+
+/** Gives a pending order without a link this checkout; false when it is not such an order. */
+export async function attachCheckoutRow(em: EntityManager, orderId: string, checkout: { checkoutId: string; checkoutUrl: string }): Promise<boolean> {
+  const rows = await em.execute(
+    `update orders set checkout_id = ?, checkout_url = ?, updated_at = now() where id = ? and status = 'pending' and checkout_url is null returning id`,
+    [checkout.checkoutId, checkout.checkoutUrl, orderId],
+  );
+  return rows.length > 0;
+}
+
+export async function countPendingTopups(em: EntityManager, accountId: string): Promise<number> {
+  const [row] = await em.execute<{ n: string }[]>(
+    `select count(*) as n from orders where account_id = ? and kind = 'topup' and status = 'pending'`,
+    [accountId],
+  );
+  return Number(row.n);
+}
+
+/** Inserts platform codes of an order, skipping any that already exist; returns the ones inserted. */
+export async function insertPlatformCodes(
+  em: EntityManager,
+  order: Pick<Order, 'id' | 'accountId'>,
+  product: { id: string; isTest: boolean },
+  codes: string[],
+): Promise<string[]> {
+  const values = codes.map(() => '(?, ?, ?, ?, ?, ?)').join(', ');
+  const params = codes.flatMap((code) => [order.id, order.accountId, product.id, code, 'platform', product.isTest]);
+  const rows = await em.execute<{ code: string }[]>(
+    `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test) values ${values}
+     on conflict (code) do nothing returning code`,
+    params,
+  );
+  return rows.map((r) => r.code);
+}
+
+/**
+ * Inserts gift-card codes of an order, skipping any that already exist; returns the ones
+ * inserted. A driver error quotes the codes: callers wrap this in `withCodes`.
+ */
+export async function insertGiftCardCodes(em: EntityManager, order: Pick<Order, 'id' | 'accountId' | 'productId'>, codes: string[]): Promise<string[]> {
+  const rows = await em.execute<{ code: string }[]>(
+    `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
+       values ${codes.map(() => "(?, ?, ?, ?, 'gift_card', false)").join(', ')}
+       on conflict (code) do nothing returning code`,
+    codes.flatMap((code) => [order.id, order.accountId, order.productId, code]),
+  );
+  return rows.map((r) => r.code);
+}
+
+/** The codes stored for an order so far (voided ones aside), oldest first. */
+export async function orderCodes(em: EntityManager, orderId: string): Promise<string[]> {
+  const rows = await em.execute<{ code: string }[]>('select code from issued_codes where order_id = ? and voided = false order by id', [orderId]);
+  return rows.map((r) => r.code);
+}
+
+/** How many of these codes were issued already, to any order. */
+export async function countIssuedCodes(em: EntityManager, codes: string[]): Promise<number> {
+  const [row] = await em.execute<{ n: string }[]>(`select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`, codes);
+  return Number(row.n);
+}

@@ -1,0 +1,160 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+// Each account's webhook endpoint and the delivery records of its events.
+
+export interface EndpointRow {
+  url: string;
+  secret: string;
+}
+
+export async function endpointOf(em: EntityManager, accountId: string): Promise<EndpointRow | undefined> {
+  const [row] = await em.execute<EndpointRow[]>('select url, secret from webhook_endpoints where account_id = ?', [accountId]);
+  return row;
+}
+
+/** Whether the account has an endpoint, holding it (`for share`) until the caller's transaction ends. */
+export async function holdEndpoint(em: EntityManager, accountId: string): Promise<boolean> {
+  const endpoint = await em.execute('select 1 from webhook_endpoints where account_id = ? for share', [accountId]);
+  return endpoint.length > 0;
+}
+
+export async function deleteEndpoint(em: EntityManager, accountId: string): Promise<void> {
+  await em.execute('delete from webhook_endpoints where account_id = ?', [accountId]);
+}
+
+/** Stores the endpoint, bumping its version when it replaces one. */
+export async function upsertEndpoint(em: EntityManager, accountId: string, url: string, secret: string): Promise<void> {
+  await em.execute(
+    `insert into webhook_endpoints (account_id, url, secret, version, updated_at) values (?, ?, ?, 1, now())
+     on conflict (account_id) do update
+       set url = excluded.url, secret = excluded.secret, version = webhook_endpoints.version + 1, updated_at = now()`,
+    [accountId, url, secret],
+  );
+}
+
+/** Inserts the delivery of an event; undefined if the event already has one (unique event_id). */
+export async function insertDeliveryRow(em: EntityManager, id: string, eventId: string, accountId: string): Promise<string | undefined> {
+  const rows = await em.execute<{ id: string }[]>(
+    `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values (?, ?, ?, 'pending', now())
+     on conflict (event_id) do nothing returning id`,
+    [id, eventId, accountId],
+  );
+  return rows[0]?.id;
+}
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  /** `created_at` in Postgres' own text form, for keyset cursors. */
+  position: string;
+}
+
+const DELIVERY_COLUMNS = `d.id, d.event_id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at,
+                    d.created_at, d.updated_at, d.created_at::text as position`;
+
+/** One page of an account's deliveries, newest first, keyset-paginated on (created_at, id). */
+export async function deliveryPage(
+  em: EntityManager,
+  q: { accountId: string; after?: { createdAt: string; id: string }; limit: number },
+): Promise<DeliveryRow[]> {
+  const params: unknown[] = [q.accountId];
+  let sql = `select ${DELIVERY_COLUMNS}
+               from webhook_deliveries d join events e on e.id = d.event_id
+              where d.account_id = ?`;
+  if (q.after) {
+    sql += ' and (d.created_at, d.id) < (?::timestamptz, ?)';
+    params.push(q.after.createdAt, q.after.id);
+  }
+  sql += ' order by d.created_at desc, d.id desc limit ?';
+  params.push(q.limit);
+  return em.execute<DeliveryRow[]>(sql, params);
+}
+
+export async function deliveryRow(em: EntityManager, accountId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+  const [row] = await em.execute<DeliveryRow[]>(
+    `select ${DELIVERY_COLUMNS}
+       from webhook_deliveries d join events e on e.id = d.event_id
+      where d.id = ? and d.account_id = ?`,
+    [deliveryId, accountId],
+  );
+  return row;
+}
+
+/** Locks one of the account's deliveries for the rest of the caller's transaction; false if there is none. */
+export async function lockDelivery(em: EntityManager, accountId: string, deliveryId: string): Promise<boolean> {
+  const [row] = await em.execute<{ id: string }[]>(
+    'select id from webhook_deliveries where id = ? and account_id = ? for update',
+    [deliveryId, accountId],
+  );
+  return !!row;
+}
+
+/** Pending again and due now, keeping its attempt count. */
+export async function resetDelivery(em: EntityManager, deliveryId: string): Promise<void> {
+  await em.execute(
+    `update webhook_deliveries set status = 'pending', next_attempt_at = now(), updated_at = now() where id = ?`,
+    [deliveryId],
+  );
+}
+
+/** Pending deliveries more than `overdueSeconds` past their scheduled attempt, most overdue first. */
+export async function overdueDeliveries(em: EntityManager, overdueSeconds: number, limit: number) {
+  return em.execute<{ id: string; account_id: string }[]>(
+    `select id, account_id from webhook_deliveries
+        where status = 'pending' and next_attempt_at < now() - make_interval(secs => ?)
+        order by next_attempt_at limit ?`,
+    [overdueSeconds, limit],
+  );
+}
+
+/** A delivery with the event it carries. */
+export async function deliveryWithEvent(em: EntityManager, deliveryId: string) {
+  const [row] = await em.execute<{ account_id: string; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }[]>(
+    `select d.account_id, e.id as event_id, e.type, e.payload, e.created_at
+           from webhook_deliveries d join events e on e.id = d.event_id where d.id = ?`,
+    [deliveryId],
+  );
+  return row;
+}
+
+/** No endpoint to send to: the delivery stops for good. Returns the attempts made. */
+export async function cancelDelivery(em: EntityManager, deliveryId: string, reason: string): Promise<number> {
+  const [cancelled] = await em.execute<{ attempts: number }[]>(
+    `update webhook_deliveries set status = 'cancelled', next_attempt_at = null, last_error = ?, updated_at = now()
+            where id = ? returning attempts`,
+    [reason, deliveryId],
+  );
+  return cancelled.attempts;
+}
+
+/** Counts the attempt about to be made; returns its number. */
+export async function countDeliveryAttempt(em: EntityManager, deliveryId: string): Promise<number> {
+  const [claimed] = await em.execute<{ attempts: number }[]>(
+    `update webhook_deliveries set attempts = attempts + 1, updated_at = now() where id = ? returning attempts`,
+    [deliveryId],
+  );
+  return claimed.attempts;
+}
+
+/** An attempt's result; a retry is scheduled `retryInSeconds` from now (the database's clock). */
+export async function recordDeliveryAttempt(
+  em: EntityManager,
+  deliveryId: string,
+  r: { status: string; statusCode: number | null; error: string | null; retry: boolean; retryInSeconds: number },
+): Promise<void> {
+  await em.execute(
+    `update webhook_deliveries
+            set status = ?, last_status_code = ?, last_error = ?, updated_at = now(),
+                next_attempt_at = case when ? then now() + make_interval(secs => ?) else null end
+          where id = ?`,
+    [r.status, r.statusCode, r.error, r.retry, r.retryInSeconds, deliveryId],
+  );
+}
