@@ -3,18 +3,16 @@ import type { Orm } from '../src/db/orm';
 import { OrderSchema } from '../src/db/entities';
 import { fromDb, toDecimal } from '../src/domain/money';
 import type { PaymentProvider } from '../src/providers/payments';
-import { createPaymentProvider } from '../src/providers/sandbox-payments';
 import { findByExternalId, placeOrder, type OpenCheckout } from '../src/services/orders';
 import { attachCheckout } from '../src/services/payments';
 import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/temporal/orders';
 import { asRejection } from './errors';
 import { paymentCallbackUrl } from './payments';
 
-export function createOrderActivities(deps: { orm: Orm; config: Config; provider?: PaymentProvider }) {
-  const { orm, config } = deps;
-  const provider = deps.provider ?? createPaymentProvider(config);
+export function createOrderActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
+  const { orm, config, payments } = deps;
   const openCheckout: OpenCheckout = (orderId, amount, currency, description) =>
-    provider.createCheckout({
+    payments.createCheckout({
       reference: orderId,
       amount: toDecimal(amount),
       currency: currency as 'USDT' | 'USDC',

@@ -1,10 +1,9 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { createPaymentProvider } from '../src/providers/sandbox-payments';
 import type { PaymentProvider, PaymentStatus } from '../src/providers/payments';
 import { expirePayment, paymentState, settlePayment, type SettleOutcome } from '../src/services/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/topups';
-import type { OpenTopupRequest, TopupOpening } from '../src/temporal/payments';
+import type { OpenTopupRequest, TopupOpening } from '../src/temporal/topups';
 import { asRejection } from './errors';
 import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
 
@@ -13,9 +12,8 @@ export type ConfirmationPath = 'callback' | 'status_sync' | 'late';
 
 export const paymentCallbackUrl = (config: Config) => `${config.publicBaseUrl}/payments/callback`;
 
-export function createPaymentActivities(deps: { orm: Orm; config: Config; provider?: PaymentProvider }) {
-  const { orm, config } = deps;
-  const provider = deps.provider ?? createPaymentProvider(config);
+export function createPaymentActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
+  const { orm, config, payments } = deps;
   const settings = { levelThresholds: config.LEVEL_THRESHOLDS, publicBaseUrl: config.publicBaseUrl };
   return {
     /**
@@ -24,7 +22,7 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; provid
      */
     async openTopup(req: OpenTopupRequest & { accountId: string }): Promise<TopupOpening> {
       return asRejection(async () => {
-        const { order, reused } = await openTopup(orm.em.fork(), provider, req, {
+        const { order, reused } = await openTopup(orm.em.fork(), payments, req, {
           maxPending: config.MAX_PENDING_TOPUPS,
           paymentWindowSeconds: config.PAYMENT_WINDOW_SECONDS,
           callbackUrl: paymentCallbackUrl(config),
@@ -47,7 +45,7 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; provid
     async syncPayment(orderId: string): Promise<PaymentStatus['status'] | 'no_checkout'> {
       const state = await paymentState(orm.em.fork(), orderId);
       if (!state.checkoutId) return 'no_checkout';
-      return (await provider.getStatus(state.checkoutId)).status;
+      return (await payments.getStatus(state.checkoutId)).status;
     },
 
     /** Settles a confirmed payment; `path` is what confirmed it (for the metrics only). */

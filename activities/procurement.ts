@@ -1,7 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { SandboxSupplier, sandboxSupplierControl } from '../src/providers/sandbox-supplier';
 import type { Supplier } from '../src/providers/supplier';
 import {
   deliverManually,
@@ -12,26 +11,16 @@ import {
   resumeProcurement,
 } from '../src/services/procurement';
 import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/temporal/procurement';
+import { procurementTiming } from '../src/temporal/timing';
 import { businessErrors } from './errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';
-
-export function procurementTiming(config: Config): ProcurementTiming {
-  return {
-    retryBaseSeconds: config.PROCUREMENT_RETRY_BASE_SECONDS,
-    retryCapSeconds: config.PROCUREMENT_RETRY_CAP_SECONDS,
-    maxRounds: config.PROCUREMENT_MAX_ROUNDS,
-    deadlineSeconds: config.PROCUREMENT_DEADLINE_SECONDS,
-  };
-}
 
 /** How often a supplier call in flight tells Temporal the worker is still alive. */
 const HEARTBEAT_EVERY_MS = 1000;
 
 /** The procurement workflow's bridge to Postgres and the supplier; every step is idempotent. */
-export function createProcurementActivities(deps: { orm: Orm; config: Config; supplier?: Supplier }) {
-  const { orm, config } = deps;
-  if (!deps.supplier && config.SANDBOX_SUPPLIER_SCRIPT) sandboxSupplierControl.load(config.SANDBOX_SUPPLIER_SCRIPT);
-  const supplier = deps.supplier ?? new SandboxSupplier(orm);
+export function createProcurementActivities(deps: { orm: Orm; config: Config; supplier: Supplier }) {
+  const { orm, config, supplier } = deps;
   const baseUrl = config.publicBaseUrl;
   return {
     /** The order as it stands, and the bounds of this worker's config. */

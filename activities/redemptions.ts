@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { defaultRedemptionUpstream, type RedemptionUpstream } from '../src/providers/redemption-upstream';
+import type { RedemptionUpstream } from '../src/providers/redemption-upstream';
 import { parseKeyRing } from '../src/temporal/codec';
 import {
   beginAttempt,
@@ -14,8 +14,8 @@ import {
 import type { AttemptOutcome, AttemptRef, UpstreamState } from '../src/temporal/redemptions';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */
-export function createRedemptionActivities(deps: { orm: Orm; config: Config; upstream?: RedemptionUpstream }) {
-  const upstream = deps.upstream ?? defaultRedemptionUpstream();
+export function createRedemptionActivities(deps: { orm: Orm; config: Config; upstream: RedemptionUpstream }) {
+  const { upstream } = deps;
   const keys = parseKeyRing(deps.config.TEMPORAL_PAYLOAD_KEYS);
   return {
     async beginRedemptionAttempt(ref: AttemptRef): Promise<{ state: 'ready' | 'finished'; manual: boolean }> {

@@ -2,6 +2,7 @@ import { log } from '@temporalio/activity';
 import { webhookAttempts } from '../src/metrics/registry';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { cancelDelivery, countDeliveryAttempt, deliveryWithEvent, recordDeliveryAttempt } from '../src/db/webhooks';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhooks';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/temporal/webhooks';
@@ -28,63 +29,45 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
      */
     async attemptDelivery(input: DeliveryAttemptInput): Promise<DeliveryAttemptResult> {
       const em = deps.orm.em.fork();
-      const [row] = await em.execute<{ account_id: string; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }[]>(
-        `select d.account_id, e.id as event_id, e.type, e.payload, e.created_at
-           from webhook_deliveries d join events e on e.id = d.event_id where d.id = ?`,
-        [input.deliveryId],
-      );
+      const row = await deliveryWithEvent(em, input.deliveryId);
       if (!row) return { outcome: 'gone', attempts: 0, statusCode: null, error: 'delivery not found' };
 
       const endpoint = await findEndpoint(em, row.account_id);
       if (!endpoint) {
-        const [cancelled] = await em.execute<{ attempts: number }[]>(
-          `update webhook_deliveries set status = 'cancelled', next_attempt_at = null, last_error = ?, updated_at = now()
-            where id = ? returning attempts`,
-          ['webhook not configured', input.deliveryId],
-        );
+        const attempts = await cancelDelivery(em, input.deliveryId, 'webhook not configured');
         log.info('webhook delivery cancelled: no webhook configured', { deliveryId: input.deliveryId });
-        return { outcome: 'cancelled', attempts: cancelled.attempts, statusCode: null, error: 'webhook not configured' };
+        return { outcome: 'cancelled', attempts, statusCode: null, error: 'webhook not configured' };
       }
 
-      const [claimed] = await em.execute<{ attempts: number }[]>(
-        `update webhook_deliveries set attempts = attempts + 1, updated_at = now() where id = ? returning attempts`,
-        [input.deliveryId],
-      );
+      const attempt = await countDeliveryAttempt(em, input.deliveryId);
       const body = webhookBody({ id: row.event_id, type: row.type, payload: row.payload, createdAt: new Date(row.created_at) });
       const result = await send({
         url: endpoint.url,
         secret: endpoint.secret,
         eventId: row.event_id,
-        deliveryId: `${input.deliveryId}.${claimed.attempts}`,
+        deliveryId: `${input.deliveryId}.${attempt}`,
         timestamp: body.timestamp,
         raw: body.raw,
       });
 
       const outcome = result.ok ? 'succeeded' : input.retryInSeconds === null ? 'failed' : 'retrying';
-      await em.execute(
-        `update webhook_deliveries
-            set status = ?, last_status_code = ?, last_error = ?, updated_at = now(),
-                next_attempt_at = case when ? then now() + make_interval(secs => ?) else null end
-          where id = ?`,
-        [
-          outcome === 'retrying' ? 'pending' : outcome,
-          result.statusCode,
-          result.error,
-          outcome === 'retrying',
-          input.retryInSeconds ?? 0,
-          input.deliveryId,
-        ],
-      );
+      await recordDeliveryAttempt(em, input.deliveryId, {
+        status: outcome === 'retrying' ? 'pending' : outcome,
+        statusCode: result.statusCode,
+        error: result.error,
+        retry: outcome === 'retrying',
+        retryInSeconds: input.retryInSeconds ?? 0,
+      });
       log.info('webhook delivery attempt', {
         deliveryId: input.deliveryId,
         eventId: row.event_id,
-        attempt: claimed.attempts,
+        attempt,
         outcome,
         statusCode: result.statusCode,
         error: result.error,
       });
       webhookAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });
-      return { outcome, attempts: claimed.attempts, statusCode: result.statusCode, error: result.error };
+      return { outcome, attempts: attempt, statusCode: result.statusCode, error: result.error };
     },
   };
 }

@@ -18,7 +18,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { readStateSecrets } from '../src/dev/state-secrets';
 import { startTopology, type Topology } from '../test/topology/harness';
-import { prng, Soak, SOAK_SERVICE_ENV, type SoakTarget } from '../test/topology/soak';
+import { prng, Soak, SOAK_SERVICE_ENV, soakTargetOf, type SoakTarget } from '../test/topology/soak';
 
 const { values: args } = parseArgs({
   options: {
@@ -54,15 +54,7 @@ async function main() {
     process.env.TEMPORAL_PAYLOAD_KEYS ??= `soak:${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')}`;
     console.log(`starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ...`);
     topology = await startTopology({ apis: Number(args.apis), workers: Number(args.workers), temporal: args.temporal as 'dev' | 'server', env: SOAK_SERVICE_ENV });
-    target = {
-      apiUrls: topology.apis.map((a) => a.apiUrl),
-      databaseUrl: topology.databaseUrl,
-      temporalAddress: topology.temporalAddress,
-      payloadKeys: process.env.TEMPORAL_PAYLOAD_KEYS,
-      paymentWindowSeconds: Number(SOAK_SERVICE_ENV.PAYMENT_WINDOW_SECONDS),
-      lateWatchSeconds: Number(SOAK_SERVICE_ENV.LATE_PAYMENT_WATCH_SECONDS),
-      webhookMaxAttempts: Number(SOAK_SERVICE_ENV.WEBHOOK_MAX_ATTEMPTS),
-    };
+    target = soakTargetOf(topology, process.env.TEMPORAL_PAYLOAD_KEYS);
   } else {
     const state = readStateSecrets(process.env.STATE_DIR || '.state');
     const config = loadConfig({ WEBHOOK_ALLOW_INSECURE_URLS: 'true', ...state, ...process.env });

@@ -12,6 +12,7 @@ import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './http/app';
 import { answerMalformedHttp } from './http/hygiene';
 import { startOpsServer } from './metrics/ops-server';
+import { createProviders, type Providers } from './providers';
 import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance } from './services/admin';
 import { accountLoginWorks, setAccountLogin } from './services/users';
@@ -23,6 +24,8 @@ import { WorkerSupervisor } from './temporal/worker-supervisor';
 export interface Services {
   orm: Orm;
   temporal: TemporalHandle;
+  /** The payment provider, supplier and redemption upstream that the worker and the API share. */
+  providers: Providers;
   /** The worker running right now (a failed one is replaced by the supervisor). */
   readonly worker?: Worker;
   supervisor?: WorkerSupervisor;
@@ -55,6 +58,9 @@ export async function startServices(opts: {
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
   const applied = await migrate(orm);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+  // Built once for the process (a bad sandbox script fails the start here): every worker the
+  // supervisor (re)creates and the API use these.
+  const providers = createProviders({ orm, config });
   const temporal = await connectTemporal({
     address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
     placementDeadlineMs: config.PLACEMENT_TIMEOUT_MS,
@@ -66,7 +72,8 @@ export async function startServices(opts: {
   if (opts.worker) {
     const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
     supervisor = new WorkerSupervisor({
-      create: () => createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, workflowBundle }),
+      create: () =>
+        createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, providers, workflowBundle }),
       logger,
       maxConsecutiveFailures: opts.workerMaxFailures,
       onGiveUp: opts.onWorkerGiveUp,
@@ -78,7 +85,7 @@ export async function startServices(opts: {
 
   let server: Server | undefined;
   if (opts.api) {
-    const app = createApp({ orm, temporal, config, logger, worker: supervisor });
+    const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor });
     server = await new Promise<Server>((ok) => {
       const s = app.listen(config.PORT, config.HOST, () => ok(s));
     });
@@ -91,6 +98,7 @@ export async function startServices(opts: {
   return {
     orm,
     temporal,
+    providers,
     get worker() {
       return supervisor?.worker;
     },

@@ -39,14 +39,19 @@ async function readBody(req: IncomingMessage, limit = 1024 * 1024): Promise<Buff
 
 /** What is printed for one delivery: the event with its codes masked, and what was checked. */
 function describe(raw: Buffer, headers: IncomingMessage['headers'], signature: boolean) {
-  let body: any;
+  let json: unknown;
   try {
-    body = JSON.parse(raw.toString('utf8'));
+    json = JSON.parse(raw.toString('utf8'));
   } catch {
     return { signature: signature ? 'verified' : 'INVALID', schema: 'not JSON' };
   }
-  const parsed = WebhookEvent.safeParse(body);
-  const shown = { ...body, ...(Array.isArray(body.codes) ? { codes: body.codes.map((c: unknown) => maskCode(String(c))) } : {}), ...(typeof body.code === 'string' ? { code: maskCode(body.code) } : {}) };
+  const parsed = WebhookEvent.safeParse(json);
+  // Any JSON may arrive (`null`, a number): only an object has fields to mask.
+  const isObject = typeof json === 'object' && json !== null;
+  const body = (isObject ? json : {}) as Record<string, unknown>;
+  const shown = isObject
+    ? { ...body, ...(Array.isArray(body.codes) ? { codes: body.codes.map((c: unknown) => maskCode(String(c))) } : {}), ...(typeof body.code === 'string' ? { code: maskCode(body.code) } : {}) }
+    : json;
   return {
     event: body.event,
     eventId: body.eventId,

@@ -166,13 +166,3 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return { ...c, publicBaseUrl, devSecrets, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
 }
-
-/** Payment durations handed to the order and top-up workflows (they cannot read the environment). */
-export function paymentTiming(c: Config): { syncSeconds: number; lateWatchSeconds: number; latePollSeconds: number; placementRecoverySeconds: number } {
-  return {
-    syncSeconds: c.PAYMENT_SYNC_SECONDS,
-    lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS,
-    latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS,
-    placementRecoverySeconds: c.PLACEMENT_RECOVERY_SECONDS,
-  };
-}

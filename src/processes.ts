@@ -15,6 +15,9 @@ export function runProcess(role: 'api' | 'worker'): void {
     const logger = createLogger(config.LOG_LEVEL);
     logUnhandledRejections(logger);
     installRuntime({ logger, coreMetricsPort: config.TEMPORAL_CORE_METRICS_PORT ?? (await freeLoopbackPort()) });
+    // Declared before it is assigned: `giveUp` may run while startServices is still starting the
+    // worker, and must then find it unset rather than in its temporal dead zone.
+    // eslint-disable-next-line prefer-const
     let services: Services | undefined;
     // A worker that keeps failing is given up on after a while: the process exits non-zero, once
     // and cleanly, so that its own supervisor (systemd, Kubernetes) restarts or reports it.

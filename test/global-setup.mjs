@@ -2,7 +2,6 @@
 // and the Temporal dev server (or TEST_TEMPORAL_ADDRESS). Workers read their addresses from env.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -12,16 +11,8 @@ import { register } from 'tsx/cjs/api';
 register();
 const require = createRequire(import.meta.url);
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
+// Ports the servers bind after we chose them: from below the ephemeral range (test/helpers/ports.ts).
+const { freePort } = require('./helpers/ports.ts');
 
 export default async function globalSetup() {
   const stops = [];

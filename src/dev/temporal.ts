@@ -119,7 +119,7 @@ async function waitForServer(address: string, child: ChildProcess, stderr: () =>
       await connection.close();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`temporal dev server not ready at ${address}: ${String(err)}`);
+      if (Date.now() > deadline) throw new Error(`temporal dev server not ready at ${address}: ${String(err)}`, { cause: err });
       await new Promise((r) => setTimeout(r, 250));
     }
   }

@@ -7,6 +7,7 @@
 // - Ids, codes, keys and URLs hold no C0 control character and no DEL at all.
 // - Free text (redeem details, support reasons) may keep tab, newline and carriage return.
 
+/* eslint-disable no-control-regex -- finding control characters is what these patterns are for */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const CONTROL_BUT_WHITESPACE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;

@@ -12,7 +12,8 @@ import { catalogRoutes } from './routers/catalog';
 import { orderRoutes } from './routers/orders';
 import { topupRoutes } from './routers/topups';
 import { paymentCallbackRoutes } from './routers/payment-callbacks';
-import { createPaymentProvider, sandboxPaymentRoutes } from '../providers/sandbox-payments';
+import { sandboxPaymentApi } from '../providers/sandbox-payments';
+import { checkoutPages } from '../pages/checkout';
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
@@ -63,11 +64,11 @@ export function createApp(ctx: AppContext): Express {
   app.use('/redeem', redeemSite(ctx));
   // The reseller account area: sign-in sessions and CSRF-protected forms, no bearer key.
   app.use('/account', accountArea(ctx));
-  // The built-in sandbox payment provider (its API and hosted checkout) and our callback endpoint.
-  const sandbox = sandboxPaymentRoutes(ctx);
-  app.use('/sandbox-pay', sandbox.api);
-  app.use('/checkout', sandbox.pages);
-  app.use('/payments', paymentCallbackRoutes(ctx, createPaymentProvider(ctx.config)));
+  // The built-in sandbox payment provider (its API and hosted checkout), and our callback endpoint
+  // for whichever provider ctx.providers.payments speaks to.
+  app.use('/sandbox-pay', sandboxPaymentApi(ctx));
+  app.use('/checkout', checkoutPages(ctx));
+  app.use('/payments', paymentCallbackRoutes(ctx));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
   // The codec server for the Temporal UI and CLI (ADMIN_TOKEN or CODEC_TOKEN; off without both).

@@ -1,13 +1,18 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
+import type { Providers } from '../providers';
 import type { TemporalHandle } from '../temporal/client';
 import type { WorkerHealth } from '../temporal/worker-supervisor';
 
-/** What every request handler may use: one ORM, one Temporal client, config and the logger. */
+/**
+ * What every request handler may use: one ORM, one Temporal client, the providers the composition
+ * root built (src/providers/index.ts), config and the logger.
+ */
 export interface AppContext {
   orm: Orm;
   temporal: TemporalHandle;
+  providers: Providers;
   config: Config;
   logger: Logger;
   /** The in-process Temporal worker, where this process runs one (for /healthz). */

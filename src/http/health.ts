@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { pingDatabase } from '../db/orm';
 import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from './context';
 
@@ -22,7 +23,7 @@ type HealthContext = Pick<AppContext, 'orm' | 'temporal' | 'worker'>;
 /** Each part this process depends on, asked now: Postgres, the Temporal server, the in-process worker. */
 async function parts(ctx: HealthContext) {
   const [database, temporal] = await Promise.all([
-    answers(() => ctx.orm.em.fork().execute('select 1')),
+    answers(() => pingDatabase(ctx.orm)),
     answers(() => ctx.temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () => ctx.temporal.connection.healthService.check({}))),
   ]);
   const worker = ctx.worker?.health() ?? null;

@@ -1,7 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodObject } from 'zod';
-import { paymentTiming } from '../config';
 import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from '../http/context';
 import { toApiError } from '../http/middleware';
@@ -121,7 +120,7 @@ const TOOLS: Tool[] = [
           em: ctx.orm.em.fork(),
           temporal: ctx.temporal,
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
-          timing: paymentTiming(ctx.config),
+          config: ctx.config,
         },
         { accountId: principal.account.id, externalTopupId: args.externalTopupId, amount: args.amount, currency: args.currency, source: 'mcp' },
       ),
@@ -154,7 +153,7 @@ const TOOLS: Tool[] = [
     annotations: WRITE,
     run: async (args, { ctx, principal }) =>
       submitOrder(
-        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, timing: paymentTiming(ctx.config) },
+        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config },
         { ...args, accountId: principal.account.id, source: 'mcp' },
       ),
   }),

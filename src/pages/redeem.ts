@@ -6,7 +6,6 @@ import { assertCleanInput } from '../http/hygiene';
 import { rateLimited } from '../metrics/registry';
 import { parseKeyRing } from '../temporal/codec';
 import { toApiError } from '../http/middleware';
-import { defaultRedemptionUpstream } from '../providers/redemption-upstream';
 import { hitRateLimit } from '../services/rate-limit';
 import {
   lookupCodeForSite,
@@ -188,13 +187,13 @@ export function redeemSite(ctx: AppContext): Router {
   const deps = () => ({
     em: ctx.orm.em.fork(),
     temporal: ctx.temporal,
-    upstream: defaultRedemptionUpstream(),
-    refreshSeconds: ctx.config.REDEMPTION_REFRESH_SECONDS,
+    upstream: ctx.providers.upstream,
+    config: ctx.config,
     keys,
   });
 
   // Per-IP budgets (the site has no key): form posts, and the status page's polling.
-  const perIp = (name: string, limit: number): RequestHandler => async (req, res, next) => {
+  const perIp = (name: string, limit: number): RequestHandler => async (req, _res, next) => {
     const result = await hitRateLimit(ctx.orm.em.fork(), `${name}:${req.ip ?? 'unknown'}`, limit, 60);
     if (!result.allowed) {
       rateLimited.inc({ limit: name });

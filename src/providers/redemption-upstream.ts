@@ -67,7 +67,7 @@ const DEFAULT_SCRIPT: SandboxScript = {
 /**
  * In-process sandbox. By default auto products fulfil on the first status refresh, and manual
  * products wait for the operator. Tests script it through `sandboxRedemptionUpstream`, which is
- * the instance the worker and the API use when both run in the test's process.
+ * the instance the composition root (src/providers/index.ts) hands to the worker and the API.
  */
 export class SandboxRedemptionUpstream implements RedemptionUpstream {
   private scripts = new Map<string, Partial<SandboxScript>>();
@@ -144,8 +144,3 @@ export class SandboxRedemptionUpstream implements RedemptionUpstream {
 }
 
 export const sandboxRedemptionUpstream = new SandboxRedemptionUpstream();
-
-/** The upstream the service uses: the sandbox until a real supplier is configured. */
-export function defaultRedemptionUpstream(): RedemptionUpstream {
-  return sandboxRedemptionUpstream;
-}

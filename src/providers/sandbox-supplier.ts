@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import type { Orm } from '../db/orm';
+import { insertSupplierPurchase, supplierPurchase } from '../db/sandbox';
 import { CODE_ALPHABET } from '../domain/codes';
 import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from './supplier';
 
@@ -10,7 +11,8 @@ import { SupplierPermanentError, SupplierTransientError, type ProcureResult, typ
 // permanent failures, and a delay. Unscripted products are supplied in full at once.
 //
 // Tests steer it in-process through `sandboxSupplierControl`; a separate worker process (and
-// `npm start` demos) read SANDBOX_SUPPLIER_SCRIPT, for example
+// `npm start` demos) are scripted by SANDBOX_SUPPLIER_SCRIPT, which the composition root
+// (src/providers/index.ts) loads at start, for example
 //   {"prod_robux_400": {"steps": [1, "transient", 1], "then": 0, "delayMs": 500}, "*": {"then": "all"}}
 
 /** What one call does: hand over at most N units, all asked, or fail. */
@@ -114,7 +116,7 @@ export function generateGiftCardCode(): string {
 export class SandboxSupplier implements Supplier {
   constructor(
     private readonly orm: Orm,
-    private readonly control: SandboxSupplierControl = sandboxSupplierControl,
+    private readonly control: SandboxSupplierControl,
   ) {}
 
   async procure(productId: string, qty: number, idempotencyKey: string): Promise<ProcureResult> {
@@ -134,28 +136,20 @@ export class SandboxSupplier implements Supplier {
     }
     const units = step === 'all' ? qty : Math.min(step, qty);
     const codes = Array.from({ length: units }, generateGiftCardCode);
-    let inserted: { codes: string[] }[];
+    let inserted: string[] | undefined;
     try {
-      inserted = await em.execute<{ codes: string[] }[]>(
-        `insert into sandbox_supplier_orders (idempotency_key, product_id, requested, codes) values (?, ?, ?, ?::jsonb)
-         on conflict (idempotency_key) do nothing returning codes`,
-        [idempotencyKey, productId, qty, JSON.stringify(codes)],
-      );
+      inserted = await insertSupplierPurchase(em, { idempotencyKey, productId, requested: qty, codes });
     } catch {
       // The driver's error quotes the codes; a supplier that failed to record a sale sold nothing.
       throw new SupplierTransientError('sandbox supplier: could not record the purchase');
     }
     // A concurrent call with the same key recorded first: its purchase is the one.
-    const result = inserted[0]?.codes ?? (await this.purchase(idempotencyKey)) ?? [];
-    this.control.record({ productId, qty, idempotencyKey, outcome: inserted[0] ? 'supplied' : 'replayed', units: result.length });
+    const result = inserted ?? (await this.purchase(idempotencyKey)) ?? [];
+    this.control.record({ productId, qty, idempotencyKey, outcome: inserted ? 'supplied' : 'replayed', units: result.length });
     return { codes: result };
   }
 
   private async purchase(idempotencyKey: string): Promise<string[] | undefined> {
-    const rows = await this.orm.em.fork().execute<{ codes: string[] }[]>(
-      'select codes from sandbox_supplier_orders where idempotency_key = ?',
-      [idempotencyKey],
-    );
-    return rows[0]?.codes;
+    return supplierPurchase(this.orm.em.fork(), idempotencyKey);
   }
 }

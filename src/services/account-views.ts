@@ -1,4 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { accountSummaryRow } from '../db/accounts';
+import { deliveryRow } from '../db/webhooks';
 import { ApiError } from '../domain/errors';
 import { LEVELS } from '../domain/levels';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
@@ -19,10 +21,7 @@ export interface AccountSummary {
 }
 
 export async function accountSummary(em: EntityManager, accountId: string, thresholds: readonly Cents[]): Promise<AccountSummary> {
-  const [row] = await em.execute<{ name: string; balance: string; level: number; cumulative_spending: string }[]>(
-    'select name, balance, level, cumulative_spending from accounts where id = ?',
-    [accountId],
-  );
+  const row = await accountSummaryRow(em, accountId);
   if (!row) throw new ApiError('not_found', 'Account not found');
   const progress = fromDb(row.cumulative_spending) + fromDb(row.balance);
   const top = LEVELS[LEVELS.length - 1];
@@ -40,13 +39,7 @@ export async function accountSummary(em: EntityManager, accountId: string, thres
 
 /** One of the account's webhook deliveries; another account's id is not found. */
 export async function findDelivery(em: EntityManager, accountId: string, deliveryId: string) {
-  const [row] = await em.execute<Parameters<typeof deliveryItem>[0][]>(
-    `select d.id, d.event_id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at,
-            d.created_at, d.updated_at, d.created_at::text as position
-       from webhook_deliveries d join events e on e.id = d.event_id
-      where d.id = ? and d.account_id = ?`,
-    [deliveryId, accountId],
-  );
+  const row = await deliveryRow(em, accountId, deliveryId);
   if (!row) throw new ApiError('not_found', `Delivery ${deliveryId} not found`);
   return deliveryItem(row);
 }

@@ -1,5 +1,17 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import {
+  countUsableKeys,
+  expireRotatedKey,
+  keyRow,
+  lockAccountRow,
+  lockUsableKeyRow,
+  revokeKeyRow,
+  touchKeyLastUsed,
+  usableKeyByHash,
+  usableKeyRows,
+  type KeyRow,
+} from '../db/accounts';
 import { AccountSchema, ApiKeySchema, type Account } from '../db/entities';
 import { ApiError } from '../domain/errors';
 
@@ -47,16 +59,6 @@ export interface KeyView {
   expiresAt: Date | null;
 }
 
-interface KeyRow {
-  id: string;
-  name: string | null;
-  prefix: string;
-  last_four: string | null;
-  created_at: Date;
-  last_used_at: Date | null;
-  expires_at: Date | null;
-}
-
 const keyView = (r: KeyRow): KeyView => ({
   id: r.id,
   name: r.name,
@@ -65,10 +67,6 @@ const keyView = (r: KeyRow): KeyView => ({
   lastUsedAt: r.last_used_at ? new Date(r.last_used_at) : null,
   expiresAt: r.expires_at ? new Date(r.expires_at) : null,
 });
-
-const KEY_COLUMNS = 'id, name, prefix, last_four, created_at, last_used_at, expires_at';
-/** Usable now: not revoked, and not past the end of a rotation's grace period (by the database's clock). */
-const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now())';
 
 /** Makes a key and returns it: the only time the plain key exists. */
 export async function issueApiKey(em: EntityManager, accountId: string, name: string | null): Promise<{ apiKey: string; key: KeyView }> {
@@ -83,8 +81,7 @@ export async function issueApiKey(em: EntityManager, accountId: string, name: st
     keyHash: hashApiKey(apiKey),
   });
   await em.flush();
-  const [row] = await em.execute<KeyRow[]>(`select ${KEY_COLUMNS} from api_keys where id = ?`, [id]);
-  return { apiKey, key: keyView(row) };
+  return { apiKey, key: keyView((await keyRow(em, id))!) };
 }
 
 /** The CLI's and tests' way to a key: unnamed, no cap. */
@@ -98,9 +95,8 @@ export async function createApiKey(em: EntityManager, accountId: string): Promis
 export async function createNamedApiKey(em: EntityManager, accountId: string, name: string): Promise<{ apiKey: string; key: KeyView }> {
   return em.transactional(async (tx) => {
     // The account row serializes concurrent creations, so the cap holds.
-    await tx.execute('select id from accounts where id = ? for update', [accountId]);
-    const [{ n }] = await tx.execute<{ n: string }[]>(`select count(*) as n from api_keys where account_id = ? and ${USABLE}`, [accountId]);
-    if (Number(n) >= MAX_ACTIVE_KEYS) {
+    await lockAccountRow(tx, accountId);
+    if ((await countUsableKeys(tx, accountId)) >= MAX_ACTIVE_KEYS) {
       throw new ApiError('invalid_input', `An account can hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`, { field: 'name' });
     }
     return issueApiKey(tx, accountId, name);
@@ -109,11 +105,7 @@ export async function createNamedApiKey(em: EntityManager, accountId: string, na
 
 /** The account's usable keys (including rotated ones still in their grace period), newest first. */
 export async function listApiKeys(em: EntityManager, accountId: string): Promise<KeyView[]> {
-  const rows = await em.execute<KeyRow[]>(
-    `select ${KEY_COLUMNS} from api_keys where account_id = ? and ${USABLE} order by created_at desc, id`,
-    [accountId],
-  );
-  return rows.map(keyView);
+  return (await usableKeyRows(em, accountId)).map(keyView);
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -124,10 +116,7 @@ const keyNotFound = (keyId: string) => new ApiError('not_found', `Key ${keyId} n
 async function lockUsableKey(em: EntityManager, accountId: string, keyId: string): Promise<KeyRow & { replaced_by: string | null }> {
   // Key ids are uuids; anything else names no key (and must not reach a uuid column as text).
   if (!UUID_RE.test(keyId)) throw keyNotFound(keyId);
-  const [row] = await em.execute<(KeyRow & { replaced_by: string | null })[]>(
-    `select ${KEY_COLUMNS}, replaced_by from api_keys where id = ? and account_id = ? and ${USABLE} for update`,
-    [keyId, accountId],
-  );
+  const row = await lockUsableKeyRow(em, accountId, keyId);
   if (!row) throw keyNotFound(keyId);
   return row;
 }
@@ -136,7 +125,7 @@ async function lockUsableKey(em: EntityManager, accountId: string, keyId: string
 export async function revokeApiKey(em: EntityManager, accountId: string, keyId: string): Promise<KeyView> {
   return em.transactional(async (tx) => {
     const row = await lockUsableKey(tx, accountId, keyId);
-    await tx.execute('update api_keys set revoked_at = now() where id = ?', [keyId]);
+    await revokeKeyRow(tx, keyId);
     return keyView(row);
   });
 }
@@ -156,11 +145,8 @@ export async function rotateApiKey(
     const old = await lockUsableKey(tx, accountId, keyId);
     if (old.replaced_by) throw new ApiError('invalid_input', 'This key was already rotated; rotate its replacement instead');
     const created = await issueApiKey(tx, accountId, old.name);
-    const [{ expires_at }] = await tx.execute<{ expires_at: Date }[]>(
-      `update api_keys set expires_at = now() + make_interval(secs => ?), replaced_by = ? where id = ? returning expires_at`,
-      [graceSeconds, created.key.id, keyId],
-    );
-    return { ...created, oldKeyExpiresAt: new Date(expires_at) };
+    const expiresAt = await expireRotatedKey(tx, keyId, created.key.id, graceSeconds);
+    return { ...created, oldKeyExpiresAt: new Date(expiresAt) };
   });
 }
 
@@ -173,16 +159,11 @@ export interface Principal {
 export async function authenticate(em: EntityManager, presented: string): Promise<Principal | undefined> {
   if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return undefined;
   const hash = hashApiKey(presented);
-  const [key] = await em.execute<{ id: string; account_id: string; key_hash: string; stale: boolean }[]>(
-    `select id, account_id, key_hash,
-            (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
-       from api_keys where key_hash = ? and ${USABLE}`,
-    [LAST_USED_RESOLUTION_SECONDS, hash],
-  );
+  const key = await usableKeyByHash(em, hash, LAST_USED_RESOLUTION_SECONDS);
   // The lookup is by hash; compare again in constant time so no timing reveals a near match.
   if (!key || !timingSafeEqual(Buffer.from(key.key_hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
   const account = await em.findOne(AccountSchema, { id: key.account_id });
   if (!account) return undefined;
-  if (key.stale) await em.execute('update api_keys set last_used_at = now() where id = ?', [key.id]);
+  if (key.stale) await touchKeyLastUsed(em, key.id);
   return { account, apiKeyId: key.id };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { insertStockCodes } from '../db/catalog';
 import { normalizeCode, CODE_RE } from '../domain/codes';
 import { parseDecimal, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
 import { ApiError } from '../domain/errors';
@@ -38,13 +39,7 @@ export async function importStock(em: EntityManager, productId: string, lines: s
   if (bad.length > 0) throw new ApiError('invalid_input', `${bad.length} line(s) are not codes of the form XXXX-XXXX-XXXX-XXXX`);
   let imported = 0;
   for (let i = 0; i < codes.length; i += 500) {
-    const chunk = codes.slice(i, i + 500);
-    const rows = await em.execute<{ id: string }[]>(
-      `insert into stock_codes (product_id, code) values ${chunk.map(() => '(?, ?)').join(', ')}
-       on conflict (product_id, code) do nothing returning id`,
-      chunk.flatMap((c) => [productId, c]),
-    );
-    imported += rows.length;
+    imported += await insertStockCodes(em, productId, codes.slice(i, i + 500));
   }
   return { productId, imported, skipped: lines.length - imported };
 }

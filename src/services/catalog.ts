@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { pendingOrderUnits, unsoldStockCounts } from '../db/catalog';
 import { ProductPriceSchema, ProductSchema, type Product } from '../db/entities';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
@@ -49,22 +50,13 @@ export interface AvailabilityView {
 /** Units of `productId` held by unpaid intent orders: outstanding orders count against stock. */
 async function outstandingUnits(em: EntityManager, productIds: string[]): Promise<Map<string, number>> {
   if (productIds.length === 0) return new Map();
-  const rows = await em.execute<{ product_id: string; qty: string }[]>(
-    `select product_id, coalesce(sum(qty), 0) as qty from orders
-      where kind = 'purchase' and status = 'pending' and product_id in (${productIds.map(() => '?').join(',')})
-      group by product_id`,
-    productIds,
-  );
+  const rows = await pendingOrderUnits(em, productIds);
   return new Map(rows.map((r) => [r.product_id, Number(r.qty)]));
 }
 
 async function inventoryCounts(em: EntityManager, productIds: string[]): Promise<Map<string, number>> {
   if (productIds.length === 0) return new Map();
-  const rows = await em.execute<{ product_id: string; n: string }[]>(
-    `select product_id, count(*) as n from stock_codes
-      where order_id is null and product_id in (${productIds.map(() => '?').join(',')}) group by product_id`,
-    productIds,
-  );
+  const rows = await unsoldStockCounts(em, productIds);
   return new Map(rows.map((r) => [r.product_id, Number(r.n)]));
 }
 

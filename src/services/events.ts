@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { insertEvent } from '../db/events';
 import { newId } from '../domain/codes';
 
 export type EventType =
@@ -8,9 +9,6 @@ export type EventType =
   | 'redemption.fulfilled'
   | 'redemption.failed'
   | 'webhook.test';
-
-/** NOTIFY channel that wakes the webhook dispatcher when an event commits (payload: the event id). */
-export const EVENTS_CHANNEL = 'wholesale_events';
 
 /**
  * Writes an event to the outbox in the caller's transaction. `id` is given for events whose id
@@ -24,14 +22,5 @@ export async function recordEvent(
   payload: Record<string, unknown>,
   id: string = newId('evt'),
 ): Promise<string | undefined> {
-  // The notification is delivered on commit, so the dispatcher never sees an event its
-  // transaction rolled back; it is sent only when the row is new (one round trip for both).
-  const rows = await em.execute<{ id: string }[]>(
-    `with inserted as (
-       insert into events (id, account_id, type, payload) values (?, ?, ?, ?::jsonb)
-       on conflict (id) do nothing returning id)
-     select id, pg_notify('${EVENTS_CHANNEL}', id) from inserted`,
-    [id, accountId, type, JSON.stringify(payload)],
-  );
-  return rows[0]?.id;
+  return insertEvent(em, id, accountId, type, payload);
 }

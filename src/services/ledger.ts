@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel } from '../db/ledger';
 import { ApiError } from '../domain/errors';
 import { raisedLevel, type Level } from '../domain/levels';
 import { fromDb, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
@@ -14,12 +15,8 @@ export interface LockedAccount {
 
 /** Locks the account row for the rest of the transaction (balance changes are serialized). */
 export async function lockAccount(em: EntityManager, accountId: string): Promise<LockedAccount> {
-  const rows = await em.execute<{ id: string; level: number; balance: string; cumulative_spending: string }[]>(
-    'select id, level, balance, cumulative_spending from accounts where id = ? for update',
-    [accountId],
-  );
-  if (rows.length === 0) throw new ApiError('not_found', 'Account not found');
-  const r = rows[0];
+  const r = await lockAccountBalance(em, accountId);
+  if (!r) throw new ApiError('not_found', 'Account not found');
   return { id: r.id, level: r.level as Level, balance: fromDb(r.balance), cumulativeSpending: fromDb(r.cumulative_spending) };
 }
 
@@ -47,31 +44,22 @@ export async function applyBalanceChange(
   change: BalanceChange,
   levelThresholds: readonly Cents[],
 ): Promise<Cents | undefined> {
-  const seen = await em.execute('select 1 from ledger_transactions where idempotency_key = ?', [change.idempotencyKey]);
-  if (seen.length > 0) return undefined;
+  if (await ledgerKeyUsed(em, change.idempotencyKey)) return undefined;
   const balance = account.balance + change.amount;
   if (balance < 0) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
   const spending = Math.max(0, account.cumulativeSpending + (change.spending ?? 0));
   const level = raisedLevel(account.level, spending + balance, levelThresholds);
-  // The balance and its ledger row in one statement (one round trip while the account is locked).
-  await em.execute(
-    `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?)
-     insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
-     values (?, ?, ?, ?, ?, ?, ?)`,
-    [
-      toDecimal(balance),
-      toDecimal(spending),
-      level,
-      account.id,
-      account.id,
-      change.type,
-      toSignedDecimal(change.amount),
-      toDecimal(balance),
-      change.orderId ?? null,
-      change.idempotencyKey,
-      change.note ?? null,
-    ],
-  );
+  await writeBalanceAndLedger(em, {
+    accountId: account.id,
+    balance: toDecimal(balance),
+    cumulativeSpending: toDecimal(spending),
+    level,
+    type: change.type,
+    amount: toSignedDecimal(change.amount),
+    orderId: change.orderId ?? null,
+    idempotencyKey: change.idempotencyKey,
+    note: change.note ?? null,
+  });
   account.balance = balance;
   account.cumulativeSpending = spending;
   account.level = level;
@@ -85,14 +73,14 @@ export async function applyBalanceChange(
 export async function addSpending(em: EntityManager, account: LockedAccount, amount: Cents, levelThresholds: readonly Cents[]): Promise<void> {
   const spending = account.cumulativeSpending + amount;
   const level = raisedLevel(account.level, spending + account.balance, levelThresholds);
-  await em.execute('update accounts set cumulative_spending = ?, level = ? where id = ?', [toDecimal(spending), level, account.id]);
+  await writeSpendingAndLevel(em, account.id, toDecimal(spending), level);
   account.cumulativeSpending = spending;
   account.level = level;
 }
 
 /** The balance of spec 2.6, read by GET /balance and the MCP get_balance tool. */
 export async function getBalance(em: EntityManager, accountId: string): Promise<{ balance: string; currency: 'USDT' }> {
-  const rows = await em.execute<{ balance: string }[]>('select balance from accounts where id = ?', [accountId]);
-  if (rows.length === 0) throw new ApiError('not_found', 'Account not found');
-  return { balance: toDecimal(fromDb(rows[0].balance)), currency: 'USDT' };
+  const balance = await balanceOf(em, accountId);
+  if (balance === undefined) throw new ApiError('not_found', 'Account not found');
+  return { balance: toDecimal(fromDb(balance)), currency: 'USDT' };
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
+import { ledgerPage } from '../db/ledger';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, toSignedDecimal } from '../domain/money';
 import { decodeCursor, pageOf, rowNumberPosition, type CursorScope, type Page } from './cursor';
@@ -61,21 +62,8 @@ export async function listTransactions(
   q: { accountId: string; type?: string; limit: number; cursor?: string; cursorSecret: string },
 ) {
   const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'transactions', filters: { t: q.type ?? null } };
-  const params: unknown[] = [q.accountId];
-  let sql = 'select id, type, amount, balance_after, order_id, note, created_at from ledger_transactions where account_id = ?';
-  if (q.type) {
-    sql += ' and type = ?';
-    params.push(q.type);
-  }
-  if (q.cursor) {
-    sql += ' and id < ?';
-    params.push(decodeCursor(scope, q.cursor, rowNumberPosition));
-  }
-  sql += ' order by id desc limit ?';
-  params.push(q.limit + 1);
-  const rows = await em.execute<
-    { id: string; type: string; amount: string; balance_after: string; order_id: string | null; note: string | null; created_at: Date }[]
-  >(sql, params);
+  const beforeId = q.cursor ? decodeCursor(scope, q.cursor, rowNumberPosition) : undefined;
+  const rows = await ledgerPage(em, { accountId: q.accountId, type: q.type, beforeId, limit: q.limit + 1 });
   return pageOf(
     rows,
     q.limit,

@@ -1,21 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, ProductSchema } from '../db/entities';
 import { codeLabel, ordersPlaced } from '../metrics/registry';
 import { ApiError } from '../domain/errors';
 import type { TemporalHandle } from '../temporal/client';
-import { apiErrorFromTemporal, isTemporalUnavailable } from '../temporal/errors';
-import { orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../temporal/orders';
-import type { PaymentTiming } from '../temporal/payments';
-import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
+import { placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../temporal/orders';
+import { orderStarter } from '../temporal/starters';
+import type { TimingConfig } from '../temporal/timing';
+import { updateWithStart } from '../temporal/update-with-start';
 import { assertSameRequest, checkTestProductRules, createResponse, deliveredCodes, findByExternalId, type OrderCreateResponse, type PlaceOrderInput } from './orders';
 
 export interface SubmitDeps {
   em: EntityManager;
   temporal: TemporalHandle;
   baseUrl: string;
-  timing: PaymentTiming;
+  /** Where the order workflow's durations come from. */
+  config: TimingConfig;
 }
 
 /**
@@ -68,7 +68,6 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
 }
 
 async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput): Promise<Placement> {
-  const { client, taskQueue } = deps.temporal;
   // One id for this request, kept across the retries below: Temporal answers a repeated update
   // id with the first outcome, and Postgres remembers which request placed the order.
   const placementId = randomUUID();
@@ -80,33 +79,15 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput): P
     source: input.source,
     placementId,
   };
-  // A workflow that closes between our update and its acceptance is retried: the next attempt
-  // starts a new run whose placement finds the order by its unique key.
-  for (let attempt = 1; ; attempt++) {
-    const startWorkflowOperation = new WithStartWorkflowOperation('orderWorkflow', {
-      workflowId: orderWorkflowId(input.accountId, input.externalOrderId),
-      taskQueue,
-      args: [{ accountId: input.accountId, externalOrderId: input.externalOrderId, timing: deps.timing }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [
-        { key: AccountIdKey, value: input.accountId },
-        { key: ExternalOrderIdKey, value: input.externalOrderId },
-      ],
-    });
-    try {
-      // Bounded: with no worker polling (all killed, a deploy) the caller gets a retryable 503, not a hang.
-      return await client.withDeadline(Date.now() + deps.temporal.placementDeadlineMs, () =>
-        client.workflow.executeUpdateWithStart(placeOrderUpdate, { args: [request], updateId: placementId, startWorkflowOperation }));
-    } catch (err) {
-      const apiError = apiErrorFromTemporal(err);
-      if (apiError) throw apiError;
-      if (isTemporalUnavailable(err)) throw err;
-      if (err instanceof WorkflowUpdateFailedError || attempt >= 3) {
-        const placed = await findByExternalId(deps.em.fork(), input.accountId, input.externalOrderId);
-        if (placed) throw new ApiError('duplicate_order', 'A concurrent request for this externalOrderId raced; look the order up by externalOrderId');
-        throw err;
-      }
-    }
-  }
+  return updateWithStart(deps.temporal, orderStarter(deps.temporal, deps.config, input), placeOrderUpdate, {
+    args: [request],
+    updateId: placementId,
+    attempts: 3,
+    withDeadline: true,
+    // Another request's placement won the race for this externalOrderId.
+    onGiveUp: async () =>
+      (await findByExternalId(deps.em.fork(), input.accountId, input.externalOrderId))
+        ? new ApiError('duplicate_order', 'A concurrent request for this externalOrderId raced; look the order up by externalOrderId')
+        : undefined,
+  });
 }

@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../db/catalog';
 import { IssuedCodeSchema, OrderSchema, ProductSchema, type Order, type Product } from '../db/entities';
+import { insertPlatformCodes } from '../db/orders';
 import { generateCode, newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
@@ -122,7 +124,7 @@ export async function findByExternalId(em: EntityManager, accountId: string, ext
  */
 async function reserveStock(em: EntityManager, product: Product, qty: number): Promise<void> {
   if (product.stockMode !== 'on_demand') {
-    await em.execute('select id from products where id = ? for update', [product.id]);
+    await lockProductRow(em, product.id);
     const fresh = await em.findOne(ProductSchema, { id: product.id }, { refresh: true });
     if (fresh) product.limitedRemaining = fresh.limitedRemaining;
   }
@@ -135,15 +137,10 @@ async function reserveStock(em: EntityManager, product: Product, qty: number): P
 async function issueCodes(em: EntityManager, order: Order, product: Product): Promise<string[]> {
   if (product.deliveryType === 'direct_code') return [];
   if (product.stockMode === 'inventory') {
-    const rows = await em.execute<{ id: string; code: string }[]>(
-      `update stock_codes set order_id = ?, sold_at = now()
-        where id in (select id from stock_codes where product_id = ? and order_id is null order by id limit ? for update)
-        returning id, code`,
-      [order.id, product.id, order.qty],
-    );
+    const rows = await takeStockCodes(em, order.id, product.id, order.qty);
     if (rows.length !== order.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
     const codes = rows.map((r) => r.code);
-    if ((await insertCodes(em, order, product, codes)).length !== codes.length) {
+    if ((await insertPlatformCodes(em, order, product, codes)).length !== codes.length) {
       throw new ApiError('stock_unavailable', 'Imported stock holds a code that was already issued; support has to check the stock');
     }
     return codes;
@@ -151,21 +148,9 @@ async function issueCodes(em: EntityManager, order: Order, product: Product): Pr
   const codes: string[] = [];
   while (codes.length < order.qty) {
     const batch = Array.from({ length: order.qty - codes.length }, generateCode);
-    codes.push(...(await insertCodes(em, order, product, batch)));
+    codes.push(...(await insertPlatformCodes(em, order, product, batch)));
   }
   return codes;
-}
-
-/** Inserts codes, skipping any that already exist; returns the ones inserted. */
-async function insertCodes(em: EntityManager, order: Order, product: Product, codes: string[]): Promise<string[]> {
-  const values = codes.map(() => '(?, ?, ?, ?, ?, ?)').join(', ');
-  const params = codes.flatMap((code) => [order.id, order.accountId, product.id, code, 'platform', product.isTest]);
-  const rows = await em.execute<{ code: string }[]>(
-    `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test) values ${values}
-     on conflict (code) do nothing returning code`,
-    params,
-  );
-  return rows.map((r) => r.code);
 }
 
 /** `order.delivered` goes into the outbox in the same transaction as the delivery. */
@@ -324,7 +309,7 @@ export async function fulfilPaidOrder(em: EntityManager, order: Order, product: 
   order.paidAt = now;
   order.updatedAt = now;
   if (product.stockMode === 'limited') {
-    await em.execute('update products set limited_remaining = greatest(limited_remaining - ?, 0) where id = ?', [order.qty, product.id]);
+    await decrementLimitedRemaining(em, product.id, order.qty);
   }
   if (product.deliveryType === 'direct_code') {
     order.status = 'paid';

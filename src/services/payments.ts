@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { unsoldStockCount } from '../db/catalog';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
+import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } from '../db/orders';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { recordEvent } from './events';
 import { addSpending, applyBalanceChange, lockAccount } from './ledger';
@@ -18,7 +20,7 @@ export interface PaymentSettings {
 }
 
 async function lockOrder(em: EntityManager, orderId: string): Promise<Order | null> {
-  await em.execute('select id from orders where id = ? for update', [orderId]);
+  await lockOrderRow(em, orderId);
   return em.findOne(OrderSchema, { id: orderId }, { refresh: true });
 }
 
@@ -88,34 +90,24 @@ export async function settlePayment(
 }
 
 async function hasInventory(em: EntityManager, productId: string, qty: number): Promise<boolean> {
-  const [row] = await em.execute<{ n: string }[]>('select count(*) as n from stock_codes where product_id = ? and order_id is null', [productId]);
-  return Number(row.n) >= qty;
+  return (await unsoldStockCount(em, productId)) >= qty;
 }
 
 /** The window passed unpaid: pending becomes expired (and stops counting against limits and stock). */
 export async function expirePayment(em: EntityManager, orderId: string): Promise<Order['status'] | undefined> {
-  const rows = await em.execute<{ status: Order['status'] }[]>(
-    `update orders set status = 'expired', updated_at = now(),
-       fulfillment_status = case when fulfillment_status is not null then 'expired' else null end
-     where id = ? and status = 'pending' returning status`,
-    [orderId],
-  );
-  if (rows[0]) return rows[0].status;
+  const expired = await expireIfPending(em, orderId);
+  if (expired) return expired;
   return (await em.findOne(OrderSchema, { id: orderId }))?.status;
 }
 
 /** The payer abandoned the checkout: the link is dead, so a replay in intent mode can repair it. */
 export async function checkoutAbandoned(em: EntityManager, checkoutId: string): Promise<void> {
-  await em.execute(`update orders set checkout_url = null, updated_at = now() where checkout_id = ? and status = 'pending'`, [checkoutId]);
+  await clearCheckoutUrl(em, checkoutId);
 }
 
 /** Attaches a fresh checkout to a pending order that lost its link (spec 4.3 rule 4). */
 export async function attachCheckout(em: EntityManager, orderId: string, checkout: { checkoutId: string; checkoutUrl: string }): Promise<boolean> {
-  const rows = await em.execute(
-    `update orders set checkout_id = ?, checkout_url = ?, updated_at = now() where id = ? and status = 'pending' and checkout_url is null returning id`,
-    [checkout.checkoutId, checkout.checkoutUrl, orderId],
-  );
-  return rows.length > 0;
+  return attachCheckoutRow(em, orderId, checkout);
 }
 
 export async function paymentState(em: EntityManager, orderId: string): Promise<{ status: Order['status']; checkoutId: string | null; expiresAt: number | null; kind: Order['kind'] }> {

@@ -1,5 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
+import { ledgerAmountOf } from '../db/ledger';
+import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders';
+import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
@@ -25,7 +28,7 @@ import { recordDelivered } from './orders';
 export const MAX_MANUAL_CODE_LENGTH = 255;
 
 async function lockOrder(em: EntityManager, orderId: string): Promise<Order> {
-  await em.execute('select id from orders where id = ? for update', [orderId]);
+  await lockOrderRow(em, orderId);
   const order = await em.findOne(OrderSchema, { id: orderId }, { refresh: true });
   if (!order) throw new ApiError('not_found', `Order ${orderId} not found`);
   return order;
@@ -39,12 +42,6 @@ export function factsOf(order: Order): OrderFacts {
   return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null, qty: order.qty, fulfilledQuantity: order.fulfilledQuantity };
 }
 
-/** The codes stored for an order so far, oldest first. */
-async function storedCodes(em: EntityManager, orderId: string): Promise<string[]> {
-  const rows = await em.execute<{ code: string }[]>('select code from issued_codes where order_id = ? and voided = false order by id', [orderId]);
-  return rows.map((r) => r.code);
-}
-
 /**
  * Runs a statement whose parameters are codes. A driver error quotes the statement with its
  * parameters, so it is replaced by one that names only the step and the SQLSTATE: codes are
@@ -55,26 +52,20 @@ export async function withCodes<T>(step: string, run: () => Promise<T>): Promise
     return await run();
   } catch (err) {
     const sqlState = (err as { code?: unknown }).code;
+    // The driver's error is left out on purpose: its message quotes the codes.
+    // eslint-disable-next-line preserve-caught-error
     throw new Error(`${step} failed (${typeof sqlState === 'string' ? `SQLSTATE ${sqlState}` : 'database error'})`);
   }
 }
 
 async function insertGiftCardCodes(em: EntityManager, order: Order, codes: string[]): Promise<string[]> {
   if (codes.length === 0) return [];
-  const rows = await withCodes(`storing ${codes.length} code(s) of order ${order.id}`, () =>
-    em.execute<{ code: string }[]>(
-      `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
-       values ${codes.map(() => "(?, ?, ?, ?, 'gift_card', false)").join(', ')}
-       on conflict (code) do nothing returning code`,
-      codes.flatMap((code) => [order.id, order.accountId, order.productId, code]),
-    ),
-  );
-  return rows.map((r) => r.code);
+  return withCodes(`storing ${codes.length} code(s) of order ${order.id}`, () => insertGiftCardRows(em, order, codes));
 }
 
 /** The whole quantity is in: delivered with every code, and `order.delivered` in the same transaction. */
 async function completeDelivery(em: EntityManager, order: Order, baseUrl: string): Promise<void> {
-  const codes = await storedCodes(em, order.id);
+  const codes = await orderCodes(em, order.id);
   const now = new Date();
   order.status = 'delivered';
   order.fulfillmentStatus = 'delivered';
@@ -88,9 +79,7 @@ async function completeDelivery(em: EntityManager, order: Order, baseUrl: string
 }
 
 async function recordSupportAction(em: EntityManager, orderId: string, action: SupportActionName, who: SupportRequest, payload: Record<string, unknown>) {
-  await em.execute('insert into support_actions (subject_id, action, actor, reason, payload) values (?, ?, ?, ?, ?::jsonb)', [
-    orderId, action, who.actor, who.reason, JSON.stringify(payload),
-  ]);
+  await insertSupportAction(em, { subjectId: orderId, action, actor: who.actor, reason: who.reason, payload });
 }
 
 export async function loadFacts(em: EntityManager, orderId: string): Promise<OrderFacts> {
@@ -111,7 +100,7 @@ export async function procureRound(
   const order = await em.findOne(OrderSchema, { id: input.orderId });
   if (!order) throw new ApiError('not_found', `Order ${input.orderId} not found`);
   if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring', obtained: 0, error: null };
-  const remaining = order.qty - (await storedCodes(em, order.id)).length;
+  const remaining = order.qty - (await orderCodes(em, order.id)).length;
   let codes: string[] = [];
   if (remaining > 0) {
     try {
@@ -129,7 +118,7 @@ async function storeRound(em: EntityManager, orderId: string, codes: string[], b
   return em.transactional(async (tx) => {
     const order = await lockOrder(tx, orderId);
     if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring' as const, obtained: 0, error: null };
-    const mine = new Set(await storedCodes(tx, orderId));
+    const mine = new Set(await orderCodes(tx, orderId));
     const fresh = [...new Set(codes.map((c) => c.trim()).filter(Boolean))].filter((c) => !mine.has(c));
     const room = Math.max(0, order.qty - mine.size);
     const take = fresh.slice(0, room);
@@ -218,36 +207,34 @@ export function cleanManualCodes(codes: string[]): string[] {
 export async function stageManualCodes(em: EntityManager, orderId: string, codes: string[]): Promise<string> {
   const batchId = newId('mcb');
   await withCodes('staging codes', () =>
-    em.execute('insert into support_code_batches (id, order_id, codes) values (?, ?, ?::jsonb)', [batchId, orderId, JSON.stringify(cleanManualCodes(codes))]),
+    insertCodeBatch(em, batchId, orderId, cleanManualCodes(codes)),
   );
   return batchId;
 }
 
 /** A staged batch that was delivered (already gone) or refused. */
 export async function dropManualCodes(em: EntityManager, batchId: string): Promise<void> {
-  await em.execute('delete from support_code_batches where id = ?', [batchId]);
+  await deleteCodeBatch(em, batchId);
 }
 
 /** Support: deliver codes obtained by hand for exactly the missing units; the order is delivered with all its codes. */
 export async function deliverManually(em: EntityManager, orderId: string, req: DeliverRequest, baseUrl: string): Promise<OrderFacts> {
   return em.transactional(async (tx) => {
     const order = await lockOrder(tx, orderId);
-    const [batch] = await tx.execute<{ codes: string[] }[]>('select codes from support_code_batches where id = ? and order_id = ?', [req.batchId, orderId]);
+    const batch = await codeBatchOf(tx, req.batchId, orderId);
     // The batch goes with the delivery: this delivery committed before and its retry changes nothing.
     if (!batch && order.status === 'delivered') return factsOf(order);
     if (!needsAttention(order)) throw notInAttention(order);
     if (!batch) throw new ApiError('invalid_input', 'The staged codes are gone; send them again');
-    const codes = cleanManualCodes(batch.codes);
-    const stored = await storedCodes(tx, orderId);
+    const codes = cleanManualCodes(batch);
+    const stored = await orderCodes(tx, orderId);
     const missing = order.qty - stored.length;
     if (codes.length !== missing) {
       throw new ApiError('invalid_input', `This order is missing ${missing} code(s); ${codes.length} given`, { missing, given: codes.length });
     }
-    const taken = await withCodes('checking the given codes', () =>
-      tx.execute<{ n: string }[]>(`select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`, codes),
-    );
-    if (Number(taken[0].n) > 0) {
-      throw new ApiError('invalid_input', `${taken[0].n} of the given codes were already issued; nothing was delivered`, { alreadyIssued: Number(taken[0].n) });
+    const taken = await withCodes('checking the given codes', () => countIssuedCodes(tx, codes));
+    if (taken > 0) {
+      throw new ApiError('invalid_input', `${taken} of the given codes were already issued; nothing was delivered`, { alreadyIssued: taken });
     }
     if ((await insertGiftCardCodes(tx, order, codes)).length !== codes.length) {
       throw new ApiError('invalid_input', 'Some of the given codes were issued meanwhile; nothing was delivered');
@@ -276,11 +263,11 @@ export async function refundUndelivered(
     // Same lock order as placement and payment: the account, then the order.
     const account = await lockAccount(tx, peek.accountId);
     const order = await lockOrder(tx, orderId);
-    const undelivered = order.qty - (await storedCodes(tx, orderId)).length;
+    const undelivered = order.qty - (await orderCodes(tx, orderId)).length;
     const amount = fromDb(order.unitPrice) * undelivered;
     if (order.status === 'refunded' && isDirectCodePurchase(order)) {
-      const done = await tx.execute<{ amount: string }[]>('select amount from ledger_transactions where idempotency_key = ?', [`refund:${orderId}`]);
-      return { ...factsOf(order), refundedUnits: undelivered, refundedAmount: toDecimal(done[0] ? fromDb(done[0].amount) : 0) };
+      const done = await ledgerAmountOf(tx, `refund:${orderId}`);
+      return { ...factsOf(order), refundedUnits: undelivered, refundedAmount: toDecimal(done ? fromDb(done) : 0) };
     }
     if (!needsAttention(order)) throw notInAttention(order);
     if (amount > 0) {

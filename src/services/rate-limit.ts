@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { countHit, pruneRateLimits } from '../db/rate-limits';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -13,22 +14,8 @@ export async function hitRateLimit(em: EntityManager, bucket: string, limit: num
   const now = Date.now();
   const windowMs = windowSeconds * 1000;
   const windowStart = new Date(Math.floor(now / windowMs) * windowMs);
-  // A counter tick need not wait for the WAL flush: `synchronous_commit = off` for this
-  // statement's own transaction only (set_config's `true`), so a crash loses at most a few ticks.
-  // Ledger and order writes keep the server's synchronous commit; inside a caller's transaction
-  // (none today) the setting would cover it too, so there the tick commits as usual.
-  const commitMode = em.isInTransaction() ? '' : `from (select set_config('synchronous_commit', 'off', true)) async_commit`;
-  const rows = await em.execute<{ count: number }[]>(
-    `insert into rate_limits (bucket, window_start, count)
-     select ?::text, ?::timestamptz, 1 ${commitMode}
-     on conflict (bucket, window_start) do update set count = rate_limits.count + 1
-     returning count`,
-    [bucket, windowStart],
-  );
-  if (Math.random() < 0.01) {
-    await em.execute(`delete from rate_limits where window_start < now() - interval '2 hours'`);
-  }
-  const count = Number(rows[0].count);
+  const count = await countHit(em, bucket, windowStart);
+  if (Math.random() < 0.01) await pruneRateLimits(em);
   const resetAtMs = windowStart.getTime() + windowMs;
   return {
     allowed: count <= limit,

@@ -1,10 +1,25 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { redemptionOutcomes } from '../metrics/registry';
 import { ProductSchema } from '../db/entities';
+import {
+  attemptRow,
+  deleteSecrets,
+  finishAttemptRow,
+  finishRedemptionRow,
+  fulfillmentModeOf,
+  insertSecrets,
+  markProcessing,
+  productIdOfRedemption,
+  redemptionEventFacts,
+  releaseAttempt,
+  secretsRow,
+  setUpstreamDeliverable,
+  setUpstreamRef,
+} from '../db/redemption-attempts';
 import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamStatus } from '../providers/redemption-upstream';
 import { seal, unseal, type KeyRing } from '../temporal/codec';
-import { redemptionEventId, type AttemptOutcome, type AttemptRef, type RedemptionStatus, type UpstreamState } from '../temporal/redemptions';
+import { redemptionEventId, type AttemptOutcome, type AttemptRef, type UpstreamState } from '../temporal/redemptions';
 import { recordEvent } from './events';
 
 // The steps of one redemption attempt, run by redemptionWorkflow's activities (and, for test
@@ -13,42 +28,17 @@ import { recordEvent } from './events';
 
 const unix = (d: Date | null | undefined) => (d ? Math.floor(new Date(d).getTime() / 1000) : null);
 
-interface AttemptRow {
-  status: RedemptionStatus;
-  redeem_info: Record<string, string>;
-  upstream_ref: string | null;
-  upstream_deliverable: string | null;
-}
-
-async function attemptOf(em: EntityManager, ref: AttemptRef, lock = false): Promise<AttemptRow | undefined> {
-  const [row] = await em.execute<AttemptRow[]>(
-    `select status, redeem_info, upstream_ref, upstream_deliverable from redemption_attempts where redemption_id = ? and attempt = ?${lock ? ' for update' : ''}`,
-    [ref.redemptionId, ref.attempt],
-  );
-  return row;
-}
-
 /**
  * pending → processing. Returns undefined while the attempt is not visible (its submission has
  * not committed, or rolled back), `finished` when it already reached a terminal state.
  */
 export async function beginAttempt(em: EntityManager, ref: AttemptRef): Promise<{ state: 'ready' | 'finished'; manual: boolean } | undefined> {
   return em.transactional(async (tx) => {
-    const attempt = await attemptOf(tx, ref, true);
+    const attempt = await attemptRow(tx, ref, true);
     if (!attempt) return undefined;
-    const [{ fulfillment_mode: mode }] = await tx.execute<{ fulfillment_mode: string }[]>(
-      `select p.fulfillment_mode from redemptions r join issued_codes ic on ic.id = r.code_id join products p on p.id = ic.product_id
-        where r.id = ?`,
-      [ref.redemptionId],
-    );
-    const manual = mode === 'manual';
+    const manual = (await fulfillmentModeOf(tx, ref.redemptionId)) === 'manual';
     if (attempt.status === 'fulfilled' || attempt.status === 'failed') return { state: 'finished', manual };
-    if (attempt.status === 'pending') {
-      await tx.execute(`update redemption_attempts set status = 'processing' where redemption_id = ? and attempt = ?`, [ref.redemptionId, ref.attempt]);
-      await tx.execute(`update redemptions set status = 'processing', updated_at = now() where id = ? and attempt = ? and status = 'pending'`, [
-        ref.redemptionId, ref.attempt,
-      ]);
-    }
+    if (attempt.status === 'pending') await markProcessing(tx, ref);
     return { state: 'ready', manual };
   });
 }
@@ -62,28 +52,21 @@ const secretsAad = (ref: AttemptRef) => `redemption-secrets:${ref.redemptionId}:
 export async function stageSecrets(em: EntityManager, keys: KeyRing, ref: AttemptRef, secrets: Record<string, string>): Promise<void> {
   if (Object.keys(secrets).length === 0) return;
   const { keyId, data } = seal(keys, secretsAad(ref), Buffer.from(JSON.stringify(secrets), 'utf8'));
-  await em.execute('insert into redemption_secrets (redemption_id, attempt, key_id, data) values (?, ?, ?, ?)', [ref.redemptionId, ref.attempt, keyId, data]);
+  await insertSecrets(em, ref, keyId, data);
 }
 
 /** The staged password values of an attempt ({} once it ended, or when there were none). */
 async function stagedSecrets(em: EntityManager, keys: KeyRing, ref: AttemptRef): Promise<Record<string, string>> {
-  const [row] = await em.execute<{ key_id: string; data: Buffer }[]>(
-    'select key_id, data from redemption_secrets where redemption_id = ? and attempt = ?',
-    [ref.redemptionId, ref.attempt],
-  );
+  const row = await secretsRow(em, ref);
   return row ? (JSON.parse(unseal(keys, row.key_id, secretsAad(ref), row.data).toString('utf8')) as Record<string, string>) : {};
 }
 
 /** What the upstream is sent for an attempt: the stored normalized values plus the staged password values. */
 export async function upstreamSubmission(em: EntityManager, keys: KeyRing, ref: AttemptRef) {
   const secrets = await stagedSecrets(em, keys, ref);
-  const attempt = await attemptOf(em, ref);
+  const attempt = await attemptRow(em, ref);
   if (!attempt) throw new Error(`attempt ${ref.redemptionId}:${ref.attempt} not found`);
-  const [row] = await em.execute<{ product_id: string }[]>(
-    'select ic.product_id from redemptions r join issued_codes ic on ic.id = r.code_id where r.id = ?',
-    [ref.redemptionId],
-  );
-  const product = await em.findOneOrFail(ProductSchema, { id: row.product_id });
+  const product = await em.findOneOrFail(ProductSchema, { id: await productIdOfRedemption(em, ref.redemptionId) });
   return {
     upstreamRef: attempt.upstream_ref,
     submission: {
@@ -103,23 +86,18 @@ export async function upstreamSubmission(em: EntityManager, keys: KeyRing, ref: 
  */
 export async function refreshUpstream(em: EntityManager, keys: KeyRing, ref: AttemptRef, status: UpstreamStatus): Promise<UpstreamState> {
   if (status.state !== 'fulfilled') return status;
-  const attempt = await attemptOf(em, ref);
+  const attempt = await attemptRow(em, ref);
   const secrets = await stagedSecrets(em, keys, ref);
   const note = status.deliverable === undefined || status.deliverable === null
     ? null
     : maskDeliverable(status.deliverable, [...Object.values(attempt?.redeem_info ?? {}), ...Object.values(secrets)]);
-  await em.execute('update redemption_attempts set upstream_deliverable = ? where redemption_id = ? and attempt = ?', [
-    note, ref.redemptionId, ref.attempt,
-  ]);
+  await setUpstreamDeliverable(em, ref, note);
   return { state: 'fulfilled' };
 }
 
 /** Records the upstream's reference; from now on the attempt holds supplier resources. */
 export async function recordUpstreamRef(em: EntityManager, ref: AttemptRef, upstreamRef: string): Promise<void> {
-  await em.execute(
-    'update redemption_attempts set upstream_ref = ?, holds_resources = true where redemption_id = ? and attempt = ? and upstream_ref is null',
-    [upstreamRef, ref.redemptionId, ref.attempt],
-  );
+  await setUpstreamRef(em, ref, upstreamRef);
 }
 
 /**
@@ -129,25 +107,17 @@ export async function recordUpstreamRef(em: EntityManager, ref: AttemptRef, upst
  */
 export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
   const finished = await em.transactional(async (tx) => {
-    const attempt = await attemptOf(tx, ref, true);
+    const attempt = await attemptRow(tx, ref, true);
     if (!attempt || attempt.status === 'fulfilled' || attempt.status === 'failed') return false;
     const secrets = await stagedSecrets(tx, keys, ref);
     // The staged values have served their purpose: they go with the attempt's end.
-    await tx.execute('delete from redemption_secrets where redemption_id = ? and attempt = ?', [ref.redemptionId, ref.attempt]);
+    await deleteSecrets(tx, ref);
     const fulfilled = outcome.status === 'fulfilled';
     const note = fulfilled ? (outcome.deliverable ?? attempt.upstream_deliverable ?? 'Fulfilled.') : null;
     const deliverable = note === null ? null : maskDeliverable(note, [...Object.values(attempt.redeem_info), ...Object.values(secrets)]);
     const failureCode = fulfilled ? null : outcome.failureCode;
-    await tx.execute(
-      `update redemption_attempts set status = ?, failure_code = ?, holds_resources = ?, finished_at = now()
-        where redemption_id = ? and attempt = ?`,
-      [outcome.status, failureCode, !fulfilled && outcome.holdsResources, ref.redemptionId, ref.attempt],
-    );
-    const [updated] = await tx.execute<{ fulfilled_at: Date | null }[]>(
-      `update redemptions set status = ?, failure_code = ?, deliverable = ?, fulfilled_at = ?, updated_at = now()
-        where id = ? and attempt = ? returning fulfilled_at`,
-      [outcome.status, failureCode, deliverable, fulfilled ? new Date() : null, ref.redemptionId, ref.attempt],
-    );
+    await finishAttemptRow(tx, ref, { status: outcome.status, failureCode, holdsResources: !fulfilled && outcome.holdsResources });
+    const updated = await finishRedemptionRow(tx, ref, { status: outcome.status, failureCode, deliverable, fulfilledAt: fulfilled ? new Date() : null });
     if (!updated) return false;
     await recordRedemptionEvent(tx, ref, outcome.status, failureCode, unix(updated.fulfilled_at));
     return true;
@@ -166,11 +136,7 @@ async function recordRedemptionEvent(
   failureCode: string | null,
   fulfilledAt: number | null,
 ): Promise<void> {
-  const [row] = await em.execute<{ account_id: string; code: string; order_id: string; product_id: string; external_order_id: string | null; channel: string }[]>(
-    `select r.account_id, ic.code, ic.order_id, ic.product_id, o.external_order_id, o.channel
-       from redemptions r join issued_codes ic on ic.id = r.code_id join orders o on o.id = ic.order_id where r.id = ?`,
-    [ref.redemptionId],
-  );
+  const row = await redemptionEventFacts(em, ref.redemptionId);
   if (!row || row.channel !== 'wholesale_api') return;
   const type = status === 'fulfilled' ? 'redemption.fulfilled' : 'redemption.failed';
   await recordEvent(
@@ -194,8 +160,5 @@ async function recordRedemptionEvent(
 
 /** The upstream let go of a failed attempt: a resubmission is allowed again. */
 export async function releaseAttemptResources(em: EntityManager, ref: AttemptRef): Promise<void> {
-  await em.execute(
-    `update redemption_attempts set holds_resources = false where redemption_id = ? and attempt = ? and status = 'failed'`,
-    [ref.redemptionId, ref.attempt],
-  );
+  await releaseAttempt(em, ref);
 }

@@ -1,5 +1,19 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProductSchema, type Product } from '../db/entities';
+import { insertAttempt } from '../db/redemption-attempts';
+import {
+  codeRow,
+  insertRedemption,
+  redemptionOfCodeRow,
+  redemptionState,
+  reopenRedemption,
+  viewRowByCodeId,
+  viewRowById,
+  type CodeRow,
+  type RedemptionRow,
+  type ViewRow,
+} from '../db/redemptions';
+import { insertSupportAction } from '../db/support';
 import { CODE_RE, newId, normalizeCode } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { displayFields, validateRedeemInfo, type RedeemFieldDef, type ValidatedRedeemInfo } from '../domain/redeem-info';
@@ -12,8 +26,9 @@ import {
   type AttemptRef,
   type OperatorDecision,
   type RedemptionStatus,
-  type RedemptionWorkflowInput,
 } from '../temporal/redemptions';
+import { redemptionStarter } from '../temporal/starters';
+import type { TimingConfig } from '../temporal/timing';
 import { finishAttempt, stageSecrets } from './redemption-attempts';
 
 // Server-side redemption (spec 4.4, 3.4) and the public redemption site share this module: one
@@ -47,7 +62,8 @@ export interface RedemptionDeps {
   em: EntityManager;
   temporal: TemporalHandle;
   upstream: RedemptionUpstream;
-  refreshSeconds: number;
+  /** Where the redemption workflow's refresh cadence comes from. */
+  config: TimingConfig;
   /** Encrypts the password values staged for the upstream call. */
   keys: KeyRing;
 }
@@ -55,45 +71,10 @@ export interface RedemptionDeps {
 /** Who submits: a reseller's key (only its own codes) or the public site (any wholesale code). */
 export type Submitter = { source: 'api'; accountId: string } | { source: 'site' };
 
-interface CodeRow {
-  id: string;
-  code: string;
-  account_id: string;
-  order_id: string;
-  product_id: string;
-  kind: string;
-  is_test: boolean;
-  voided: boolean;
-  order_status: string;
-  channel: string;
-  external_order_id: string | null;
-}
-
-interface RedemptionRow {
-  id: string;
-  code_id: string;
-  account_id: string;
-  attempt: number;
-  status: RedemptionStatus;
-  failure_code: string | null;
-  deliverable: string | null;
-  created_at: Date;
-  fulfilled_at: Date | null;
-  holds_resources: boolean | null;
-}
-
 const unix = (d: Date | string | null | undefined) => (d ? Math.floor(new Date(d).getTime() / 1000) : null);
 
 // One message for every reason, so a caller learns nothing about codes that are not theirs.
 const invalidCode = () => new ApiError('invalid_code', 'This code cannot be redeemed: it is unknown, voided or not issued to you');
-
-const CODE_SQL = `select ic.id, ic.code, ic.account_id, ic.order_id, ic.product_id, ic.kind, ic.is_test, ic.voided,
-    o.status as order_status, o.channel, o.external_order_id
-  from issued_codes ic join orders o on o.id = ic.order_id where ic.code = ?`;
-
-const REDEMPTION_SQL = `select r.id, r.code_id, r.account_id, r.attempt, r.status, r.failure_code, r.deliverable, r.created_at,
-    r.fulfilled_at, a.holds_resources
-  from redemptions r left join redemption_attempts a on a.redemption_id = r.id and a.attempt = r.attempt`;
 
 /**
  * A platform code of a delivered order that the submitter may redeem. Unknown, voided, gift-card
@@ -102,14 +83,9 @@ const REDEMPTION_SQL = `select r.id, r.code_id, r.account_id, r.attempt, r.statu
 async function findCode(em: EntityManager, rawCode: string, who: Submitter, lock = false): Promise<CodeRow> {
   const code = normalizeCode(rawCode);
   if (!CODE_RE.test(code)) throw invalidCode();
-  const [row] = await em.execute<CodeRow[]>(`${CODE_SQL}${lock ? ' for update of ic' : ''}`, [code]);
+  const row = await codeRow(em, code, lock);
   if (!row || row.voided || row.kind !== 'platform' || row.order_status !== 'delivered') throw invalidCode();
   if (who.source === 'api' && row.account_id !== who.accountId) throw invalidCode();
-  return row;
-}
-
-async function redemptionOfCode(em: EntityManager, codeId: string): Promise<RedemptionRow | undefined> {
-  const [row] = await em.execute<RedemptionRow[]>(`${REDEMPTION_SQL} where r.code_id = ?`, [codeId]);
   return row;
 }
 
@@ -167,7 +143,7 @@ export async function submitRedemption(
   if (who.source === 'site' && found.is_test) {
     throw new ApiError('test_code_only', 'Integration test codes cannot be redeemed on the redemption site');
   }
-  assertSubmittable(await redemptionOfCode(deps.em, found.id));
+  assertSubmittable(await redemptionOfCodeRow(deps.em, found.id));
   const product = await productOf(deps.em, found.product_id);
   // Test codes accept any redeemInfo and keep none of it.
   const validated: ValidatedRedeemInfo = found.is_test ? { stored: {}, secrets: {} } : validateRedeemInfo(product.redeemFields, input.redeemInfo);
@@ -175,67 +151,28 @@ export async function submitRedemption(
 
   return deps.em.transactional(async (tx) => {
     const code = await findCode(tx, found.code, who, true);
-    const existing = await redemptionOfCode(tx, code.id);
+    const existing = await redemptionOfCodeRow(tx, code.id);
     assertSubmittable(existing);
     const ref: AttemptRef = existing ? { redemptionId: existing.id, attempt: existing.attempt + 1 } : { redemptionId: newId('rdm'), attempt: 1 };
     if (existing) {
-      await tx.execute(
-        `update redemptions set attempt = ?, status = 'pending', failure_code = null, deliverable = null, fulfilled_at = null,
-           source = ?, updated_at = now() where id = ? and status = 'failed'`,
-        [ref.attempt, who.source, ref.redemptionId],
-      );
+      await reopenRedemption(tx, ref.redemptionId, ref.attempt, who.source);
     } else {
-      await tx.execute(
-        `insert into redemptions (id, code_id, account_id, order_id, source, attempt, status) values (?, ?, ?, ?, ?, 1, 'pending')`,
-        [ref.redemptionId, code.id, code.account_id, code.order_id, who.source],
-      );
+      await insertRedemption(tx, { id: ref.redemptionId, codeId: code.id, accountId: code.account_id, orderId: code.order_id, source: who.source });
     }
-    await tx.execute(`insert into redemption_attempts (redemption_id, attempt, status, redeem_info) values (?, ?, 'pending', ?::jsonb)`, [
-      ref.redemptionId, ref.attempt, JSON.stringify(validated.stored),
-    ]);
+    await insertAttempt(tx, ref, validated.stored);
     if (code.is_test) {
       await finishAttempt(tx, deps.keys, ref, { status: 'fulfilled', deliverable: TEST_DELIVERABLE });
     } else {
       await stageSecrets(tx, deps.keys, ref, validated.secrets);
       // Started before commit: if the start fails, nothing was consumed. A run whose transaction
       // then fails to commit never sees its attempt and ends itself (see redemptionWorkflow).
-      await startAttemptWorkflow(deps, { ...ref, refreshSeconds: deps.refreshSeconds });
+      await redemptionStarter(deps.temporal, deps.config, ref).start();
     }
     return { redemptionId: ref.redemptionId, status: 'pending' as const, code: code.code, orderId: code.order_id };
   });
 }
 
-async function startAttemptWorkflow(deps: RedemptionDeps, input: RedemptionWorkflowInput): Promise<void> {
-  await deps.temporal.client.workflow.start('redemptionWorkflow', {
-    workflowId: redemptionWorkflowId(input.redemptionId, input.attempt),
-    taskQueue: deps.temporal.taskQueue,
-    args: [input],
-    // An attempt number is committed once; a run still holding its id can only be left over from
-    // a submission whose transaction rolled back, so it is replaced.
-    workflowIdConflictPolicy: 'TERMINATE_EXISTING',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-  });
-}
-
 // ---- reads ----
-
-interface ViewRow {
-  id: string;
-  account_id: string;
-  status: RedemptionStatus;
-  failure_code: string | null;
-  deliverable: string | null;
-  created_at: Date;
-  fulfilled_at: Date | null;
-  code: string;
-  order_id: string;
-  product_id: string;
-  external_order_id: string | null;
-}
-
-const VIEW_SQL = `select r.id, r.account_id, r.status, r.failure_code, r.deliverable, r.created_at, r.fulfilled_at,
-    ic.code, ic.order_id, ic.product_id, o.external_order_id
-  from redemptions r join issued_codes ic on ic.id = r.code_id join orders o on o.id = ic.order_id`;
 
 function toView(row: ViewRow): RedemptionView {
   return {
@@ -254,7 +191,7 @@ function toView(row: ViewRow): RedemptionView {
 }
 
 async function viewById(em: EntityManager, redemptionId: string): Promise<(RedemptionView & { accountId: string }) | undefined> {
-  const [row] = await em.execute<ViewRow[]>(`${VIEW_SQL} where r.id = ?`, [redemptionId]);
+  const row = await viewRowById(em, redemptionId);
   return row ? { ...toView(row), accountId: row.account_id } : undefined;
 }
 
@@ -269,7 +206,7 @@ export async function redemptionById(em: EntityManager, accountId: string, redem
 /** GET /redemptions?code=: `not_redeemed` with a null id when the code was never submitted. */
 export async function redemptionByCode(em: EntityManager, who: Submitter, rawCode: string): Promise<RedemptionView> {
   const code = await findCode(em, rawCode, who);
-  const [row] = await em.execute<ViewRow[]>(`${VIEW_SQL} where r.code_id = ?`, [code.id]);
+  const row = await viewRowByCodeId(em, code.id);
   if (row) return toView(row);
   return {
     redemptionId: null,
@@ -302,7 +239,7 @@ export async function lookupCodeForSite(em: EntityManager, rawCode: string): Pro
   const found = await findCode(em, rawCode, { source: 'site' });
   if (found.is_test) throw new ApiError('test_code_only', 'Integration test codes cannot be redeemed on the redemption site');
   const product = await productOf(em, found.product_id);
-  const existing = await redemptionOfCode(em, found.id);
+  const existing = await redemptionOfCodeRow(em, found.id);
   return {
     code: found.code,
     productName: product.nameEn ?? product.name,
@@ -338,17 +275,20 @@ export async function decideRedemption(
   redemptionId: string,
   decision: OperatorDecision,
 ): Promise<AttemptRef> {
-  const [row] = await deps.em.execute<{ attempt: number; status: string }[]>('select attempt, status from redemptions where id = ?', [redemptionId]);
+  const row = await redemptionState(deps.em, redemptionId);
   if (!row) throw new ApiError('not_found', `Redemption ${redemptionId} not found`);
   if (row.status !== 'pending' && row.status !== 'processing') {
     throw new ApiError('invalid_input', `Redemption ${redemptionId} is ${row.status}; only a pending or processing redemption takes a decision`);
   }
   const ref = { redemptionId, attempt: row.attempt };
   await deps.temporal.client.workflow.getHandle(redemptionWorkflowId(redemptionId, row.attempt)).signal(operatorDecisionSignal, decision);
-  await deps.em.execute(
-    'insert into support_actions (subject_id, action, actor, reason, payload) values (?, ?, ?, ?, ?::jsonb)',
-    [redemptionId, `redemption.${decision.decision}`, decision.actor, decision.reason, JSON.stringify({ attempt: row.attempt })],
-  );
+  await insertSupportAction(deps.em, {
+    subjectId: redemptionId,
+    action: `redemption.${decision.decision}`,
+    actor: decision.actor,
+    reason: decision.reason,
+    payload: { attempt: row.attempt },
+  });
   return ref;
 }
 

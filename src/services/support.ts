@@ -1,11 +1,11 @@
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
+import { ledgerAmountOf } from '../db/ledger';
+import { supportActionsOf } from '../db/support';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';
 import type { TemporalHandle } from '../temporal/client';
-import { apiErrorFromTemporal } from '../temporal/errors';
 import {
   deliverManuallyUpdate,
   procurementStateQuery,
@@ -17,7 +17,8 @@ import {
   type SupportActionName,
   type SupportRequest,
 } from '../temporal/procurement';
-import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
+import { procurementStarter } from '../temporal/starters';
+import { updateWithStart } from '../temporal/update-with-start';
 import { cleanManualCodes, dropManualCodes, stageManualCodes } from './procurement';
 
 // Support tooling for direct-code orders (spec 3.2 needs_attention), shared by the admin HTTP API
@@ -78,11 +79,8 @@ async function directCodeOrder(em: EntityManager, orderId: string): Promise<Orde
 /** One order for support: its state in Postgres, every support action, and the workflow's own view. */
 export async function supportOrderDetail(deps: SupportDeps, orderId: string) {
   const order = await directCodeOrder(deps.em, orderId);
-  const actions = await deps.em.execute<{ action: string; actor: string; reason: string; payload: Record<string, unknown>; created_at: Date }[]>(
-    'select action, actor, reason, payload, created_at from support_actions where subject_id = ? order by id',
-    [orderId],
-  );
-  let workflow: ProcurementState | null = null;
+  const actions = await supportActionsOf(deps.em, orderId);
+  let workflow: ProcurementState | null;
   try {
     workflow = await deps.temporal.client.workflow.getHandle(procurementWorkflowId(orderId)).query(procurementStateQuery);
   } catch {
@@ -128,33 +126,25 @@ async function act<A extends SupportRequest>(
       fulfillmentStatus: order.fulfillmentStatus ?? null,
     });
   }
-  const startWorkflowOperation = new WithStartWorkflowOperation('procurementWorkflow', {
-    workflowId: procurementWorkflowId(orderId),
-    taskQueue: deps.temporal.taskQueue,
-    args: [{ orderId, accountId: order.accountId, externalOrderId: order.externalOrderId ?? null }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-    typedSearchAttributes: [
-      { key: AccountIdKey, value: order.accountId },
-      ...(order.externalOrderId ? [{ key: ExternalOrderIdKey, value: order.externalOrderId }] : []),
-    ],
+  const starter = procurementStarter(deps.temporal, { orderId, accountId: order.accountId, externalOrderId: order.externalOrderId ?? null });
+  await updateWithStart(deps.temporal, starter, update as typeof resumeUpdate, {
+    args: [request],
+    attempts: 1,
+    // Not cut at the placement deadline: an action waits its turn behind another one and behind
+    // a procurement step in flight, and the operator's tool waits with it.
+    withDeadline: false,
+    // A completed run is not started again (ALLOW_DUPLICATE_FAILED_ONLY).
+    onGiveUp: (err) =>
+      err instanceof WorkflowExecutionAlreadyStartedError
+        ? new ApiError('invalid_input', `The procurement of order ${orderId} has finished; reload the order`)
+        : undefined,
   });
-  try {
-    await deps.temporal.client.workflow.executeUpdateWithStart(update as typeof resumeUpdate, { args: [request], startWorkflowOperation });
-  } catch (err) {
-    const apiError = apiErrorFromTemporal(err);
-    if (apiError) throw apiError;
-    if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      throw new ApiError('invalid_input', `The procurement of order ${orderId} has finished; reload the order`);
-    }
-    throw err;
-  }
   const em = deps.em.fork();
   const after = await directCodeOrder(em, orderId);
   let refund: SupportOutcome['refund'] = null;
   if (action === 'refund') {
-    const [row] = await em.execute<{ amount: string }[]>('select amount from ledger_transactions where idempotency_key = ?', [`refund:${orderId}`]);
-    refund = { units: after.qty - after.fulfilledQuantity, amount: toDecimal(row ? fromDb(row.amount) : 0) };
+    const refunded = await ledgerAmountOf(em, `refund:${orderId}`);
+    refund = { units: after.qty - after.fulfilledQuantity, amount: toDecimal(refunded ? fromDb(refunded) : 0) };
   }
   return { action, order: supportOrderView(after), refund };
 }

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
+import { countPendingTopups } from '../db/orders';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal } from '../domain/money';
 import type { PaymentProvider } from '../providers/payments';
 import type { TemporalHandle } from '../temporal/client';
-import { apiErrorFromTemporal, isTemporalUnavailable } from '../temporal/errors';
-import { openTopupUpdate, topupWorkflowId, type OpenTopupRequest, type PaymentTiming, type TopupCreateResponse, type TopupOpening } from '../temporal/payments';
-import { AccountIdKey, ExternalOrderIdKey } from '../temporal/search-attributes';
+import { topupStarter } from '../temporal/starters';
+import type { TimingConfig } from '../temporal/timing';
+import { openTopupUpdate, type OpenTopupRequest, type TopupCreateResponse } from '../temporal/topups';
+import { updateWithStart } from '../temporal/update-with-start';
 import { lockAccount } from './ledger';
 import { rateLimited, topupsCreated } from '../metrics/registry';
 import { hitRateLimit } from './rate-limit';
@@ -62,14 +63,6 @@ function assertSameTopup(order: Order, input: { amount: string; currency: string
   }
 }
 
-async function unpaidTopups(em: EntityManager, accountId: string): Promise<number> {
-  const [row] = await em.execute<{ n: string }[]>(
-    `select count(*) as n from orders where account_id = ? and kind = 'topup' and status = 'pending'`,
-    [accountId],
-  );
-  return Number(row.n);
-}
-
 const tooManyPending = (max: number) =>
   new ApiError('too_many_pending_topups', `${max} unpaid top-ups already exist; pay or let one expire first`);
 
@@ -89,7 +82,7 @@ async function replayOrCheckLimit(
       return existing;
     }
   }
-  if ((await unpaidTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
+  if ((await countPendingTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
   return undefined;
 }
 
@@ -147,7 +140,7 @@ export async function openTopup(
  * the top-up workflow through update-with-start.
  */
 export async function submitTopup(
-  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; timing: PaymentTiming },
+  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; config: TimingConfig },
   input: TopupInput,
 ): Promise<TopupCreateResponse> {
   if (parseDecimal(input.amount) <= 0) throw new ApiError('invalid_input', 'amount must be greater than 0');
@@ -166,39 +159,14 @@ export async function submitTopup(
   const request: OpenTopupRequest = {
     orderId, externalTopupId: input.externalTopupId, amount: input.amount, currency: input.currency, source: input.source, placementId,
   };
-  const opening = await openThroughWorkflow(deps, input, key, request);
+  // Bounded like an order's placement: no worker polling is a retryable 503, not a hang.
+  const opening = await updateWithStart(deps.temporal, topupStarter(deps.temporal, deps.config, { accountId: input.accountId, key }), openTopupUpdate, {
+    args: [request],
+    updateId: placementId,
+    attempts: 3,
+    withDeadline: true,
+  });
   if (opening.outcome === 'rejected') throw new ApiError(opening.rejection.code, opening.rejection.message, opening.rejection.details);
   if (!opening.reused) topupsCreated.inc({ currency: input.currency });
   return topupResponse(await deps.em.fork().findOneOrFail(OrderSchema, { id: opening.orderId }), opening.reused);
-}
-
-async function openThroughWorkflow(
-  deps: { temporal: TemporalHandle; timing: PaymentTiming },
-  input: TopupInput,
-  key: string,
-  request: OpenTopupRequest,
-): Promise<TopupOpening> {
-  for (let attempt = 1; ; attempt++) {
-    const startWorkflowOperation = new WithStartWorkflowOperation('topupWorkflow', {
-      workflowId: topupWorkflowId(input.accountId, key),
-      taskQueue: deps.temporal.taskQueue,
-      args: [{ accountId: input.accountId, key, timing: deps.timing }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [
-        { key: AccountIdKey, value: input.accountId },
-        { key: ExternalOrderIdKey, value: key },
-      ],
-    });
-    try {
-      // Bounded like an order's placement: no worker polling is a retryable 503, not a hang.
-      const { client, placementDeadlineMs } = deps.temporal;
-      return await client.withDeadline(Date.now() + placementDeadlineMs, () =>
-        client.workflow.executeUpdateWithStart(openTopupUpdate, { args: [request], updateId: request.placementId, startWorkflowOperation }));
-    } catch (err) {
-      const apiError = apiErrorFromTemporal(err);
-      if (apiError) throw apiError;
-      if (err instanceof WorkflowUpdateFailedError || isTemporalUnavailable(err) || attempt >= 3) throw err;
-    }
-  }
 }

@@ -1,9 +1,10 @@
 import { Client as PgClient } from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
+import { claimUndispatchedEvents, listenForEvents, markEventsDispatched } from '../db/events';
 import type { Orm } from '../db/orm';
+import { overdueDeliveries } from '../db/webhooks';
 import type { TemporalHandle } from '../temporal/client';
-import { EVENTS_CHANNEL } from './events';
 import { insertDelivery, startDeliveryWorkflow } from './webhooks';
 
 // The outbox relay. Producers only write events (recordEvent, in their own transaction, which
@@ -101,30 +102,20 @@ export class WebhookDispatcher {
   /** Decides the delivery of up to one batch of undispatched events, in one transaction. */
   private async relayBatch(): Promise<{ decided: number; created: { id: string; accountId: string }[] }> {
     return this.deps.orm.em.fork().transactional(async (tx) => {
-      const events = await tx.execute<{ id: string; account_id: string; configured: boolean }[]>(
-        `select e.id, e.account_id, exists (select 1 from webhook_endpoints w where w.account_id = e.account_id) as configured
-           from events e where e.dispatched_at is null
-          order by e.created_at, e.id limit ? for update of e skip locked`,
-        [BATCH],
-      );
+      const events = await claimUndispatchedEvents(tx, BATCH);
       const created: { id: string; accountId: string }[] = [];
       for (const e of events) {
         if (!e.configured) continue;
         const id = await insertDelivery(tx, e.id, e.account_id);
         if (id) created.push({ id, accountId: e.account_id });
       }
-      if (events.length) await tx.execute('update events set dispatched_at = now() where id in (?)', [events.map((e) => e.id)]);
+      if (events.length) await markEventsDispatched(tx, events.map((e) => e.id));
       return { decided: events.length, created };
     });
   }
 
   private async overdue(): Promise<{ id: string; accountId: string }[]> {
-    const rows = await this.deps.orm.em.fork().execute<{ id: string; account_id: string }[]>(
-      `select id, account_id from webhook_deliveries
-        where status = 'pending' and next_attempt_at < now() - make_interval(secs => ?)
-        order by next_attempt_at limit ?`,
-      [this.deps.overdueSeconds ?? 30, BATCH],
-    );
+    const rows = await overdueDeliveries(this.deps.orm.em.fork(), this.deps.overdueSeconds ?? 30, BATCH);
     return rows.map((r) => ({ id: r.id, accountId: r.account_id }));
   }
 
@@ -147,7 +138,7 @@ export class WebhookDispatcher {
     client.on('end', () => this.scheduleReconnect(client));
     try {
       await client.connect();
-      await client.query(`listen ${EVENTS_CHANNEL}`);
+      await listenForEvents(client);
       if (this.stopped) await client.end();
       else this.listener = client;
     } catch (err) {

@@ -1,13 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
+import { markEventDispatched } from '../db/events';
+import {
+  deleteEndpoint,
+  deliveryPage,
+  endpointOf,
+  holdEndpoint,
+  insertDeliveryRow,
+  lockDelivery,
+  resetDelivery,
+  upsertEndpoint,
+  type DeliveryRow,
+} from '../db/webhooks';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { isCleanId } from '../domain/text';
 import type { UrlPolicy } from '../domain/webhook-url';
 import type { TemporalHandle } from '../temporal/client';
-import { AccountIdKey } from '../temporal/search-attributes';
-import { deliveryWorkflowId, deliveryWorkflowInput, retryNowSignal } from '../temporal/webhooks';
+import { deliveryStarter } from '../temporal/starters';
+import { retryNowSignal } from '../temporal/webhooks';
 import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
 import { recordEvent } from './events';
 import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sender';
@@ -28,8 +40,7 @@ export interface Endpoint {
 }
 
 export async function findEndpoint(em: EntityManager, accountId: string): Promise<Endpoint | undefined> {
-  const [row] = await em.execute<Endpoint[]>('select url, secret from webhook_endpoints where account_id = ?', [accountId]);
-  return row;
+  return endpointOf(em, accountId);
 }
 
 /**
@@ -43,17 +54,12 @@ export async function configureWebhook(
   opts: { policy: UrlPolicy; resolver?: Resolver },
 ): Promise<{ ok: true; url: string; secret?: string }> {
   if (rawUrl === '') {
-    await em.execute('delete from webhook_endpoints where account_id = ?', [accountId]);
+    await deleteEndpoint(em, accountId);
     return { ok: true, url: '' };
   }
   const url = await validateWebhookUrl(rawUrl, opts.policy, opts.resolver ?? systemResolver);
   const secret = `whsec_${randomBytes(24).toString('base64url')}`;
-  await em.execute(
-    `insert into webhook_endpoints (account_id, url, secret, version, updated_at) values (?, ?, ?, 1, now())
-     on conflict (account_id) do update
-       set url = excluded.url, secret = excluded.secret, version = webhook_endpoints.version + 1, updated_at = now()`,
-    [accountId, url, secret],
-  );
+  await upsertEndpoint(em, accountId, url, secret);
   return { ok: true, url, secret };
 }
 
@@ -63,12 +69,7 @@ export async function getWebhook(em: EntityManager, accountId: string): Promise<
 
 /** Inserts the delivery of an event; undefined if the event already has one (unique event_id). */
 export async function insertDelivery(em: EntityManager, eventId: string, accountId: string): Promise<string | undefined> {
-  const rows = await em.execute<{ id: string }[]>(
-    `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values (?, ?, ?, 'pending', now())
-     on conflict (event_id) do nothing returning id`,
-    [newId('whd'), eventId, accountId],
-  );
-  return rows[0]?.id;
+  return insertDeliveryRow(em, newId('whd'), eventId, accountId);
 }
 
 /**
@@ -82,19 +83,9 @@ export async function startDeliveryWorkflow(
   delivery: { id: string; accountId: string },
   mode: 'ensure' | 'retry',
 ): Promise<void> {
-  const options = {
-    workflowId: deliveryWorkflowId(delivery.id),
-    taskQueue: temporal.taskQueue,
-    args: [deliveryWorkflowInput(config, delivery.id)],
-    workflowIdConflictPolicy: 'USE_EXISTING' as const,
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
-    typedSearchAttributes: [{ key: AccountIdKey, value: delivery.accountId }],
-  };
-  if (mode === 'retry') {
-    await temporal.client.workflow.signalWithStart('webhookDeliveryWorkflow', { ...options, signal: retryNowSignal, signalArgs: [] });
-  } else {
-    await temporal.client.workflow.start('webhookDeliveryWorkflow', options);
-  }
+  const starter = deliveryStarter(temporal, config, delivery);
+  if (mode === 'retry') await starter.signalWithStart(retryNowSignal, []);
+  else await starter.start();
 }
 
 /**
@@ -106,11 +97,10 @@ export async function sendTestEvent(
   accountId: string,
 ): Promise<{ ok: true; deliveryId: string; eventId: string }> {
   const created = await deps.em.transactional(async (tx) => {
-    const endpoint = await tx.execute('select 1 from webhook_endpoints where account_id = ? for share', [accountId]);
-    if (endpoint.length === 0) throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook');
+    if (!(await holdEndpoint(tx, accountId))) throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook');
     const eventId = (await recordEvent(tx, accountId, 'webhook.test', { message: TEST_EVENT_MESSAGE }))!;
     const deliveryId = (await insertDelivery(tx, eventId, accountId))!;
-    await tx.execute('update events set dispatched_at = now() where id = ?', [eventId]);
+    await markEventDispatched(tx, eventId);
     return { eventId, deliveryId };
   });
   try {
@@ -119,20 +109,6 @@ export async function sendTestEvent(
     deps.onStartError?.(err);
   }
   return { ok: true, ...created };
-}
-
-interface DeliveryRow {
-  id: string;
-  event_id: string;
-  event: string;
-  status: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  next_attempt_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  position: string;
 }
 
 const unix = (d: Date | string | null) => (d === null ? null : Math.floor(new Date(d).getTime() / 1000));
@@ -179,19 +155,8 @@ export async function listDeliveries(
   q: { accountId: string; limit: number; cursor?: string; cursorSecret: string },
 ): Promise<Page<ReturnType<typeof deliveryItem>>> {
   const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'webhook_deliveries', filters: {} };
-  const params: unknown[] = [q.accountId];
-  let sql = `select d.id, d.event_id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error, d.next_attempt_at,
-                    d.created_at, d.updated_at, d.created_at::text as position
-               from webhook_deliveries d join events e on e.id = d.event_id
-              where d.account_id = ?`;
-  if (q.cursor) {
-    const { createdAt, id } = decodeCursor(scope, q.cursor, deliveryPosition);
-    sql += ' and (d.created_at, d.id) < (?::timestamptz, ?)';
-    params.push(createdAt, id);
-  }
-  sql += ' order by d.created_at desc, d.id desc limit ?';
-  params.push(q.limit + 1);
-  const rows = await em.execute<DeliveryRow[]>(sql, params);
+  const after = q.cursor ? decodeCursor(scope, q.cursor, deliveryPosition) : undefined;
+  const rows = await deliveryPage(em, { accountId: q.accountId, after, limit: q.limit + 1 });
   return pageOf(rows, q.limit, deliveryItem, (r) => `${r.position}|${r.id}`, scope);
 }
 
@@ -206,18 +171,11 @@ export async function retryDelivery(
   deliveryId: string,
 ): Promise<{ ok: true }> {
   await deps.em.transactional(async (tx) => {
-    const [row] = await tx.execute<{ id: string }[]>(
-      'select id from webhook_deliveries where id = ? and account_id = ? for update',
-      [deliveryId, accountId],
-    );
-    if (!row) throw new ApiError('not_found', `Delivery ${deliveryId} not found`);
+    if (!(await lockDelivery(tx, accountId, deliveryId))) throw new ApiError('not_found', `Delivery ${deliveryId} not found`);
     if (!(await findEndpoint(tx, accountId))) {
       throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook before retrying');
     }
-    await tx.execute(
-      `update webhook_deliveries set status = 'pending', next_attempt_at = now(), updated_at = now() where id = ?`,
-      [deliveryId],
-    );
+    await resetDelivery(tx, deliveryId);
   });
   await startDeliveryWorkflow(deps.temporal, deps.config, { id: deliveryId, accountId }, 'retry');
   return { ok: true };

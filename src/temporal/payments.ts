@@ -1,6 +1,6 @@
-// Shared, workflow-safe contract of hosted-checkout payments (intent orders and top-ups).
-import { defineSignal, defineUpdate, defineQuery } from '@temporalio/workflow';
-import type { Rejected } from './orders';
+// The payment loop's shared, workflow-safe contract: what intent orders and top-ups (./topups)
+// both wait on while a hosted checkout is open.
+import { defineSignal } from '@temporalio/workflow';
 
 /** Durations from config, passed in at start because workflows cannot read the environment. */
 export interface PaymentTiming {
@@ -19,38 +19,6 @@ export interface PaymentNotice {
 
 export const paymentNotifiedSignal = defineSignal<[PaymentNotice]>('paymentNotified');
 
-export const topupWorkflowId = (accountId: string, key: string) => `topup:${accountId}:${key}`;
-
-export interface TopupWorkflowInput {
-  accountId: string;
-  key: string;
-  timing: PaymentTiming;
-}
-
-export interface OpenTopupRequest {
-  orderId: string;
-  externalTopupId: string | null;
-  amount: string;
-  currency: 'USDT' | 'USDC';
-  source: 'rest' | 'mcp';
-  /** One per API request (also its update id): the request that opens a top-up is told `reused: false`. */
-  placementId: string;
-}
-
-/** What opening a top-up answers: the top-up's id, or the rejection (ids only, never the checkout link). */
-export type TopupOpening = { outcome: 'opened'; orderId: string; reused: boolean; status: string } | Rejected;
-
-export interface TopupCreateResponse {
-  orderId: string;
-  externalTopupId: string | null;
-  amount: string;
-  status: 'pending' | 'delivered' | 'expired' | 'refunded';
-  checkoutUrl: string | null;
-  paymentUrl: string | null;
-  reused: boolean;
-  idempotencyWarning?: string;
-}
-
 export interface PaymentWorkflowState {
   orderId: string | null;
   status: string;
@@ -58,5 +26,3 @@ export interface PaymentWorkflowState {
   lastSyncError: string | null;
 }
 
-export const openTopupUpdate = defineUpdate<TopupOpening, [OpenTopupRequest]>('openTopup');
-export const topupStateQuery = defineQuery<PaymentWorkflowState>('state');

@@ -43,21 +43,3 @@ export const retryNowSignal = defineSignal('retryNow');
 export function backoffSeconds(failedAttempt: number, baseSeconds: number, capSeconds: number): number {
   return Math.min(baseSeconds * 2 ** Math.max(0, failedAttempt - 1), capSeconds);
 }
-
-export function deliveryWorkflowInput(
-  config: {
-    WEBHOOK_MAX_ATTEMPTS: number;
-    WEBHOOK_RETRY_BASE_SECONDS: number;
-    WEBHOOK_RETRY_CAP_SECONDS: number;
-    WEBHOOK_TIMEOUT_MS: number;
-  },
-  deliveryId: string,
-): DeliveryWorkflowInput {
-  return {
-    deliveryId,
-    maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
-    retryBaseSeconds: config.WEBHOOK_RETRY_BASE_SECONDS,
-    retryCapSeconds: config.WEBHOOK_RETRY_CAP_SECONDS,
-    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-  };
-}

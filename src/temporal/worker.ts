@@ -2,6 +2,7 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, 
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
+import type { Providers } from '../providers';
 import { createOrderActivities } from '../../activities/orders';
 import { createPaymentActivities } from '../../activities/payments';
 import { createRedemptionActivities } from '../../activities/redemptions';
@@ -12,9 +13,16 @@ import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
 
 export const workflowsPath = require.resolve('../../workflows');
 
-export function createActivities(deps: { orm: Orm; config: Config }) {
-  return { ...createOrderActivities(deps), ...createPaymentActivities(deps), ...createRedemptionActivities(deps), ...createWebhookActivities(deps), ...createProcurementActivities(deps) };
+/** The service's activities, over the providers the composition root built for this process. */
+export function createActivities(deps: { orm: Orm; config: Config; providers: Providers }) {
+  const d = { orm: deps.orm, config: deps.config, ...deps.providers };
+  return { ...createOrderActivities(d), ...createPaymentActivities(d), ...createRedemptionActivities(d), ...createWebhookActivities(d), ...createProcurementActivities(d) };
 }
+
+type ActivityMap = Record<string, (...args: never[]) => unknown>;
+
+/** What the worker runs: the service's activities over `providers`, or a test's own `activities`. */
+export type WorkerActivities = { providers: Providers; activities?: undefined } | { activities: ActivityMap; providers?: undefined };
 
 export const workflowInterceptorsPath = require.resolve('../../workflows/interceptors');
 
@@ -25,14 +33,13 @@ export async function bundleWorkflows(): Promise<WorkflowBundle> {
 const noop = () => undefined;
 const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
-export async function createWorker(opts: {
+export async function createWorker(opts: WorkerActivities & {
   address: string;
   namespace: string;
   taskQueue: string;
   orm: Orm;
   config: Config;
   workflowBundle?: WorkflowBundle;
-  activities?: Record<string, (...args: never[]) => unknown>;
   /** Defaults to the safe-failure activity interceptor; tests may replace it. */
   interceptors?: WorkerInterceptors;
   /** Defaults to the service's (encrypting codec, failures as encoded payloads); tests may replace it. */
@@ -45,7 +52,7 @@ export async function createWorker(opts: {
       namespace: opts.namespace,
       taskQueue: opts.taskQueue,
       workflowBundle: opts.workflowBundle ?? (await bundleWorkflows()),
-      activities: opts.activities ?? createActivities({ orm: opts.orm, config: opts.config }),
+      activities: opts.providers ? createActivities({ orm: opts.orm, config: opts.config, providers: opts.providers }) : opts.activities,
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
       dataConverter: opts.dataConverter ?? dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS)),
       // Let in-flight activities finish on shutdown.

@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import { orderWorkflowId } from '../../src/temporal/orders';
-import { topupWorkflowId } from '../../src/temporal/payments';
+import { topupWorkflowId } from '../../src/temporal/topups';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -6,11 +6,10 @@ import { call, client } from '../helpers/http';
 // real Postgres and Temporal.
 let h: Harness;
 let key: string;
-let accountId: string;
 
 beforeAll(async () => {
   h = await startHarness({ RATE_LIMIT_PER_MINUTE: '40' });
-  ({ apiKey: key, accountId } = await h.account('25.00'));
+  ({ apiKey: key } = await h.account('25.00'));
 });
 afterAll(() => h?.stop());
 

@@ -34,8 +34,6 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((c) => c.close()));
 });
 
-type Mcp = Awaited<ReturnType<typeof connect>>;
-
 /** The SDK client on `/mcp` with a bearer key; remembers each response's X-Request-Id. */
 async function connect(key: string | undefined, harness: Harness = h) {
   const requestIds: string[] = [];

@@ -50,7 +50,7 @@ test('a delivery survives a worker restart mid-backoff and is delivered by the n
 
   const replacement = await createWorker({
     address: h.config.TEMPORAL_ADDRESS!, namespace: h.config.TEMPORAL_NAMESPACE, taskQueue: h.config.TEMPORAL_TASK_QUEUE,
-    orm: h.services.orm, config: h.config, workflowBundle: bundle,
+    orm: h.services.orm, config: h.config, providers: h.services.providers, workflowBundle: bundle,
   });
   const run = replacement.worker.run();
   try {

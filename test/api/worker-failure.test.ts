@@ -25,7 +25,7 @@ afterAll(() => h?.stop());
 
 test('a worker that fails in the core is restarted with backoff while the API in the same process keeps answering', async () => {
   const { accountId, apiKey } = await h.account('10.00');
-  const activities = createActivities({ orm: h.services.orm, config: h.config });
+  const activities = createActivities({ orm: h.services.orm, config: h.config, providers: h.services.providers });
   let poisoned = true;
   let creations = 0;
   const supervisor = new WorkerSupervisor({
@@ -50,7 +50,9 @@ test('a worker that fails in the core is restarted with backoff while the API in
       });
     },
   });
-  const app = createApp({ orm: h.services.orm, temporal: h.services.temporal, config: h.config, logger: createLogger('silent'), worker: supervisor });
+  const app = createApp({
+    orm: h.services.orm, temporal: h.services.temporal, providers: h.services.providers, config: h.config, logger: createLogger('silent'), worker: supervisor,
+  });
   const port = await freePort();
   const server = await new Promise<Server>((ok) => {
     const s = app.listen(port, '127.0.0.1', () => ok(s));

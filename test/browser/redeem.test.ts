@@ -2,7 +2,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromium } from '../helpers/browser';
 import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
 import { startHarness, type Harness } from '../helpers/harness';
-import { buyCode, eventsOf, redemptionRowsOfCode, reseller } from '../helpers/redemption';
+import { eventsOf, redemptionRowsOfCode, reseller } from '../helpers/redemption';
 
 // Issue 7 "Done when": an end customer redeems a code on the public site in a real browser
 // (Debian's Chromium, no browser download), first with a field left empty, then correctly, and

@@ -9,15 +9,15 @@ import { seedCatalog } from '../../src/db/seed';
 import { createLogger } from '../../src/logger';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
-import { freeLoopbackPort } from '../../src/temporal/runtime';
+import { freePort } from './ports';
 import { bundleWorkflows } from '../../src/temporal/worker';
 import { client } from './http';
 
 let runtimeInstalled = false;
 let bundle: Promise<WorkflowBundle> | undefined;
 
-/** A port free on 127.0.0.1 right now. */
-export const freePort = freeLoopbackPort;
+/** A port free on 127.0.0.1 right now, outside the ephemeral range (see ./ports). */
+export { freePort };
 
 /** A fresh database on the test Postgres server, so each test file owns its data. */
 export async function createTestDatabase(): Promise<string> {

@@ -37,24 +37,4 @@ export function client(apiUrl: string, key: string) {
   };
 }
 
-/**
- * Polls until `check` returns a value, with a deadline instead of fixed sleeps. A check that
- * throws counts as "not yet" (e.g. a workflow that is about to be started); the last error is
- * reported if the deadline passes.
- */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`condition not reached before the deadline${lastError ? `: ${String(lastError)}` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+export { eventually } from './eventually';

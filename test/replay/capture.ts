@@ -22,7 +22,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { decodeHistory, historyAsText, payloadsOf } from '../helpers/history';
 import { startTopology } from '../topology/harness';
-import { Soak, SOAK_SERVICE_ENV } from '../topology/soak';
+import { Soak, SOAK_SERVICE_ENV, soakTargetOf } from '../topology/soak';
 
 export const FIXTURE_DIR = resolve(__dirname, '..', 'fixtures', 'histories');
 export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow'];
@@ -38,15 +38,7 @@ async function main() {
   process.env.TEMPORAL_PAYLOAD_KEYS = keys;
   const t = await startTopology({ apis: 1, workers: 1, env: SOAK_SERVICE_ENV });
   const soak = new Soak(
-    {
-      apiUrls: t.apis.map((a) => a.apiUrl),
-      databaseUrl: t.databaseUrl,
-      temporalAddress: t.temporalAddress,
-      payloadKeys: keys,
-      paymentWindowSeconds: Number(SOAK_SERVICE_ENV.PAYMENT_WINDOW_SECONDS),
-      lateWatchSeconds: Number(SOAK_SERVICE_ENV.LATE_PAYMENT_WATCH_SECONDS),
-      webhookMaxAttempts: Number(SOAK_SERVICE_ENV.WEBHOOK_MAX_ATTEMPTS),
-    },
+    soakTargetOf(t, keys),
     { seed: Number(values.seed), durationMs: 40_000, maxOps: 120, accounts: 5, concurrency: 3, log: (l) => console.log(l) },
   );
   try {

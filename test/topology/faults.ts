@@ -7,16 +7,16 @@
 //
 //   SOAK_SCALE=1            traffic size multiplier (operations, soak seconds)
 //   SOAK_SEED=123           the seed of the traffic and of the worker kills (printed either way)
-//   WORKERS_DOWN_SECONDS    all workers down this long (default 10, 20 with SOAK_SCALE > 1)
+//   WORKERS_DOWN_SECONDS    all workers down this long (default 20, as the fault plan says)
 //   POSTGRES_DOWN_SECONDS   Postgres stopped this long (default 15)
 //   TEMPORAL_DOWN_SECONDS   Temporal stopped this long (default 8)
 import { Client as PgClient } from 'pg';
-import { prng, Soak, SOAK_SERVICE_ENV, PRODUCTS, type Account, type HttpStat } from './soak';
+import { prng, Soak, SOAK_SERVICE_ENV, PRODUCTS, soakTargetOf, type Account, type HttpStat } from './soak';
 import { startTopology, type TemporalMode, type Topology } from './harness';
 
 const SCALE = Math.max(1, Number(process.env.SOAK_SCALE ?? 1));
 const SEED = Number(process.env.SOAK_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const WORKERS_DOWN_S = Number(process.env.WORKERS_DOWN_SECONDS ?? (SCALE > 1 ? 20 : 10));
+const WORKERS_DOWN_S = Number(process.env.WORKERS_DOWN_SECONDS ?? 20);
 const POSTGRES_DOWN_S = Number(process.env.POSTGRES_DOWN_SECONDS ?? 15);
 const TEMPORAL_DOWN_S = Number(process.env.TEMPORAL_DOWN_SECONDS ?? 8);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -53,15 +53,7 @@ export function defineFaultTests(mode: TemporalMode): void {
 
     function newSoak(seed: number, plan: Partial<ConstructorParameters<typeof Soak>[1]> = {}) {
       return new Soak(
-        {
-          apiUrls: t.apis.map((a) => a.apiUrl),
-          databaseUrl: t.databaseUrl,
-          temporalAddress: t.temporalAddress,
-          payloadKeys: process.env.TEMPORAL_PAYLOAD_KEYS!,
-          paymentWindowSeconds: Number(SOAK_SERVICE_ENV.PAYMENT_WINDOW_SECONDS),
-          lateWatchSeconds: Number(SOAK_SERVICE_ENV.LATE_PAYMENT_WATCH_SECONDS),
-          webhookMaxAttempts: Number(SOAK_SERVICE_ENV.WEBHOOK_MAX_ATTEMPTS),
-        },
+        soakTargetOf(t, process.env.TEMPORAL_PAYLOAD_KEYS!),
         { seed, durationMs: 30_000 * SCALE, maxOps: 120 * SCALE, accounts: 6, concurrency: 4, log: (l) => t.log(l), ...plan },
       );
     }

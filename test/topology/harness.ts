@@ -13,13 +13,15 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client as PgClient } from 'pg';
 import { initOrm } from '../../src/db/orm';
 import { seedCatalog } from '../../src/db/seed';
 import { startDevTemporal } from '../../src/dev/temporal';
+import { startTemporalServer } from '../../src/dev/temporal-server';
+import { eventually } from '../helpers/eventually';
+import { freePort } from '../helpers/ports';
 
 export const projectRoot = resolve(__dirname, '..', '..');
 
@@ -59,16 +61,7 @@ export interface TopologyOptions {
   logLevel?: string;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolvePort(port));
-    });
-  });
-}
+export { freePort };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -149,12 +142,12 @@ export class StoppablePostgres {
     // Loopback only, no Unix socket (no system directory needed), fsync off: test data.
     const opts = `-c listen_addresses=127.0.0.1 -c port=${this.port} -c unix_socket_directories='' -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
     this.run('pg_ctl', ['-D', this.dataDir, '-l', this.logFile, '-o', opts, '-w', '-t', '60', 'start']);
-    await waitFor(async () => {
+    await eventually(async () => {
       const c = new PgClient({ connectionString: this.adminUrl });
       await c.connect();
       await c.end();
       return true;
-    }, 30_000, 'postgres accepting connections');
+    }, 30_000, 200, 'postgres accepting connections');
   }
 
   /** Fast shutdown: open connections are cut, as in an outage. */
@@ -175,39 +168,16 @@ export class StoppablePostgres {
   }
 }
 
-async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(200);
-  }
-}
-
 /** Starts the Temporal part: the dev server with a database file, or the real server when built. */
 async function startTemporal(mode: TemporalMode, opts: { port: number; dir: string; postgres: StoppablePostgres }): Promise<TemporalHandle> {
   if (mode === 'dev') {
     return startDevTemporal({ port: opts.port, uiPort: 0, namespace: 'default', dbFilename: join(opts.dir, 'temporal.sqlite') });
   }
-  // Item 4 of issue 15: the real Temporal server on Postgres. Loaded by path so this file compiles
-  // whether or not that module exists yet.
-  const modulePath = join(projectRoot, 'src', 'dev', 'temporal-server');
-  if (!existsSync(`${modulePath}.ts`)) {
-    throw new Error("temporal: 'server' needs src/dev/temporal-server.ts (startTemporalServer), which does not exist yet");
-  }
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require(modulePath) as { startTemporalServer: (o: Record<string, unknown>) => Promise<TemporalHandle> };
-  return mod.startTemporalServer({
+  // Item 4 of issue 15: the real Temporal server on Postgres.
+  return startTemporalServer({
     port: opts.port,
     namespace: 'default',
     databaseUrl: opts.postgres.adminUrl,
-    postgresPort: opts.postgres.port,
     dir: join(opts.dir, 'temporal-server'),
   });
 }
@@ -329,13 +299,13 @@ export class Topology {
   }
 
   async waitReady(proc: Proc, timeoutMs = 120_000): Promise<void> {
-    await waitFor(async () => {
+    await eventually(async () => {
       if (proc.child?.exitCode !== null || proc.child?.signalCode !== null) {
         throw new Error(`${proc.name} exited while starting:\n${tail(proc.logFile, 40)}`);
       }
       const r = await fetch(`${proc.baseUrl}/readyz`, { signal: AbortSignal.timeout(3000) });
       return r.status === 200;
-    }, timeoutMs, `${proc.name} ready`).catch((err) => {
+    }, timeoutMs, 200, `${proc.name} ready`).catch((err) => {
       throw new Error(`${String(err)}\n--- ${proc.name} log ---\n${tail(proc.logFile, 40)}`);
     });
     this.log(`${proc.name} ready`);

@@ -2,7 +2,6 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
 import { listOrders, listTransactions, orderDetail } from '../../services/order-queries';
 import { submitOrder } from '../../services/order-submission';
-import { paymentTiming } from '../../config';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { IdString } from '../hygiene';
@@ -34,7 +33,7 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
       'payment_provider_error', 'payment_provider_timeout'],
   }, async ({ body, principal }) =>
     submitOrder(
-      { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, timing: paymentTiming(ctx.config) },
+      { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, config: ctx.config },
       { ...body, accountId: principal.account.id, source: 'rest' },
     ));
 

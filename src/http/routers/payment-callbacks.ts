@@ -2,12 +2,9 @@ import express, { Router } from 'express';
 import type { AppContext } from '../context';
 import { OrderSchema } from '../../db/entities';
 import { ApiError } from '../../domain/errors';
-import type { PaymentProvider } from '../../providers/payments';
-import { SIGNATURE_HEADER } from '../../providers/sandbox-payments';
 import { checkoutAbandoned } from '../../services/payments';
-import { orderWorkflowId } from '../../temporal/orders';
-import { paymentNotifiedSignal, topupWorkflowId, type PaymentNotice } from '../../temporal/payments';
-import { paymentTiming } from '../../config';
+import { paymentNotifiedSignal } from '../../temporal/payments';
+import { orderStarter, topupStarter } from '../../temporal/starters';
 import { assertCleanInput } from '../hygiene';
 
 /**
@@ -16,10 +13,11 @@ import { assertCleanInput } from '../hygiene';
  * payment is still reconciled); an abandoned one kills the checkout link. Errors are the spec's
  * error body, from the app's error handler.
  */
-export function paymentCallbackRoutes(ctx: AppContext, provider: PaymentProvider): Router {
+export function paymentCallbackRoutes(ctx: AppContext): Router {
+  const { payments } = ctx.providers;
   const router = Router();
   router.post('/callback', express.raw({ type: '*/*', limit: '64kb' }), async (req, res) => {
-    const notice = provider.verifyCallback(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.header(SIGNATURE_HEADER));
+    const notice = payments.verifyCallback(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.header(payments.signatureHeader));
     if (!notice) throw new ApiError('unauthorized', 'Bad callback signature');
     // Signed is not the same as well-formed: the hygiene rule holds for the provider too.
     assertCleanInput({ body: notice }, { ids: true });
@@ -31,20 +29,10 @@ export function paymentCallbackRoutes(ctx: AppContext, provider: PaymentProvider
       return void res.json({ ok: true });
     }
     if (order.status === 'pending' || order.status === 'expired') {
-      const timing = paymentTiming(ctx.config);
-      const signal = { signal: paymentNotifiedSignal, signalArgs: [{ orderId: order.id, status: 'paid' }] as [PaymentNotice] };
-      if (order.kind === 'topup') {
-        const key = order.externalTopupId ?? order.id;
-        await ctx.temporal.client.workflow.signalWithStart('topupWorkflow', {
-          workflowId: topupWorkflowId(order.accountId, key), taskQueue: ctx.temporal.taskQueue,
-          args: [{ accountId: order.accountId, key, timing }], ...signal,
-        });
-      } else {
-        await ctx.temporal.client.workflow.signalWithStart('orderWorkflow', {
-          workflowId: orderWorkflowId(order.accountId, order.externalOrderId!), taskQueue: ctx.temporal.taskQueue,
-          args: [{ accountId: order.accountId, externalOrderId: order.externalOrderId!, timing }], ...signal,
-        });
-      }
+      const starter = order.kind === 'topup'
+        ? topupStarter(ctx.temporal, ctx.config, { accountId: order.accountId, key: order.externalTopupId ?? order.id })
+        : orderStarter(ctx.temporal, ctx.config, { accountId: order.accountId, externalOrderId: order.externalOrderId! });
+      await starter.signalWithStart(paymentNotifiedSignal, [{ orderId: order.id, status: 'paid' }]);
     }
     res.json({ ok: true });
   });

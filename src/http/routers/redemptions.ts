@@ -1,6 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { defaultRedemptionUpstream } from '../../providers/redemption-upstream';
 import { redemptionByCode, redemptionById, submitRedemption } from '../../services/redemptions';
 import type { AppContext } from '../context';
 import { rateLimit } from '../middleware';
@@ -54,8 +53,8 @@ export function redemptionRoutes(router: Router, registry: OpenAPIRegistry, moun
   }, async ({ body, principal }) =>
     submitRedemption(
       {
-        em: ctx.orm.em.fork(), temporal: ctx.temporal, upstream: defaultRedemptionUpstream(),
-        refreshSeconds: ctx.config.REDEMPTION_REFRESH_SECONDS, keys: parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS),
+        em: ctx.orm.em.fork(), temporal: ctx.temporal, upstream: ctx.providers.upstream,
+        config: ctx.config, keys: parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS),
       },
       { source: 'api', accountId: principal.account.id },
       { code: body.code, redeemInfo: body.redeemInfo ?? {} },

@@ -1,6 +1,5 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { paymentTiming } from '../../config';
 import { ApiError } from '../../domain/errors';
 import { submitTopup } from '../../services/topups';
 import type { AppContext } from '../context';
@@ -48,7 +47,7 @@ export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: st
         em: ctx.orm.em.fork(),
         temporal: ctx.temporal,
         limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
-        timing: paymentTiming(ctx.config),
+        config: ctx.config,
       },
       { accountId: principal.account.id, externalTopupId: header ?? body.externalTopupId ?? null, amount: body.amount, currency: body.currency, source: 'rest' },
     );

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Request, Response, Router } from 'express';
-import { paymentTiming } from '../../config';
 import type { AppContext } from '../../http/context';
-import { COMPLIANCE_NOTICE } from '../../providers/sandbox-payments';
+import { COMPLIANCE_NOTICE } from '../../providers/payments';
 import { accountSummary } from '../../services/account-views';
 import { listTransactions } from '../../services/order-queries';
 import { submitTopup } from '../../services/topups';
@@ -94,7 +93,7 @@ export function moneyRoutes(router: Router, ctx: AppContext): void {
           em: a.em,
           temporal: ctx.temporal,
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
-          timing: paymentTiming(ctx.config),
+          config: ctx.config,
         },
         // Recorded as a REST top-up: the top-up services know the sources 'rest' and 'mcp' only.
         { accountId: a.accountId, externalTopupId: form.nonce, amount: form.amount, currency: form.currency, source: 'rest' },

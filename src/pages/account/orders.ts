@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../http/context';
-import { COMPLIANCE_NOTICE } from '../../providers/sandbox-payments';
+import { COMPLIANCE_NOTICE } from '../../providers/payments';
 import { listOrders, orderDetail } from '../../services/order-queries';
 import { html } from '../layout';
 import { area, type Area } from './area';

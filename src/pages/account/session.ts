@@ -4,6 +4,7 @@ import session from 'express-session';
 import connectPgSimple from 'connect-pg-simple';
 import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
+import { sessionStorePool } from '../../db/session-store';
 import type { Logger } from 'pino';
 
 // Account-area sessions: express-session with connect-pg-simple, stored in Postgres
@@ -40,29 +41,10 @@ export function sessionSecret(config: Pick<Config, 'SESSION_SECRET' | 'CURSOR_SE
   return Buffer.from(hkdfSync('sha256', config.CURSOR_SECRET, '', 'wholesale account-area session cookie', 32)).toString('hex');
 }
 
-/**
- * connect-pg-simple's `pgPromise` hook (one function, `any(query, params)` → rows), answered by a
- * connection of the ORM's own pool: no second pool to size and close, and while Postgres is down
- * a session lookup fails like any other query (a retryable 503), instead of hanging.
- */
-function ormPool(orm: Orm) {
-  return {
-    async any(text: string, params: unknown[]): Promise<unknown[]> {
-      const knex = orm.em.getConnection().getKnex();
-      const connection = await knex.client.acquireConnection();
-      try {
-        return (await connection.query(text, params)).rows;
-      } finally {
-        await knex.client.releaseConnection(connection);
-      }
-    },
-  };
-}
-
 export function accountSessions(ctx: { orm: Orm; config: Config; logger: Logger }): RequestHandler {
   const PgStore = connectPgSimple(session);
   const store = new PgStore({
-    pgPromise: ormPool(ctx.orm),
+    pgPromise: sessionStorePool(ctx.orm),
     tableName: 'account_sessions',
     createTableIfMissing: false,
     errorLog: (...args: unknown[]) => ctx.logger.warn({ err: args.find((a) => a instanceof Error) }, 'account session store'),

@@ -1,0 +1,45 @@
+import type { Config } from '../config';
+import type { Orm } from '../db/orm';
+import type { PaymentProvider } from './payments';
+import { sandboxRedemptionUpstream, type RedemptionUpstream } from './redemption-upstream';
+import { SandboxPaymentClient } from './sandbox-payment-client';
+import { resetSandboxControl } from './sandbox-payments';
+import { SandboxSupplier, sandboxSupplierControl } from './sandbox-supplier';
+import type { Supplier } from './supplier';
+
+// The composition root of the outside world: which payment provider, supplier and redemption
+// upstream this process talks to is decided here, once, from config. Everything else (activities,
+// routers, pages) is handed these and never picks one itself.
+
+export interface Providers {
+  /** The hosted checkout: activities open and sync checkouts, the callback router verifies its callbacks. */
+  payments: PaymentProvider;
+  /** Gift-card procurement, for the procurement activities. */
+  supplier: Supplier;
+  /** Upstream redemption: the activities submit and poll, the API and the site pre-check sessions. */
+  upstream: RedemptionUpstream;
+}
+
+export function createProviders(deps: { orm: Orm; config: Config }): Providers {
+  const { orm, config } = deps;
+  configureSandboxes(config);
+  return {
+    payments: new SandboxPaymentClient({
+      baseUrl: config.paymentProviderUrl,
+      secret: config.PAYMENT_CALLBACK_SECRET,
+      timeoutMs: config.PAYMENT_PROVIDER_TIMEOUT_MS,
+    }),
+    supplier: new SandboxSupplier(orm, sandboxSupplierControl),
+    upstream: sandboxRedemptionUpstream,
+  };
+}
+
+/**
+ * The built-in sandboxes are process-wide (tests steer them in-process); the SANDBOX_* settings
+ * script them here, at start. Unset settings leave them as they are, so a second service started
+ * in a test's process does not undo what the test scripted.
+ */
+function configureSandboxes(config: Config): void {
+  if (config.SANDBOX_SUPPLIER_SCRIPT) sandboxSupplierControl.load(config.SANDBOX_SUPPLIER_SCRIPT);
+  if (config.SANDBOX_PAYMENT_FAULT !== 'none' || config.SANDBOX_CALLBACK_DELAY_MS > 0) resetSandboxControl(config);
+}

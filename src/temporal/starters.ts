@@ -1,0 +1,155 @@
+// How each lifecycle's workflow is started from Node (the API, the dispatcher, the CLI), in one
+// place: the workflow type, its id, the id reuse and conflict policies, the search attributes and
+// the durations from config (./timing) it runs by. Each starter is typed by the workflow function
+// itself, imported as a type only, so Node code never loads workflow code and a changed workflow
+// input fails to compile here instead of at run time. Call sites name no workflow type.
+import {
+  WithStartWorkflowOperation,
+  type WorkflowHandle,
+  type WorkflowHandleWithSignaledRunId,
+  type WorkflowSignalWithStartOptions,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import type {
+  SearchAttributePair,
+  SignalDefinition,
+  WithWorkflowArgs,
+  Workflow,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+} from '@temporalio/common';
+import type * as workflows from '../../workflows';
+import type { TemporalHandle } from './client';
+import { orderWorkflowId } from './orders';
+import { procurementWorkflowId } from './procurement';
+import { redemptionWorkflowId, type AttemptRef } from './redemptions';
+import { AccountIdKey, ExternalOrderIdKey } from './search-attributes';
+import { deliveryTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
+import { topupWorkflowId } from './topups';
+import { deliveryWorkflowId } from './webhooks';
+
+type Workflows = typeof workflows;
+
+/** Everything a start says about the run, bar the task queue (the connection's). */
+interface StartPlan<W extends Workflow> {
+  workflowId: string;
+  args: Parameters<W>;
+  workflowIdConflictPolicy: WorkflowIdConflictPolicy;
+  workflowIdReusePolicy: WorkflowIdReusePolicy;
+  typedSearchAttributes?: SearchAttributePair[];
+}
+
+type StartOptions<W extends Workflow> = WorkflowStartOptions<W> & { workflowIdConflictPolicy: WorkflowIdConflictPolicy };
+
+/** One lifecycle's start, ready to be sent as a plain start, a signal-with-start or an update-with-start. */
+export class WorkflowStarter<W extends Workflow> {
+  constructor(
+    private readonly temporal: TemporalHandle,
+    private readonly workflowType: string,
+    private readonly plan: StartPlan<W>,
+  ) {}
+
+  private options(): StartOptions<W> {
+    // WorkflowStartOptions<W> is conditional on W's parameters, which TypeScript cannot resolve for
+    // a generic W; StartPlan<W> has already checked the args against the workflow's signature.
+    return { ...this.plan, taskQueue: this.temporal.taskQueue } as unknown as StartOptions<W>;
+  }
+
+  start(): Promise<WorkflowHandle<W>> {
+    return this.temporal.client.workflow.start<W>(this.workflowType, this.options());
+  }
+
+  signalWithStart<A extends unknown[]>(signal: SignalDefinition<A>, signalArgs: A): Promise<WorkflowHandleWithSignaledRunId<W>> {
+    const options = { ...this.options(), signal, signalArgs } as unknown as WithWorkflowArgs<W, WorkflowSignalWithStartOptions<A>>;
+    return this.temporal.client.workflow.signalWithStart<W, A>(this.workflowType, options);
+  }
+
+  /** The start half of an update-with-start; an operation is good for one call, so each try takes a new one. */
+  withStart(): WithStartWorkflowOperation<W> {
+    return new WithStartWorkflowOperation<W>(this.workflowType, this.options());
+  }
+}
+
+/** The workflow type is an export of workflows/index.ts, and the plan's args are that function's. */
+function starter<N extends keyof Workflows>(temporal: TemporalHandle, workflowType: N, plan: StartPlan<Workflows[N]>): WorkflowStarter<Workflows[N]> {
+  return new WorkflowStarter(temporal, workflowType, plan);
+}
+
+/**
+ * `order:<accountId>:<externalOrderId>`. Concurrent placements and callbacks meet in the running
+ * workflow; after it closes a new run may follow (a late payment, a placement retried after the
+ * run ended), and it finds the order in Postgres.
+ */
+export function orderStarter(temporal: TemporalHandle, config: TimingConfig, order: { accountId: string; externalOrderId: string }) {
+  return starter(temporal, 'orderWorkflow', {
+    workflowId: orderWorkflowId(order.accountId, order.externalOrderId),
+    args: [{ accountId: order.accountId, externalOrderId: order.externalOrderId, timing: paymentTiming(config) }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: [
+      { key: AccountIdKey, value: order.accountId },
+      { key: ExternalOrderIdKey, value: order.externalOrderId },
+    ],
+  });
+}
+
+/** `topup:<accountId>:<externalTopupId or orderId>`, with the same rules as an order. */
+export function topupStarter(temporal: TemporalHandle, config: TimingConfig, topup: { accountId: string; key: string }) {
+  return starter(temporal, 'topupWorkflow', {
+    workflowId: topupWorkflowId(topup.accountId, topup.key),
+    args: [{ accountId: topup.accountId, key: topup.key, timing: paymentTiming(config) }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: [
+      { key: AccountIdKey, value: topup.accountId },
+      { key: ExternalOrderIdKey, value: topup.key },
+    ],
+  });
+}
+
+/**
+ * `procure:<orderId>`, as support reaches it (the order workflow hands a paid order over as its
+ * child, with the same reuse policy): a run that completed stays done, one that failed or was
+ * terminated may be started again and picks up from Postgres. Its durations are the worker's,
+ * read by its first activity, since the order workflow that starts it has none to pass on.
+ */
+export function procurementStarter(temporal: TemporalHandle, order: { orderId: string; accountId: string; externalOrderId: string | null }) {
+  return starter(temporal, 'procurementWorkflow', {
+    workflowId: procurementWorkflowId(order.orderId),
+    args: [{ orderId: order.orderId, accountId: order.accountId, externalOrderId: order.externalOrderId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    typedSearchAttributes: [
+      { key: AccountIdKey, value: order.accountId },
+      ...(order.externalOrderId ? [{ key: ExternalOrderIdKey, value: order.externalOrderId }] : []),
+    ],
+  });
+}
+
+/**
+ * `redemption:<redemptionId>:<attempt>`. An attempt number is committed once; a run still holding
+ * its id can only be left over from a submission whose transaction rolled back, so it is replaced.
+ */
+export function redemptionStarter(temporal: TemporalHandle, config: TimingConfig, attempt: AttemptRef) {
+  return starter(temporal, 'redemptionWorkflow', {
+    workflowId: redemptionWorkflowId(attempt.redemptionId, attempt.attempt),
+    args: [{ redemptionId: attempt.redemptionId, attempt: attempt.attempt, ...redemptionTiming(config) }],
+    workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+  });
+}
+
+/**
+ * `delivery:<deliveryId>`, harmless to repeat: a running delivery is kept, and a closed one gets
+ * a new run, which is what a delivery row still pending needs.
+ */
+export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, delivery: { id: string; accountId: string }) {
+  return starter(temporal, 'webhookDeliveryWorkflow', {
+    workflowId: deliveryWorkflowId(delivery.id),
+    args: [{ deliveryId: delivery.id, ...deliveryTiming(config) }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: [{ key: AccountIdKey, value: delivery.accountId }],
+  });
+}
+

@@ -1,0 +1,29 @@
+// The soak's report: counts, HTTP statuses and latencies, workflows by type and status, the faults
+// injected, and every broken invariant, as data and as the text bench/soak.ts prints.
+import { countBy, type Findings } from './soak-invariants';
+import type { HttpStat, Report } from './soak-model';
+
+export function soakReport(o: {
+  seed: number;
+  findings: Findings;
+  http: HttpStat[];
+  workflows: Record<string, number>;
+  faults?: string[];
+}): Report {
+  const { counts, violations: v } = o.findings;
+  const statuses = countBy(o.http, (h) => String(h.status));
+  const latencies = o.http.map((h) => h.ms).sort((a, b) => a - b);
+  counts['http requests'] = o.http.length;
+  counts['http p50 ms'] = latencies[Math.floor(latencies.length / 2)] ?? 0;
+  counts['http p99 ms'] = latencies[Math.floor(latencies.length * 0.99)] ?? 0;
+  counts['http max ms'] = latencies[latencies.length - 1] ?? 0;
+
+  const row = ([k, n]: [string, number | string]) => `  ${k.padEnd(58)} ${n}`;
+  const lines = [`soak report (seed ${o.seed})`, '', 'counts:'];
+  lines.push(...Object.keys(counts).sort().map((k) => row([k, counts[k]])));
+  lines.push('', 'http statuses:', ...Object.entries(statuses).map(row));
+  lines.push('', 'workflows:', ...Object.entries(o.workflows).sort().map(row));
+  if (o.faults?.length) lines.push('', 'faults injected:', ...o.faults.map((f) => `  ${f}`));
+  lines.push('', v.length ? `BROKEN INVARIANTS (${v.length}):` : 'every invariant holds', ...v.map((x) => `  ✗ ${x}`));
+  return { seed: o.seed, counts, statuses, violations: v, workflows: o.workflows, text: lines.join('\n') };
+}
