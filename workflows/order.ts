@@ -1,7 +1,6 @@
 import {
   allHandlersFinished,
   condition,
-  isCancellation,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -9,11 +8,11 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { OrderActivities } from '../activities/orders';
-import { paymentNotifiedSignal, type PaymentNotice, type PaymentWorkflowState } from '../src/temporal/payments';
-import { awaitPayment, type Notices } from './payment';
-import { awaitPlacement } from './placement';
+import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
+import { placementOptions, postgresReadOptions } from './activity-options';
+import { awaitPayment, queueNotice, type Notices } from './payment';
+import { awaitPlacement, placeExclusively } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
-import { updateFailure } from './update-failure';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
   orderStateQuery,
@@ -27,15 +26,9 @@ import {
 // The placement the caller waits for runs as a local activity in the update handler, so the
 // update completes in the first workflow task ("early return"); an intent order's checkout call
 // (bounded by PAYMENT_PROVIDER_TIMEOUT_MS) happens inside it. Only unexpected errors retry.
-const { placeOrder } = proxyLocalActivities<OrderActivities>({
-  startToCloseTimeout: '60 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 5 },
-});
+const { placeOrder } = proxyLocalActivities<OrderActivities>(placementOptions);
 // Postgres reads (idempotent): retried until the database answers, so an outage never fails the order.
-const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
-});
+const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>(postgresReadOptions);
 
 /**
  * One order, keyed by `order:<accountId>:<externalOrderId>`. Placement arrives as an update
@@ -74,20 +67,15 @@ class Order {
       { key: OrderStatusKey, value: this.state.status },
     ]);
     setHandler(orderStateQuery, () => ({ ...this.state, payment: this.payment }));
-    setHandler(paymentNotifiedSignal, (notice) => this.notified(notice));
+    setHandler(paymentNotifiedSignal, (notice) => queueNotice(this.state, this.notices, notice));
     setHandler(placeOrderUpdate, (request) => this.place(request));
-  }
-
-  /** A verified provider callback, for the payment loop. */
-  notified(notice: PaymentNotice): void {
-    this.state.orderId ??= notice.orderId;
-    this.notices.queue.push(notice);
   }
 
   /** The update: one placement at a time, answered with the placement or its rejection. */
   place(request: PlaceOrderRequest): Promise<Placement> {
-    return this.placement.runExclusive(async () => {
-      try {
+    return placeExclusively(
+      this.placement,
+      async () => {
         const res = await placeOrder({ ...this.input, ...request });
         if (res.outcome === 'rejected') {
           this.state.lastError = res.rejection.code;
@@ -96,14 +84,12 @@ class Order {
         this.state.orderId = res.orderId;
         this.track(res.status, res.fulfillmentStatus);
         return res;
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        this.state.lastError = err instanceof Error ? err.message : String(err);
-        throw updateFailure(err);
-      } finally {
-        this.state.placementAttempts++;
-      }
-    });
+      },
+      {
+        failed: (err) => (this.state.lastError = err instanceof Error ? err.message : String(err)),
+        tried: () => this.state.placementAttempts++,
+      },
+    );
   }
 
   /** Until a placement answered (or, with recovery on, Postgres showed the order placed). */

@@ -22,6 +22,12 @@ export interface Notices {
   queue: PaymentNotice[];
 }
 
+/** A verified provider callback, queued for the payment loop; it names the order if nothing has yet. */
+export function queueNotice(holder: { orderId: string | null }, notices: Notices, notice: PaymentNotice): void {
+  holder.orderId ??= notice.orderId;
+  notices.queue.push(notice);
+}
+
 /**
  * Waits for the payment of one hosted checkout: a verified callback (signal) settles at once; the
  * provider's status endpoint is asked at most once per sync interval; when the window closes the

@@ -1,4 +1,25 @@
-import { condition, patched } from '@temporalio/workflow';
+import { condition, isCancellation, patched } from '@temporalio/workflow';
+import type { Mutex } from 'async-mutex';
+import { updateFailure } from './update-failure';
+
+/**
+ * Runs one placement (or top-up opening) of an update handler under the workflow's mutex, so
+ * updates that arrive together take turns. Cancellation passes through; any other failure is
+ * noted (`failed`) and becomes the update's failure, never the workflow's; every try is counted.
+ */
+export function placeExclusively<T>(mutex: Mutex, place: () => Promise<T>, hooks: { failed?: (err: unknown) => void; tried: () => void }): Promise<T> {
+  return mutex.runExclusive(async () => {
+    try {
+      return await place();
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      hooks.failed?.(err);
+      throw updateFailure(err);
+    } finally {
+      hooks.tried();
+    }
+  });
+}
 
 /**
  * Waits until the update that started this run (a placement, a top-up opening) has been answered.

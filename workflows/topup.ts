@@ -1,7 +1,6 @@
 import {
   allHandlersFinished,
   condition,
-  isCancellation,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -9,23 +8,17 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { PaymentActivities } from '../activities/payments';
-import { paymentNotifiedSignal, type PaymentNotice, type PaymentWorkflowState } from '../src/temporal/payments';
+import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { OrderStatusKey } from '../src/temporal/search-attributes';
 import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/temporal/topups';
-import { awaitPayment, type Notices } from './payment';
-import { awaitPlacement } from './placement';
-import { updateFailure } from './update-failure';
+import { placementOptions, postgresReadOptions } from './activity-options';
+import { awaitPayment, queueNotice, type Notices } from './payment';
+import { awaitPlacement, placeExclusively } from './placement';
 
 // Opening the checkout answers the caller: a local activity in the update handler (early
 // return). Rejections come back as values; only unexpected errors retry.
-const { openTopup } = proxyLocalActivities<PaymentActivities>({
-  startToCloseTimeout: '60 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 5 },
-});
-const { findOpenedTopup } = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds' },
-});
+const { openTopup } = proxyLocalActivities<PaymentActivities>(placementOptions);
+const { findOpenedTopup } = proxyActivities<PaymentActivities>(postgresReadOptions);
 
 /**
  * One top-up, keyed `topup:<accountId>:<externalTopupId or orderId>`: opens the hosted checkout
@@ -53,33 +46,24 @@ class Topup {
 
   register(): void {
     setHandler(topupStateQuery, () => this.state);
-    setHandler(paymentNotifiedSignal, (notice) => this.notified(notice));
+    setHandler(paymentNotifiedSignal, (notice) => queueNotice(this.state, this.notices, notice));
     setHandler(openTopupUpdate, (req) => this.open(req));
-  }
-
-  /** A verified provider callback, for the payment loop. */
-  notified(notice: PaymentNotice): void {
-    this.state.orderId ??= notice.orderId;
-    this.notices.queue.push(notice);
   }
 
   /** The update: one opening at a time, answered with the top-up or its rejection. */
   open(req: OpenTopupRequest): Promise<TopupOpening> {
-    return this.opening.runExclusive(async () => {
-      try {
+    return placeExclusively(
+      this.opening,
+      async () => {
         const res = await openTopup({ ...req, accountId: this.input.accountId });
         if (res.outcome === 'opened') {
           this.state.orderId = res.orderId;
           this.state.status = res.status;
         }
         return res;
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        throw updateFailure(err);
-      } finally {
-        this.attempts++;
-      }
-    });
+      },
+      { tried: () => this.attempts++ },
+    );
   }
 
   /**

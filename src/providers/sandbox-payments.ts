@@ -3,7 +3,7 @@ import express, { Router } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
-import { insertSandboxCheckout, markSandboxCheckoutAbandoned, markSandboxCheckoutPaid, sandboxCheckout } from '../db/sandbox';
+import { insertSandboxCheckout, markSandboxCheckoutAbandoned, markSandboxCheckoutPaid, sandboxCheckout, type SandboxCheckoutRow } from '../db/sandbox';
 import type { CheckoutRequest } from './payments';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 
@@ -37,16 +37,8 @@ export function resetSandboxControl(config?: Pick<Config, 'SANDBOX_PAYMENT_FAULT
   });
 }
 
-export interface CheckoutRow {
-  id: string;
-  reference: string;
-  amount: string;
-  currency: string;
-  description: string;
-  callback_url: string;
-  status: 'pending' | 'paid' | 'abandoned';
-  paid_at: Date | null;
-}
+/** A sandbox checkout as its table holds it. */
+export type CheckoutRow = SandboxCheckoutRow;
 
 export async function findCheckout(em: EntityManager, id: string): Promise<CheckoutRow | undefined> {
   return sandboxCheckout(em, id);

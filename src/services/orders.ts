@@ -225,10 +225,15 @@ export async function placeOrder(
   settings: OrderSettings | IntentSettings,
 ): Promise<{ order: Order; reused: boolean }> {
   checkTestProductRules(input);
-  const existingOr = async (tx: EntityManager) => {
+  // Read in every placement transaction, in this order: the offer (before the lock), the account
+  // locked (it serializes the reseller's orders), and an order already placed under this
+  // externalOrderId, which answers instead (a replay, or a conflict if the request differs).
+  const underLock = async (tx: EntityManager) => {
+    const offer = await readOffer(tx, input.productId);
+    const account = await lockAccount(tx, input.accountId);
     const existing = await findByExternalId(tx, input.accountId, input.externalOrderId);
     if (existing) assertSameRequest(existing, input);
-    return existing;
+    return { offer, account, existing };
   };
   const orderId = newId('ord');
   const newOrder = (tx: EntityManager, p: Placement, extra: Partial<Order>) =>
@@ -254,9 +259,7 @@ export async function placeOrder(
 
   if (input.payment === 'balance') {
     return em.transactional(async (tx) => {
-      const offer = await readOffer(tx, input.productId);
-      const account = await lockAccount(tx, input.accountId);
-      const existing = await existingOr(tx);
+      const { offer, account, existing } = await underLock(tx);
       if (existing) return { order: existing, reused: isReplay(existing, input.placementId) };
       const p = await checkPlacement(tx, input, account, offer);
       const order = newOrder(tx, p, {});
@@ -275,19 +278,15 @@ export async function placeOrder(
 
   if (!('openCheckout' in settings)) throw new Error('intent mode needs a payment provider');
   const quote = await em.transactional(async (tx) => {
-    const offer = await readOffer(tx, input.productId);
-    const account = await lockAccount(tx, input.accountId);
-    const existing = await existingOr(tx);
+    const { offer, account, existing } = await underLock(tx);
     return existing ? { existing } : { placement: await checkPlacement(tx, input, account, offer) };
   });
   if (quote.existing) return { order: quote.existing, reused: isReplay(quote.existing, input.placementId) };
   const { product, unitPrice } = quote.placement!;
   const checkout = await settings.openCheckout(orderId, unitPrice * input.qty, product.currency, `${input.qty} × ${product.nameEn ?? product.name}`);
   return em.transactional(async (tx) => {
-    const offer = await readOffer(tx, input.productId);
-    const account = await lockAccount(tx, input.accountId);
     // A concurrent request may have placed it meanwhile; that order wins and this checkout lapses.
-    const existing = await existingOr(tx);
+    const { offer, account, existing } = await underLock(tx);
     if (existing) return { order: existing, reused: isReplay(existing, input.placementId) };
     const p = await checkPlacement(tx, input, account, offer);
     const order = newOrder(tx, p, {

@@ -76,6 +76,21 @@ function starter<N extends keyof Workflows>(temporal: TemporalHandle, workflowTy
 }
 
 /**
+ * Orders and top-ups: concurrent requests and callbacks meet in the running workflow, a closed one
+ * may be followed by a new run; ops find them by account and the reseller's own id.
+ */
+function paymentLifecycle(accountId: string, externalId: string) {
+  return {
+    workflowIdConflictPolicy: 'USE_EXISTING' as const,
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
+    typedSearchAttributes: [
+      { key: AccountIdKey, value: accountId },
+      { key: ExternalOrderIdKey, value: externalId },
+    ],
+  };
+}
+
+/**
  * `order:<accountId>:<externalOrderId>`. Concurrent placements and callbacks meet in the running
  * workflow; after it closes a new run may follow (a late payment, a placement retried after the
  * run ended), and it finds the order in Postgres.
@@ -84,12 +99,7 @@ export function orderStarter(temporal: TemporalHandle, config: TimingConfig, ord
   return starter(temporal, 'orderWorkflow', {
     workflowId: orderWorkflowId(order.accountId, order.externalOrderId),
     args: [{ accountId: order.accountId, externalOrderId: order.externalOrderId, timing: paymentTiming(config) }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    typedSearchAttributes: [
-      { key: AccountIdKey, value: order.accountId },
-      { key: ExternalOrderIdKey, value: order.externalOrderId },
-    ],
+    ...paymentLifecycle(order.accountId, order.externalOrderId),
   });
 }
 
@@ -98,12 +108,7 @@ export function topupStarter(temporal: TemporalHandle, config: TimingConfig, top
   return starter(temporal, 'topupWorkflow', {
     workflowId: topupWorkflowId(topup.accountId, topup.key),
     args: [{ accountId: topup.accountId, key: topup.key, timing: paymentTiming(config) }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    typedSearchAttributes: [
-      { key: AccountIdKey, value: topup.accountId },
-      { key: ExternalOrderIdKey, value: topup.key },
-    ],
+    ...paymentLifecycle(topup.accountId, topup.key),
   });
 }
 
