@@ -87,7 +87,10 @@ export const notFound: RequestHandler = (req, _res, next) => {
 export function errorHandler(ctx: AppContext): ErrorRequestHandler {
   return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const apiError = toApiError(err);
-    if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+    // An outage answers every request with a retryable 503: one warning each (the readiness alert
+    // is what pages), so the error level stays for faults of our own.
+    if (apiError.code === 'service_unavailable') ctx.logger.warn({ err, requestId: res.locals.requestId }, 'request deferred: a dependency is unavailable');
+    else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
     res.status(apiError.status).json(errorBody(apiError, res.locals.requestId));
   };
