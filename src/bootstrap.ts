@@ -32,6 +32,8 @@ export interface Services {
   /** The webhook outbox relay; runs wherever the worker runs. */
   dispatcher?: WebhookDispatcher;
   server?: Server;
+  /** What every part logs through (operators' lines: requests, the worker, the codec server). */
+  logger: Logger;
   stop(): Promise<void>;
 }
 
@@ -105,6 +107,7 @@ export async function startServices(opts: {
     supervisor,
     dispatcher,
     server,
+    logger,
     // Graceful: stop taking requests and let in-flight ones finish, then let the worker finish
     // its activities, then close connections.
     async stop() {

@@ -175,11 +175,16 @@ describe('key rotation and old histories', () => {
     const bytes = Buffer.from(tampered.data, 'base64');
     bytes[bytes.length - 1] ^= 1;
     tampered.data = bytes.toString('base64');
+    const warn = jest.spyOn(h.services.logger, 'warn');
     const res = await codec('/decode', [foreign, tampered, await sealedWith(NEW, 'fine')], bearer(CODEC_TOKEN));
     expect(res.status).toBe(200);
     expect(res.body.payloads[0]).toEqual(foreign);
     expect(res.body.payloads[1]).toEqual(tampered);
     expect(valueOf(res.body.payloads[2])).toBe('fine');
+    // The operator is told which key ids opened nothing (ids only, never payload bytes).
+    const told = warn.mock.calls.find(([, msg]) => typeof msg === 'string' && msg.startsWith('codec: no configured key opens'));
+    expect(told?.[0]).toMatchObject({ keyIds: ['gone', 'new'] });
+    warn.mockRestore();
   });
 
   test('/encode then /decode round-trips a batch', async () => {

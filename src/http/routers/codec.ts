@@ -3,7 +3,8 @@ import express, { Router, type RequestHandler } from 'express';
 import type { Payload } from '@temporalio/common';
 import { z } from 'zod';
 import { ApiError } from '../../domain/errors';
-import { EncryptionCodec, parseKeyRing } from '../../temporal/codec';
+import { safeText } from '../../domain/text';
+import { EncryptionCodec, KEY_ID_METADATA, parseKeyRing } from '../../temporal/codec';
 import type { AppContext } from '../context';
 import { notFound } from '../middleware';
 
@@ -85,11 +86,19 @@ export function codecRoutes(ctx: AppContext): Router {
     const handle: RequestHandler = async (req, res) => {
       const body = Body.parse(req.body);
       const payloads = body.payloads.map(fromJson);
-      // A payload no configured key opens (its key was dropped from the ring) is shown as it is.
+      // A payload no configured key opens (its key was dropped from the ring) is shown as it is,
+      // and the operator is told which key ids are missing.
+      const unopened = new Set<string>();
       const out = action === 'decode'
-        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => p)))
+        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => (unopened.add(keyIdOf(p)), p))))
         : await codec.encode(payloads);
       ctx.logger.info({ requestId: res.locals.requestId, action, count: payloads.length }, 'codec');
+      if (unopened.size > 0) {
+        ctx.logger.warn(
+          { requestId: res.locals.requestId, keyIds: [...unopened] },
+          'codec: no configured key opens these payloads; they are shown encrypted (is a rotated-out key missing from TEMPORAL_PAYLOAD_KEYS?)',
+        );
+      }
       res.set('Cache-Control', 'no-store').json({ payloads: out.map(toJson) });
     };
     router.post(`/${action}`, bearerOk, handle);
@@ -97,4 +106,10 @@ export function codecRoutes(ctx: AppContext): Router {
   }
   router.use(notFound);
   return router;
+}
+
+/** The key id an encrypted payload names (ids are not secret), bounded for the log. */
+function keyIdOf(p: Payload): string {
+  const raw = p.metadata?.[KEY_ID_METADATA];
+  return raw ? safeText(Buffer.from(raw).toString('utf8'), 64) : '(none)';
 }
