@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { DEV_SECRETS } from '../../src/config';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { bundleWorkflows } from '../../src/temporal/worker';
+import { eventually } from '../helpers/eventually';
 
 // Workflow-level tests: the real workflow code on the test run's Temporal dev server, with the
 // activities stubbed (jest.fn). No time skipping: its test server is a download this machine
@@ -103,3 +105,19 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
 
 /** A fresh id for a workflow of this test. */
 export const uniqueId = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
+
+/** Polls `check` every 50 ms until it holds (a check that throws counts as "not yet"). */
+export function until(check: () => boolean | Promise<boolean>, what = 'condition', timeoutMs = 15_000): Promise<true> {
+  return eventually(async () => (await check()) || undefined, timeoutMs, 50, what);
+}
+
+/** The durable timers a workflow started, in ms, in the order it started them. */
+export async function timersOf(handle: { fetchHistory: () => Promise<temporal.api.history.v1.IHistory> }): Promise<number[]> {
+  const { events } = await handle.fetchHistory();
+  return (events ?? [])
+    .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
+    .map((e) => {
+      const d = e.timerStartedEventAttributes!.startToFireTimeout!;
+      return Number(d.seconds ?? 0) * 1000 + Math.round(Number(d.nanos ?? 0) / 1e6);
+    });
+}

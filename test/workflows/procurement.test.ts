@@ -1,6 +1,5 @@
 import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { startDevTemporal, type DevTemporal } from '../../src/dev/temporal';
 import {
   deliverManuallyUpdate,
@@ -12,7 +11,7 @@ import {
   type ProcurementTiming,
 } from '../../src/temporal/procurement';
 import { freePort } from '../helpers/harness';
-import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { timersOf as timers, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // procurementWorkflow's state table with stubbed activities (spec 3.2, issue 17): partial rounds,
 // the backoff between rounds, a round that fails outright, the round and time bounds into
@@ -320,23 +319,4 @@ async function waitForPhase(handle: { query: (q: typeof procurementStateQuery) =
     if (Date.now() > deadline) throw new Error(`phase ${phase} not reached (last ${state?.phase})`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-async function until(check: () => boolean) {
-  const deadline = Date.now() + 15_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** The durable timers the workflow started, in ms. */
-async function timers(handle: { fetchHistory: () => Promise<temporal.api.history.v1.IHistory> }): Promise<number[]> {
-  const { events } = await handle.fetchHistory();
-  return (events ?? [])
-    .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
-    .map((e) => {
-      const d = e.timerStartedEventAttributes!.startToFireTimeout!;
-      return Number(d.seconds ?? 0) * 1000 + Math.round(Number(d.nanos ?? 0) / 1e6);
-    });
 }

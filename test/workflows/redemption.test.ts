@@ -1,6 +1,5 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import {
   operatorDecisionSignal,
   type AttemptOutcome,
@@ -9,7 +8,7 @@ import {
   type RedemptionWorkflowInput,
   type UpstreamState,
 } from '../../src/temporal/redemptions';
-import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { timersOf as timers, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // redemptionWorkflow's state table with stubbed activities (spec 3.4 and 8, issue 17):
 //   start:     attempt not visible → abandoned; already finished → done; submit fails → failed
@@ -60,25 +59,8 @@ function start(taskQueue: string, i: RedemptionWorkflowInput) {
 
 type Handle = Awaited<ReturnType<typeof start>>;
 
-async function until(check: () => boolean | Promise<boolean>, what: string) {
-  const deadline = Date.now() + 15_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 const phaseIs = (handle: Handle, phase: string) => async () => (await handle.query(redemptionStateQuery)).phase === phase;
 
-async function timers(handle: Handle): Promise<number[]> {
-  const { events } = await handle.fetchHistory();
-  return (events ?? [])
-    .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
-    .map((e) => {
-      const d = e.timerStartedEventAttributes!.startToFireTimeout!;
-      return Number(d.seconds ?? 0) * 1000 + Math.round(Number(d.nanos ?? 0) / 1e6);
-    });
-}
 
 test.concurrent('automatic product: submitted, refreshed once per refreshSeconds while processing, fulfilled', async () => {
   const tq = env.taskQueue();
