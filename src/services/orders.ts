@@ -7,7 +7,9 @@ import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
 import { findActiveProduct, listingBlock, priceAt, priceTable, sellableUnits, TEST_PRODUCT_ID } from './catalog';
 import { recordEvent } from './events';
-import { applyBalanceChange, lockAccount } from './ledger';
+import { lockAccount, type LockedAccount } from './ledger';
+import { currentBalanceAndLevel, readPlacement, writeBalanceOrder } from '../db/placement';
+import { raisedLevel, type Level } from '../domain/levels';
 
 export type PaymentMode = 'balance' | 'intent';
 
@@ -25,7 +27,10 @@ export interface PlaceOrderInput {
 }
 
 /** True unless the order was placed by this very request (a retry of it after a lost reply). */
-export const isReplay = (order: Order, placementId: string | undefined) => !placementId || order.placementId !== placementId;
+export const isReplay = (order: Pick<Order, 'placementId'>, placementId: string | undefined) => !placementId || order.placementId !== placementId;
+
+/** What a placement answers with: the order's id and state (the response is read from Postgres). */
+export type PlacedOrder = Pick<Order, 'id' | 'amount' | 'currency' | 'status' | 'fulfillmentStatus' | 'payment' | 'checkoutUrl'>;
 
 /** The create response of spec 2.4. */
 export interface OrderCreateResponse {
@@ -105,7 +110,7 @@ export function checkTestProductRules(input: Pick<PlaceOrderInput, 'productId' |
 }
 
 /** A replay must repeat the same productId and qty (rule 2). */
-export function assertSameRequest(order: Order, input: { productId: string; qty: number }): void {
+export function assertSameRequest(order: Pick<Order, 'productId' | 'qty'>, input: { productId: string; qty: number }): void {
   if (order.productId !== input.productId || order.qty !== input.qty) {
     throw new ApiError('idempotency_conflict', 'This externalOrderId was used with a different productId or qty; use a new id', {
       productId: order.productId,
@@ -223,7 +228,7 @@ export async function placeOrder(
   em: EntityManager,
   input: PlaceOrderInput,
   settings: OrderSettings | IntentSettings,
-): Promise<{ order: Order; reused: boolean }> {
+): Promise<{ order: PlacedOrder; reused: boolean }> {
   checkTestProductRules(input);
   // Read in every placement transaction, in this order: the offer (before the lock), the account
   // locked (it serializes the reseller's orders), and an order already placed under this
@@ -257,24 +262,7 @@ export async function placeOrder(
       ...extra,
     });
 
-  if (input.payment === 'balance') {
-    return em.transactional(async (tx) => {
-      const { offer, account, existing } = await underLock(tx);
-      if (existing) return { order: existing, reused: isReplay(existing, input.placementId) };
-      const p = await checkPlacement(tx, input, account, offer);
-      const order = newOrder(tx, p, {});
-      await tx.flush();
-      const amount = p.unitPrice * input.qty;
-      await applyBalanceChange(
-        tx,
-        p.account,
-        { type: 'purchase', amount: -amount, spending: amount, orderId: order.id, idempotencyKey: `purchase:${order.id}` },
-        settings.levelThresholds,
-      );
-      await fulfilPaidOrder(tx, order, p.product, settings.publicBaseUrl);
-      return { order, reused: false };
-    });
-  }
+  if (input.payment === 'balance') return placeBalanceOrder(em, input, settings, orderId);
 
   if (!('openCheckout' in settings)) throw new Error('intent mode needs a payment provider');
   const quote = await em.transactional(async (tx) => {
@@ -322,4 +310,92 @@ export async function fulfilPaidOrder(em: EntityManager, order: Order, product: 
   order.fulfilledQuantity = order.qty;
   await em.flush();
   await recordDelivered(em, order, codes, baseUrl);
+}
+
+/** The write found the account's level changed since the read (its price may differ): read again. */
+class LevelMoved extends Error {}
+/** A new platform code collided with an issued one: generate the batch again. */
+class CodeCollision extends Error {}
+
+/**
+ * A balance order (spec 4.3) in one transaction of two statements: everything the checks need read
+ * at once with no row locked, then one write that debits the account only if its balance covers
+ * the amount and its level (the price's) is unchanged, and in the same statement inserts the
+ * order, the ledger row, the codes and `order.delivered` (src/db/placement.ts). The account row is
+ * locked from that write to the commit. A level raised in between (a concurrent top-up) reads
+ * again; a stock-bounded product is locked by `reserveStock` before the write, as in intent mode.
+ */
+async function placeBalanceOrder(em: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await em.transactional((tx) => placeBalanceOnce(tx, input, settings, orderId));
+    } catch (err) {
+      if (!(err instanceof LevelMoved || err instanceof CodeCollision) || attempt >= 5) throw err;
+    }
+  }
+}
+
+async function placeBalanceOnce(tx: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
+  const read = await readPlacement(tx, input);
+  if (!read.account) throw new ApiError('not_found', 'Account not found');
+  if (read.existing) {
+    assertSameRequest(read.existing, input);
+    return { order: read.existing, reused: isReplay(read.existing, input.placementId) };
+  }
+  const account: LockedAccount = {
+    id: input.accountId,
+    level: read.account.level as Level,
+    balance: fromDb(read.account.balance),
+    cumulativeSpending: fromDb(read.account.cumulativeSpending),
+  };
+  const prices = new Map(Object.entries(read.prices).map(([level, price]) => [Number(level), fromDb(price)]));
+  const { product, unitPrice } = await checkPlacement(tx, input, account, { product: read.product ?? null, prices: new Map([[input.productId, prices]]) });
+  const amount = unitPrice * input.qty;
+  if (account.balance < amount) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
+  const direct = product.deliveryType === 'direct_code';
+  const written = await writeBalanceOrder(tx, {
+    orderId,
+    accountId: input.accountId,
+    level: account.level,
+    // A purchase moves money from balance to spending, so their sum (what levels count) is unchanged.
+    newLevel: raisedLevel(account.level, account.cumulativeSpending + account.balance, settings.levelThresholds),
+    amount: toDecimal(amount),
+    unitPrice: toDecimal(unitPrice),
+    product,
+    qty: input.qty,
+    source: input.source,
+    externalOrderId: input.externalOrderId,
+    placementId: input.placementId ?? null,
+    newCodes: direct || product.stockMode === 'inventory' ? [] : Array.from({ length: input.qty }, generateCode),
+    event: direct
+      ? undefined
+      : {
+          id: newId('evt'),
+          payload: {
+            orderId,
+            externalOrderId: input.externalOrderId,
+            productId: product.id,
+            qty: input.qty,
+            redeemUrl: redeemUrlFor(settings.publicBaseUrl, product.deliveryType),
+            deliveryType: product.deliveryType,
+          },
+        },
+  });
+  if (!written.debited) {
+    const now = await currentBalanceAndLevel(tx, input.accountId);
+    if (now && fromDb(now.balance) < amount) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
+    throw new LevelMoved();
+  }
+  if (!direct && product.stockMode === 'inventory') {
+    if (written.taken !== input.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
+    if (written.codes.length !== input.qty) {
+      throw new ApiError('stock_unavailable', 'Imported stock holds a code that was already issued; support has to check the stock');
+    }
+  } else if (!direct && written.codes.length !== input.qty) {
+    throw new CodeCollision();
+  }
+  return {
+    order: { id: orderId, amount: toDecimal(amount), currency: product.currency, status: direct ? 'paid' : 'delivered', fulfillmentStatus: direct ? 'processing' : null, payment: 'balance', checkoutUrl: null },
+    reused: false,
+  };
 }
