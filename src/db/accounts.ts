@@ -71,14 +71,21 @@ export async function expireRotatedKey(em: EntityManager, keyId: string, replace
 }
 
 /** A usable key by its hash; `stale` when its last use was recorded more than `resolutionSeconds` ago. */
+/**
+ * The usable key with this hash and its account's columns, in one statement (the account as
+ * `accounts` stores it, for `em.map`).
+ */
 export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number) {
-  const [key] = await em.execute<{ id: string; account_id: string; key_hash: string; stale: boolean }[]>(
-    `select id, account_id, key_hash,
-            (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
-       from api_keys where key_hash = ? and ${USABLE}`,
+  const [row] = await em.execute<Record<string, unknown>[]>(
+    `select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", a.*
+       from (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
+               from api_keys where key_hash = ? and ${USABLE}) k
+       join accounts a on a.id = k.account_id`,
     [resolutionSeconds, hash],
   );
-  return key;
+  if (!row) return undefined;
+  const account = Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('k$')));
+  return { id: String(row['k$id']), key_hash: String(row['k$key_hash']), stale: Boolean(row['k$stale']), account };
 }
 
 export async function touchKeyLastUsed(em: EntityManager, keyId: string): Promise<void> {

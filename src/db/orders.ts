@@ -73,6 +73,27 @@ export async function insertGiftCardCodes(em: EntityManager, order: Pick<Order, 
   return rows.map((r) => r.code);
 }
 
+/**
+ * A purchase order's columns (as `orders` stores them, for `em.map`) with its codes (voided ones
+ * aside, oldest first), by id or by the reseller's externalOrderId, in one statement.
+ */
+export async function purchaseWithCodes(
+  em: EntityManager,
+  where: { id: string } | { accountId: string; externalOrderId: string },
+): Promise<{ columns: Record<string, unknown>; codes: string[] } | undefined> {
+  const [filter, params] = 'id' in where
+    ? ['o.id = ?', [where.id]]
+    : ["o.account_id = ? and o.external_order_id = ? and o.kind = 'purchase'", [where.accountId, where.externalOrderId]];
+  const [row] = await em.execute<Record<string, unknown>[]>(
+    `select o.*, (select coalesce(json_agg(c.code order by c.id), '[]'::json) from issued_codes c where c.order_id = o.id and c.voided = false) as "c$codes"
+       from orders o where ${filter}`,
+    params,
+  );
+  if (!row) return undefined;
+  const { ['c$codes']: codes, ...columns } = row;
+  return { columns, codes: codes as string[] };
+}
+
 /** The codes stored for an order so far (voided ones aside), oldest first. */
 export async function orderCodes(em: EntityManager, orderId: string): Promise<string[]> {
   const rows = await em.execute<{ code: string }[]>('select code from issued_codes where order_id = ? and voided = false order by id', [orderId]);

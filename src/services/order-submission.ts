@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OrderSchema, ProductSchema } from '../db/entities';
+import { ProductSchema } from '../db/entities';
 import { codeLabel, ordersPlaced } from '../metrics/registry';
 import { ApiError } from '../domain/errors';
 import type { TemporalHandle } from '../temporal/client';
@@ -8,7 +8,7 @@ import { placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../tem
 import { orderStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { updateWithStart } from '../temporal/update-with-start';
-import { assertSameRequest, checkTestProductRules, createResponse, deliveredCodes, findByExternalId, type OrderCreateResponse, type PlaceOrderInput } from './orders';
+import { assertSameRequest, checkTestProductRules, createResponse, findByExternalId, findPurchaseWithCodes, type OrderCreateResponse, type PlaceOrderInput } from './orders';
 
 export interface SubmitDeps {
   em: EntityManager;
@@ -40,30 +40,27 @@ export async function submitOrder(deps: SubmitDeps, input: PlaceOrderInput): Pro
 
 async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCreateResponse> {
   checkTestProductRules(input);
-  const existing = await findByExternalId(deps.em, input.accountId, input.externalOrderId);
+  const existing = await findPurchaseWithCodes(deps.em, { accountId: input.accountId, externalOrderId: input.externalOrderId });
   if (existing) {
-    assertSameRequest(existing, input);
-    const repairCheckout = input.payment === 'intent' && existing.status === 'pending' && !existing.checkoutUrl;
+    const { order, codes } = existing;
+    assertSameRequest(order, input);
+    const repairCheckout = input.payment === 'intent' && order.status === 'pending' && !order.checkoutUrl;
     if (!repairCheckout) {
-      return createResponse(deps.em, existing, { baseUrl: deps.baseUrl, reused: true, withCheckout: input.payment === 'intent' });
+      return createResponse(deps.em, order, { baseUrl: deps.baseUrl, reused: true, withCheckout: input.payment === 'intent', prefetched: { codesFor: order.status, codes } });
     }
   }
   const placement = await placeThroughWorkflow(deps, input);
   if (placement.outcome === 'rejected') {
     throw new ApiError(placement.rejection.code, placement.rejection.message, placement.rejection.details);
   }
-  // The order and, when the placement reports it delivered, its codes, read side by side
-  // (createResponse reads them again if the order has moved on since).
-  const delivered = placement.status === 'delivered';
-  const [order, codes] = await Promise.all([
-    deps.em.fork().findOneOrFail(OrderSchema, { id: placement.orderId }),
-    delivered ? deliveredCodes(deps.em.fork(), { id: placement.orderId, status: 'delivered', deliveryType: null }) : undefined,
-  ]);
-  return createResponse(deps.em, order, {
+  // The order with its codes, in one statement.
+  const placed = await findPurchaseWithCodes(deps.em.fork(), { id: placement.orderId });
+  if (!placed) throw new Error(`placed order ${placement.orderId} is not in Postgres`);
+  return createResponse(deps.em, placed.order, {
     baseUrl: deps.baseUrl,
     reused: placement.reused,
     withCheckout: input.payment === 'intent',
-    prefetched: codes ? { codesFor: 'delivered', codes } : undefined,
+    prefetched: { codesFor: placed.order.status, codes: placed.codes },
   });
 }
 

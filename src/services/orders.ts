@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../db/catalog';
 import { IssuedCodeSchema, OrderSchema, ProductSchema, type Order, type Product } from '../db/entities';
-import { insertPlatformCodes } from '../db/orders';
+import { insertPlatformCodes, purchaseWithCodes } from '../db/orders';
 import { generateCode, newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
@@ -65,10 +65,28 @@ export function redeemUrlFor(baseUrl: string, deliveryType: string | null | unde
  * units were paid for and kept (see src/services/procurement.ts refundUndelivered).
  */
 export async function deliveredCodes(em: EntityManager, order: Pick<Order, 'id' | 'status' | 'deliveryType'>): Promise<string[]> {
-  const refundedRest = order.status === 'refunded' && order.deliveryType === 'direct_code';
-  if (order.status !== 'delivered' && !refundedRest) return [];
+  if (!showsCodes(order)) return [];
   const rows = await em.find(IssuedCodeSchema, { orderId: order.id, voided: false }, { orderBy: { id: 'asc' } });
   return rows.map((r) => r.code);
+}
+
+/** Whether an order in this state shows its codes (see deliveredCodes). */
+export function showsCodes(order: Pick<Order, 'status' | 'deliveryType'>): boolean {
+  return order.status === 'delivered' || (order.status === 'refunded' && order.deliveryType === 'direct_code');
+}
+
+/**
+ * A purchase by id or externalOrderId with its codes as `deliveredCodes` shows them, in one
+ * statement (the create response's read).
+ */
+export async function findPurchaseWithCodes(
+  em: EntityManager,
+  where: { id: string } | { accountId: string; externalOrderId: string },
+): Promise<{ order: Order; codes: string[] } | undefined> {
+  const found = await purchaseWithCodes(em, where);
+  if (!found) return undefined;
+  const order = em.map(OrderSchema, found.columns);
+  return { order, codes: showsCodes(order) ? found.codes : [] };
 }
 
 export async function createResponse(
