@@ -1,4 +1,6 @@
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { isDatabaseUnavailable } from './errors';
 import { EVENTS_CHANNEL } from './events';
 import { ProductSchema, type Order, type Product } from './entities';
 
@@ -63,11 +65,20 @@ export interface BalanceOrderWrite {
   newCodes: string[];
   /** The `order.delivered` event, its payload without the codes (added from the codes issued). */
   event?: { id: string; payload: Record<string, unknown> };
+  /**
+   * The statement is its own transaction (no stock to lock): a new code that collides with an
+   * issued one fails it whole (`collided`), instead of being skipped for the caller to roll back.
+   */
+  atomic: boolean;
 }
 
 export interface BalanceOrderWritten {
   /** False when the balance or the level was no longer what was read: nothing was written. */
   debited: boolean;
+  /** An atomic write whose new codes collided with issued ones: nothing was written. */
+  collided?: boolean;
+  /** Another placement of this externalOrderId committed first: nothing was written. */
+  raced?: boolean;
   /** Imported stock codes taken (inventory products). */
   taken: number;
   /** Codes issued to the order, in issue order. */
@@ -123,7 +134,7 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
     parts.push(`issued as (
        insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
        select placed.id, ${p(w.accountId)}, ${p(w.product.id)}, c.code, 'platform', ${p(w.product.isTest)}::boolean from placed, ${source()} c
-       on conflict (code) do nothing
+       ${w.atomic ? '' : 'on conflict (code) do nothing'}
        returning id, code)`);
     if (w.event) {
       parts.push(`event as (
@@ -140,7 +151,22 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
     direct ? `'[]'::json as codes` : `(select coalesce(json_agg(code order by id), '[]'::json) from issued) as codes`,
     ...(w.event && !direct ? [`(select pg_notify('${EVENTS_CHANNEL}', id) from event) as notified`] : []),
   ];
-  const rows = await em.execute<{ debited: string; taken: string | number; codes: string[] }[]>(`with ${parts.join(',\n')}\nselect ${select.join(', ')}`, params);
+  let rows: { debited: string; taken: string | number; codes: string[] }[];
+  try {
+    rows = await em.execute(`with ${parts.join(',\n')}\nselect ${select.join(', ')}`, params);
+  } catch (err) {
+    if (err instanceof UniqueConstraintViolationException && (err as { constraint?: string }).constraint === 'issued_codes_code_unique') {
+      return { debited: false, collided: true, taken: 0, codes: [] };
+    }
+    if (err instanceof UniqueConstraintViolationException && (err as { constraint?: string }).constraint === 'orders_account_external_order_id_unique') {
+      return { debited: false, raced: true, taken: 0, codes: [] };
+    }
+    if (isDatabaseUnavailable(err)) throw err;
+    // The driver's error quotes the statement with its parameters, the new codes among them.
+    const sqlState = (err as { code?: unknown }).code;
+    // eslint-disable-next-line preserve-caught-error
+    throw new Error(`placing order ${w.orderId} failed (${typeof sqlState === 'string' ? `SQLSTATE ${sqlState}` : 'database error'})`);
+  }
   const row = rows[0];
   return { debited: Number(row.debited) > 0, taken: Number(row.taken), codes: row.codes };
 }

@@ -330,31 +330,35 @@ export async function fulfilPaidOrder(em: EntityManager, order: Order, product: 
   await recordDelivered(em, order, codes, baseUrl);
 }
 
-/** The write found the account's level changed since the read (its price may differ): read again. */
-class LevelMoved extends Error {}
+/**
+ * The write found the account's level changed since the read (its price may differ), or another
+ * placement of this externalOrderId committed first (a replay now): read again.
+ */
+class ReadAgain extends Error {}
 /** A new platform code collided with an issued one: generate the batch again. */
 class CodeCollision extends Error {}
 
 /**
- * A balance order (spec 4.3) in one transaction of two statements: everything the checks need read
- * at once with no row locked, then one write that debits the account only if its balance covers
- * the amount and its level (the price's) is unchanged, and in the same statement inserts the
- * order, the ledger row, the codes and `order.delivered` (src/db/placement.ts). The account row is
- * locked from that write to the commit. A level raised in between (a concurrent top-up) reads
- * again; a stock-bounded product is locked by `reserveStock` before the write, as in intent mode.
+ * A balance order (spec 4.3) in two statements: everything the checks need read at once with no
+ * row locked, then one write that debits the account only if its balance covers the amount and its
+ * level (the price's) is unchanged, and in the same statement inserts the order, the ledger row,
+ * the codes and `order.delivered` (src/db/placement.ts). For an on-demand product that statement is
+ * the whole transaction, so the account row is locked only while Postgres runs it. A stock-bounded
+ * product is locked by `reserveStock` first, in a transaction around the checks and the write. A
+ * level raised in between (a concurrent top-up) or a colliding new code reads and writes again.
  */
 async function placeBalanceOrder(em: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await em.transactional((tx) => placeBalanceOnce(tx, input, settings, orderId));
+      return await placeBalanceOnce(em, input, settings, orderId);
     } catch (err) {
-      if (!(err instanceof LevelMoved || err instanceof CodeCollision) || attempt >= 5) throw err;
+      if (!(err instanceof ReadAgain || err instanceof CodeCollision) || attempt >= 5) throw err;
     }
   }
 }
 
-async function placeBalanceOnce(tx: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
-  const read = await readPlacement(tx, input);
+async function placeBalanceOnce(em: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
+  const read = await readPlacement(em, input);
   if (!read.account) throw new ApiError('not_found', 'Account not found');
   if (read.existing) {
     assertSameRequest(read.existing, input);
@@ -366,8 +370,25 @@ async function placeBalanceOnce(tx: EntityManager, input: PlaceOrderInput, setti
     balance: fromDb(read.account.balance),
     cumulativeSpending: fromDb(read.account.cumulativeSpending),
   };
-  const prices = new Map(Object.entries(read.prices).map(([level, price]) => [Number(level), fromDb(price)]));
-  const { product, unitPrice } = await checkPlacement(tx, input, account, { product: read.product ?? null, prices: new Map([[input.productId, prices]]) });
+  const offer: Offer = {
+    product: read.product ?? null,
+    prices: new Map([[input.productId, new Map(Object.entries(read.prices).map(([level, price]) => [Number(level), fromDb(price)]))]]),
+  };
+  const stockBounded = !!read.product && read.product.stockMode !== 'on_demand';
+  const place = (tx: EntityManager) => checkAndWrite(tx, input, settings, orderId, account, offer, !stockBounded);
+  return stockBounded ? em.transactional(place) : place(em);
+}
+
+async function checkAndWrite(
+  tx: EntityManager,
+  input: PlaceOrderInput,
+  settings: OrderSettings,
+  orderId: string,
+  account: LockedAccount,
+  offer: Offer,
+  atomic: boolean,
+): Promise<{ order: PlacedOrder; reused: boolean }> {
+  const { product, unitPrice } = await checkPlacement(tx, input, account, offer);
   const amount = unitPrice * input.qty;
   if (account.balance < amount) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
   const direct = product.deliveryType === 'direct_code';
@@ -398,11 +419,14 @@ async function placeBalanceOnce(tx: EntityManager, input: PlaceOrderInput, setti
             deliveryType: product.deliveryType,
           },
         },
+    atomic,
   });
+  if (written.collided) throw new CodeCollision();
+  if (written.raced) throw new ReadAgain();
   if (!written.debited) {
     const now = await currentBalanceAndLevel(tx, input.accountId);
     if (now && fromDb(now.balance) < amount) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
-    throw new LevelMoved();
+    throw new ReadAgain();
   }
   if (!direct && product.stockMode === 'inventory') {
     if (written.taken !== input.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
