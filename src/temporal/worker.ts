@@ -13,6 +13,16 @@ import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
 
 export const workflowsPath = require.resolve('../../workflows');
 
+/**
+ * Workflow task polling. Every order, top-up and delivery starts a new workflow whose first task
+ * arrives on the normal (non-sticky) queue, and most finish in that task, so the pollers are split
+ * evenly instead of the SDK's 2 normal to 8 sticky. With 2 normal pollers, 16 concurrent
+ * update-with-starts left tasks in the queue's backlog and some waited about 2 s there; with 8,
+ * none did and the empty update-with-start went from 52–58/s to 67–75/s (README, *Benchmarks*).
+ * bench/orders runs its bare-engine worker with the same settings.
+ */
+export const workflowPolling = { maxConcurrentWorkflowTaskPolls: 16, nonStickyToStickyPollRatio: 1 } as const;
+
 /** The service's activities, over the providers the composition root built for this process. */
 export function createActivities(deps: { orm: Orm; config: Config; providers: Providers }) {
   const d = { orm: deps.orm, config: deps.config, ...deps.providers };
@@ -55,6 +65,7 @@ export async function createWorker(opts: WorkerActivities & {
       activities: opts.providers ? createActivities({ orm: opts.orm, config: opts.config, providers: opts.providers }) : opts.activities,
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
       dataConverter: opts.dataConverter ?? dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS)),
+      ...workflowPolling,
       // Let in-flight activities finish on shutdown.
       shutdownGraceTime: '20 seconds',
     });
