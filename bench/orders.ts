@@ -1,8 +1,11 @@
 // bench/orders: N balance orders at concurrency C through the running stack (HTTP → Temporal
 // update-with-start → local activity → Postgres), next to N bare Postgres debit transactions and
 // N empty Temporal update-with-start round trips measured in this same process, so each layer's
-// overhead is a ratio from one run. Exits non-zero if any order failed. Usage (with `npm start`
-// running):   npm run bench:orders -- [N=300] [C=16]
+// overhead is a ratio from one run. Each phase is warmed up first (its first requests create task
+// queues, pool connections and JIT state) and starts once the previous one's background work has
+// settled, so the engine's bar is not measured cold or in another phase's wake. Exits non-zero if
+// any order failed. Usage (with `npm start` running):   npm run bench:orders -- [N=300] [C=16]
+import { Agent, request } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -14,9 +17,29 @@ import { applyBalanceChange, lockAccount } from '../src/services/ledger';
 import { benchUpdate } from './workflows';
 import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
+import { workflowPolling } from '../src/temporal/worker';
 
 const N = Number(process.argv[2] ?? 300);
 const C = Number(process.argv[3] ?? 16);
+/** Unmeasured requests before each phase, and the pause that lets the previous phase's tail settle. */
+const WARMUP = Math.max(C, Math.min(30, Math.ceil(N / 10)));
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 3000);
+const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
+
+// One keep-alive connection per concurrent client, on node:http (fetch's own CPU per request is
+// several times this client's, and the bench shares the machine with the stack it measures).
+const agent = new Agent({ keepAlive: true, maxSockets: C });
+function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 interface Result {
   name: string;
@@ -72,7 +95,7 @@ async function main() {
   const apiUrl = process.env.BENCH_API_URL ?? `${config.publicBaseUrl}/wholesale/v1`;
   const orm = await initOrm(databaseUrl);
   const em = orm.em.fork();
-  const funding = (N * 0.02 + 1).toFixed(2);
+  const funding = ((N + WARMUP) * 0.02 + 1).toFixed(2);
   const [httpAcct, pgAcct] = [await createAccount(em, 'bench-http'), await createAccount(em, 'bench-pg')];
   for (const a of [httpAcct, pgAcct]) {
     await adjustBalance(em, { accountId: a.accountId, amount: funding, note: 'bench funding', levelThresholds: config.LEVEL_THRESHOLDS });
@@ -84,14 +107,13 @@ async function main() {
 
   // 1. The whole stack, over HTTP.
   const runId = randomUUID().slice(0, 8);
-  const http = await runPool('HTTP order (API+Temporal+Postgres)', N, C, async (i) => {
-    const res = await fetch(`${apiUrl}/orders`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ externalOrderId: `bench-${runId}-${i}`, productId: 'prod_api_order_test', qty: 1 }),
-    });
-    return res.status === 200;
-  });
+  const order = (tag: string) => async (i: number) =>
+    (await post(`${apiUrl}/orders`, { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
+      JSON.stringify({ externalOrderId: `bench-${runId}-${tag}${i}`, productId: 'prod_api_order_test', qty: 1 }))) === 200;
+  const warm = await runPool('warm-up', WARMUP, C, order('w'));
+  if (warm.failures > 0) throw new Error(`${warm.failures} of ${WARMUP} warm-up orders failed`);
+  await settle();
+  const http = await runPool('HTTP order (API+Temporal+Postgres)', N, C, order(''));
 
   // 2. Empty Temporal update-with-start round trips, on a worker in this process: as they are,
   // and with the service's payload encryption (the codec's own cost, from the same run).
@@ -103,21 +125,28 @@ async function main() {
     const worker = await Worker.create({
       connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue,
       workflowsPath: require.resolve('./workflows'), dataConverter: converter,
+      // The service's worker settings, so the bar is the engine as the service runs it.
+      ...workflowPolling,
     });
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: converter });
-    return worker.runUntil(() =>
-      runPool(name, N, C, async (i) => {
-        const op = new WithStartWorkflowOperation('benchWorkflow', {
-          workflowId: `bench:${taskQueue}:${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING',
-        });
-        return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
-      }),
-    );
+    const uws = (tag: string) => async (i: number) => {
+      const op = new WithStartWorkflowOperation('benchWorkflow', {
+        workflowId: `bench:${taskQueue}:${tag}${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+    };
+    return worker.runUntil(async () => {
+      await runPool('warm-up', WARMUP, C, uws('w'));
+      await settle();
+      return runPool(name, N, C, uws(''));
+    });
   };
+  await settle();
   const temporal = await engine('empty Temporal update-with-start', undefined);
   const encrypted = await engine('  … with the payload codec', dataConverter(parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS)));
 
   // 3. Bare Postgres debit transactions: lock the account, ledger row, balance update.
+  await settle();
   const pg = await runPool('bare Postgres debit transaction', N, C, async (i) => {
     await orm.em.fork().transactional(async (tx) => {
       const account = await lockAccount(tx, pgAcct.accountId);
@@ -127,6 +156,7 @@ async function main() {
   });
 
   report([http, temporal, encrypted, pg]);
+  agent.destroy();
   await connection.close();
   await nativeConnection.close();
   await orm.close();
