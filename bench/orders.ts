@@ -21,8 +21,11 @@ import { workflowPolling } from '../src/temporal/worker';
 
 const N = Number(process.argv[2] ?? 300);
 const C = Number(process.argv[3] ?? 16);
-/** Unmeasured requests before each phase, and the pause that lets the previous phase's tail settle. */
-const WARMUP = Math.max(C, Math.min(30, Math.ceil(N / 10)));
+/**
+ * Unmeasured requests before each phase (on a freshly started stack the first hundred orders run
+ * before the JIT has compiled their path), and the pause that lets the previous phase's tail settle.
+ */
+const WARMUP = Math.max(2 * C, Math.min(100, Math.ceil(N / 2)));
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 3000);
 const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
 
