@@ -15,13 +15,15 @@ export const workflowsPath = require.resolve('../../workflows');
 
 /**
  * Workflow task polling. Every order, top-up and delivery starts a new workflow whose first task
- * arrives on the normal (non-sticky) queue, and most finish in that task, so the pollers are split
- * evenly instead of the SDK's 2 normal to 8 sticky. With 2 normal pollers, 16 concurrent
- * update-with-starts left tasks in the queue's backlog and some waited about 2 s there; with 8,
- * none did and the empty update-with-start went from 52–58/s to 67–75/s (README, *Benchmarks*).
- * bench/orders runs its bare-engine worker with the same settings.
+ * arrives on the normal (non-sticky) queue, and most finish in that task, so the SDK's 10 pollers
+ * are split evenly (5 and 5) instead of its default 2 normal and 8 sticky. With 2 normal pollers,
+ * 16 concurrent update-with-starts left tasks in the queue's backlog and some waited about 2 s
+ * there. With 5, none did, and the empty update-with-start went from 52–58/s to 67–75/s
+ * (README, *Benchmarks*). bench/orders runs its bare-engine worker with the same settings.
+ * (SDK 1.24 documents `maxConcurrentWorkflowTaskPolls` but does not read it; the number of
+ * pollers is `workflowTaskPollerBehavior`, left at its default of 10.)
  */
-export const workflowPolling = { maxConcurrentWorkflowTaskPolls: 16, nonStickyToStickyPollRatio: 1 } as const;
+export const workflowPolling = { nonStickyToStickyPollRatio: 1 } as const;
 
 /** The service's activities, over the providers the composition root built for this process. */
 export function createActivities(deps: { orm: Orm; config: Config; providers: Providers }) {
