@@ -115,11 +115,13 @@ describe('the public redemption site', () => {
     expect(first.status).toBe(200);
     expect(first.text).toContain(`${code.slice(0, 4)}-****-****-${code.slice(-4)}`);
     expect(first.text).not.toContain(code);
+    // A status other than fulfilled is thrown, so a timeout reports the last one seen.
     const json = await eventually(async () => {
       const r = await v.get(`${location}/json`);
       const body = JSON.parse(r.text);
-      return body.status === 'fulfilled' ? body : undefined;
-    });
+      if (body.status !== 'fulfilled') throw new Error(`last status ${r.status} ${r.text.slice(0, 300)}`);
+      return body;
+    }, 20_000, 100, 'the redemption fulfilled');
     expect(json).toEqual({ redemptionId: id, status: 'fulfilled', retryable: false, failureCode: null, fulfilledAt: expect.any(Number) });
     const done = await v.get(location);
     expect(done.text).toContain('Fulfilled');
