@@ -1,0 +1,150 @@
+// bench/shape: what the order workflow's own shape costs the engine, with no HTTP and no Postgres.
+// Starts its own dev server (the `npm start` settings, its own SQLite file), and in this one
+// process a client and a worker. It alternates three phases of N update-with-starts at concurrency C:
+//   - the bar: bench/workflows' empty update-with-start (the same as bench/orders' engine row);
+//   - the same workflow answering its update through a no-op local activity (the shape, bare);
+//   - `orderWorkflow` from the service's bundle, with its interceptors, the service's payload codec
+//     and search attributes, its placement local activity stubbed to answer "placed" at once.
+// For each it prints the rate, the p50, and the CPU per operation of this process and of the dev
+// server. Usage:   npm run bench:shape -- [N=400] [C=16] [rounds=2]
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { startDevTemporal } from '../src/dev/temporal';
+import { freeLowPort } from '../src/dev/ports';
+import { bundleWorkflows, workflowPolling } from '../src/temporal/worker';
+import { dataConverter, parseKeyRing } from '../src/temporal/codec';
+import { safeActivityFailures } from '../src/temporal/safe-failures';
+import { orderStarter } from '../src/temporal/starters';
+import { placeOrderUpdate, type Placement } from '../src/temporal/orders';
+import { loadConfig } from '../src/config';
+import { benchUpdate } from './workflows';
+
+const N = Number(process.argv[2] ?? 400);
+const C = Number(process.argv[3] ?? 16);
+const ROUNDS = Number(process.argv[4] ?? 2);
+const WARMUP = 100;
+const NAMESPACE = 'default';
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+/** CPU seconds (user + system) of a process, from /proc. */
+function procCpu(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+async function pool(n: number, c: number, task: (i: number) => Promise<unknown>): Promise<{ seconds: number; latencies: number[] }> {
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (next < n) {
+        const i = next++;
+        const s = performance.now();
+        await task(i);
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  return { seconds: (performance.now() - t0) / 1000, latencies };
+}
+
+async function main() {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const config = loadConfig();
+  const dir = mkdtempSync(join(tmpdir(), 'bench-shape-'));
+  const port = await freeLowPort();
+  const server = await startDevTemporal({ port, uiPort: 0, namespace: NAMESPACE, dbFilename: join(dir, 'temporal.db') });
+  const serverPid = Number(execFileSync('pgrep', ['-f', `start-dev --ip 127.0.0.1 --port ${port} `]).toString().trim().split('\n')[0]);
+  const runId = randomUUID().slice(0, 8);
+  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  const connection = await Connection.connect({ address: server.address });
+  const codec = dataConverter(parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS));
+
+  const barQueue = `bar-${runId}`;
+  const orderQueue = `order-${runId}`;
+  const bar = await Worker.create({
+    connection: nativeConnection, namespace: NAMESPACE, taskQueue: barQueue,
+    workflowsPath: require.resolve('./workflows'), activities: { benchNoop: async (x: string) => x }, ...workflowPolling,
+  });
+  const placed = async (): Promise<Placement> => ({ outcome: 'placed', orderId: randomUUID(), reused: false, status: 'paid', fulfillmentStatus: null });
+  const order = await Worker.create({
+    connection: nativeConnection, namespace: NAMESPACE, taskQueue: orderQueue,
+    workflowBundle: await bundleWorkflows(), dataConverter: codec,
+    activities: { placeOrder: placed },
+    interceptors: { activity: [safeActivityFailures] },
+    ...workflowPolling,
+  });
+  const barClient = new Client({ connection, namespace: NAMESPACE });
+  const orderClient = new Client({ connection, namespace: NAMESPACE, dataConverter: codec });
+  const orderTemporal = { client: orderClient, connection, namespace: NAMESPACE, taskQueue: orderQueue, placementDeadlineMs: 30_000 };
+
+  const phases = {
+    'empty update-with-start (the bar)': (tag: string) => async (i: number) => {
+      const op = new WithStartWorkflowOperation('benchWorkflow', { workflowId: `bar:${tag}${i}`, taskQueue: barQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
+      if ((await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) !== 'x') throw new Error('bar');
+    },
+    '… answered by a no-op local activity': (tag: string) => async (i: number) => {
+      const op = new WithStartWorkflowOperation('benchLocalActivityWorkflow', { workflowId: `la:${tag}${i}`, taskQueue: barQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
+      if ((await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) !== 'x') throw new Error('la');
+    },
+    'orderWorkflow, placement stubbed': (tag: string) => async (i: number) => {
+      const starter = orderStarter(orderTemporal, config, { accountId: 'acc_bench', externalOrderId: `${tag}${i}` });
+      const res = await orderClient.workflow.executeUpdateWithStart(placeOrderUpdate, {
+        args: [{ productId: 'prod', qty: 1, payment: 'balance', source: 'rest', placementId: randomUUID() }],
+        startWorkflowOperation: starter.withStart(),
+      });
+      if (res.outcome !== 'placed') throw new Error('order');
+    },
+  };
+
+  // BENCH_SHAPE_ONLY=<start of a phase's name> runs that phase alone (for a CPU profile of it).
+  const only = process.env.BENCH_SHAPE_ONLY;
+  for (const name of Object.keys(phases) as (keyof typeof phases)[]) if (only && !name.startsWith(only)) delete phases[name];
+  const rows: string[] = [];
+  await Promise.all([bar.run(), order.run(), (async () => {
+    try {
+      for (const task of Object.values(phases)) await pool(WARMUP, C, task(`w-${runId}-`));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [name, task] of Object.entries(phases)) {
+          await new Promise((r) => setTimeout(r, 2000));
+          const [self0, srv0] = [process.cpuUsage(), procCpu(serverPid)];
+          const r = await pool(N, C, task(`r${round}-${runId}-`));
+          const self = process.cpuUsage(self0);
+          const srv = procCpu(serverPid) - srv0;
+          rows.push(`${name.padEnd(36)} ${(N / r.seconds).toFixed(1).padStart(8)}/s  p50 ${pct(r.latencies, 50).toFixed(1).padStart(6)} ms  ` +
+            `client+worker ${(((self.user + self.system) / 1000) / N).toFixed(2).padStart(6)} ms  server ${((srv * 1000) / N).toFixed(2).padStart(6)} ms per op`);
+          console.log(rows[rows.length - 1]);
+        }
+      }
+    } finally {
+      bar.shutdown();
+      order.shutdown();
+    }
+  })()]);
+  await connection.close();
+  await nativeConnection.close();
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+  console.log(`\nbench/shape  N=${N}  C=${C}  (${new Date().toISOString()})\n${rows.join('\n')}`);
+  // Each phase's rate against the bar's in the same round.
+  const perRound = Object.keys(phases).length;
+  for (let round = 0; round < ROUNDS; round++) {
+    const rates = rows.slice(round * perRound, (round + 1) * perRound).map((r) => Number(/\s([\d.]+)\/s/.exec(r)?.[1]));
+    console.log(`round ${round + 1}: ${Object.keys(phases).map((name, i) => `${name.trim()} ${(rates[i] / rates[0]).toFixed(2)}x`).join(', ')}`);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
