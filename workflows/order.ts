@@ -1,6 +1,7 @@
 import {
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -11,7 +12,7 @@ import type { OrderActivities } from '../activities/orders';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { placementOptions, postgresReadOptions } from './activity-options';
 import { awaitPayment, queueNotice, type Notices } from './payment';
-import { awaitPlacement, placeExclusively } from './placement';
+import { awaitInFlightPatch, awaitPlacement, placeExclusively } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
@@ -57,11 +58,16 @@ class Order {
    * through, since every waiting condition is checked in one pass).
    */
   private readonly placement = new Mutex();
+  /** This run was started under `awaitInFlightPatch` (see register and awaitPlacement). */
+  private inFlightPatched = false;
 
   constructor(private readonly input: OrderWorkflowInput) {}
 
   register(): void {
-    upsertSearchAttributes([
+    // Runs under the patch were started with AccountId, ExternalOrderId and OrderStatus "new"
+    // (orderStarter), so their first task upserts only what changed. Older runs upserted them here.
+    this.inFlightPatched = patched(awaitInFlightPatch);
+    if (!this.inFlightPatched) upsertSearchAttributes([
       { key: AccountIdKey, value: this.input.accountId },
       { key: ExternalOrderIdKey, value: this.input.externalOrderId },
       { key: OrderStatusKey, value: this.state.status },
@@ -98,6 +104,7 @@ class Order {
       answered: () => this.state.orderId !== null || (this.state.placementAttempts > 0 && !this.placement.isLocked() && allHandlersFinished()),
       inFlight: () => this.placement.isLocked(),
       recoverAfterSeconds: this.input.timing?.placementRecoverySeconds,
+      inFlightPatched: this.inFlightPatched,
       recover: async () => {
         const found = await findPlacedOrder({ accountId: this.input.accountId, externalOrderId: this.input.externalOrderId });
         if (found) {

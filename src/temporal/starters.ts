@@ -23,7 +23,7 @@ import type { TemporalHandle } from './client';
 import { orderWorkflowId } from './orders';
 import { procurementWorkflowId } from './procurement';
 import { redemptionWorkflowId, type AttemptRef } from './redemptions';
-import { AccountIdKey, ExternalOrderIdKey } from './search-attributes';
+import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from './search-attributes';
 import { deliveryTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
 import { topupWorkflowId } from './topups';
 import { deliveryWorkflowId } from './webhooks';
@@ -79,13 +79,14 @@ function starter<N extends keyof Workflows>(temporal: TemporalHandle, workflowTy
  * Orders and top-ups: concurrent requests and callbacks meet in the running workflow, a closed one
  * may be followed by a new run; ops find them by account and the reseller's own id.
  */
-function paymentLifecycle(accountId: string, externalId: string) {
+function paymentLifecycle(accountId: string, externalId: string, more: SearchAttributePair[] = []) {
   return {
     workflowIdConflictPolicy: 'USE_EXISTING' as const,
     workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
     typedSearchAttributes: [
       { key: AccountIdKey, value: accountId },
       { key: ExternalOrderIdKey, value: externalId },
+      ...more,
     ],
   };
 }
@@ -99,7 +100,7 @@ export function orderStarter(temporal: TemporalHandle, config: TimingConfig, ord
   return starter(temporal, 'orderWorkflow', {
     workflowId: orderWorkflowId(order.accountId, order.externalOrderId),
     args: [{ accountId: order.accountId, externalOrderId: order.externalOrderId, timing: paymentTiming(config) }],
-    ...paymentLifecycle(order.accountId, order.externalOrderId),
+    ...paymentLifecycle(order.accountId, order.externalOrderId, [{ key: OrderStatusKey, value: 'new' }]),
   });
 }
 

@@ -29,6 +29,8 @@ export interface WorkflowEnv {
   withWorker<T>(taskQueue: string, activities: Activities, fn: () => Promise<T>): Promise<T>;
   /** Serves a workflow the test does not start itself (a child) with the stubs of `taskQueue`. */
   routeChild(workflowId: string, taskQueue: string): void;
+  /** Replays a run's history on the bundle the worker runs; a nondeterminism error throws. */
+  replay(history: temporal.api.history.v1.IHistory, workflowId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,6 +94,7 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
     routeChild(workflowId, taskQueue) {
       keyOf.set(workflowId, taskQueue);
     },
+    replay: (history, workflowId) => Worker.runReplayHistory({ workflowBundle: bundle, dataConverter: converter(), replayName: workflowId }, history, workflowId),
     async close() {
       // Nothing a test left waiting (a payment window, a support wait) outlives its file.
       await Promise.all([...keyOf.keys()].map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => undefined)));

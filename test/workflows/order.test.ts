@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { orderStateQuery, orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../../src/temporal/orders';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
 import { procurementWorkflowId } from '../../src/temporal/procurement';
-import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { timersOf, uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),
 // rejection, payment by callback and by status sync (and a failing sync), expiry, late payment,
@@ -283,6 +283,30 @@ test.concurrent.each([
   expect(findPlacedOrder.mock.calls).toEqual([[{ accountId: ACCOUNT, externalOrderId: id }]]);
   expect(placeOrder).not.toHaveBeenCalled();
 });
+
+test.concurrent('a placement in flight when the run starts is awaited with no recovery timer, under its patch, and the history replays', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('inflight');
+  const placeOrder = jest.fn(async () => ({ outcome: 'placed', orderId: 'ord_if', reused: false, status: 'delivered', fulfillmentStatus: null }));
+  const findPlacedOrder = jest.fn();
+  await env.withWorker(tq, { placeOrder, findPlacedOrder, orderStatus: jest.fn() }, async () => {
+    expect(await place(tq, id, request(), { ...TIMING, placementRecoverySeconds: 1 })).toMatchObject({ outcome: 'placed', orderId: 'ord_if' });
+    expect(await result(id)).toMatchObject({ orderId: 'ord_if', status: 'delivered', placementAttempts: 1 });
+  });
+  expect(findPlacedOrder).not.toHaveBeenCalled();
+
+  const history = await env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, id)).fetchHistory();
+  const events = history.events ?? [];
+  expect(await timersOf({ fetchHistory: async () => history })).toEqual([]);
+  const markers = events.flatMap((e) => (e.markerRecordedEventAttributes?.markerName === 'core_patch' ? [Buffer.from(e.markerRecordedEventAttributes.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()] : []));
+  expect(markers.map((m) => (JSON.parse(m) as { id: string }).id)).toEqual(['placement-in-flight']);
+  // The patch's own TemporalChangeVersion, and the placed status; nothing upserted at the start.
+  const upserted = events.flatMap((e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}));
+  expect(upserted.sort()).toEqual(['OrderStatus', 'TemporalChangeVersion']);
+
+  // The run's own history replays on the code that made it (the fixtures cover older runs).
+  await env.replay(history, orderWorkflowId(ACCOUNT, id));
+}, 30_000);
 
 /** Procurement activities for a child that finds the order delivered (or waiting for support) and ends (or waits). */
 const procurementStubs = (fulfillmentStatus: string) => ({
