@@ -18,6 +18,7 @@ import { benchUpdate } from './workflows';
 import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
 import { workflowPolling } from '../src/temporal/worker';
+import { pct, runPool, type Result } from './pool';
 
 const N = Number(process.argv[2] ?? 300);
 const C = Number(process.argv[3] ?? 16);
@@ -44,33 +45,6 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
   });
 }
 
-interface Result {
-  name: string;
-  seconds: number;
-  latencies: number[];
-  failures: number;
-}
-
-async function runPool(name: string, n: number, c: number, task: (i: number) => Promise<boolean>): Promise<Result> {
-  const latencies: number[] = [];
-  let failures = 0;
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: c }, async () => {
-      while (next < n) {
-        const i = next++;
-        const t0 = performance.now();
-        const ok = await task(i).catch(() => false);
-        latencies.push(performance.now() - t0);
-        if (!ok) failures++;
-      }
-    }),
-  );
-  return { name, seconds: (performance.now() - started) / 1000, latencies, failures };
-}
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 function report(results: Result[]) {
   const [http, engine, encrypted] = results;

@@ -23,6 +23,7 @@ import { orderStarter } from '../src/temporal/starters';
 import { placeOrderUpdate, type Placement } from '../src/temporal/orders';
 import { loadConfig } from '../src/config';
 import { benchUpdate } from './workflows';
+import { pct, runPool, type Result } from './pool';
 
 const N = Number(process.argv[2] ?? 400);
 const C = Number(process.argv[3] ?? 16);
@@ -30,32 +31,16 @@ const ROUNDS = Number(process.argv[4] ?? 2);
 const WARMUP = 100;
 const NAMESPACE = 'default';
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
-
 /** CPU seconds (user + system) of a process, from /proc. */
 function procCpu(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-async function pool(n: number, c: number, task: (i: number) => Promise<unknown>): Promise<{ seconds: number; latencies: number[] }> {
-  const latencies: number[] = [];
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: c }, async () => {
-      while (next < n) {
-        const i = next++;
-        const s = performance.now();
-        await task(i);
-        latencies.push(performance.now() - s);
-      }
-    }),
-  );
-  return { seconds: (performance.now() - t0) / 1000, latencies };
+/** A phase with a failed operation measured something else: stop. */
+function failed(r: Result): Result {
+  if (r.failures > 0) throw new Error(`${r.name}: ${r.failures} of ${r.latencies.length} operations failed`);
+  return r;
 }
 
 async function main() {
@@ -91,11 +76,11 @@ async function main() {
   const phases = {
     'empty update-with-start (the bar)': (tag: string) => async (i: number) => {
       const op = new WithStartWorkflowOperation('benchWorkflow', { workflowId: `bar:${tag}${i}`, taskQueue: barQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
-      if ((await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) !== 'x') throw new Error('bar');
+      return (await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
     },
     '… answered by a no-op local activity': (tag: string) => async (i: number) => {
       const op = new WithStartWorkflowOperation('benchLocalActivityWorkflow', { workflowId: `la:${tag}${i}`, taskQueue: barQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
-      if ((await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) !== 'x') throw new Error('la');
+      return (await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
     },
     'orderWorkflow, placement stubbed': (tag: string) => async (i: number) => {
       const starter = orderStarter(orderTemporal, config, { accountId: 'acc_bench', externalOrderId: `${tag}${i}` });
@@ -103,7 +88,7 @@ async function main() {
         args: [{ productId: 'prod', qty: 1, payment: 'balance', source: 'rest', placementId: randomUUID() }],
         startWorkflowOperation: starter.withStart(),
       });
-      if (res.outcome !== 'placed') throw new Error('order');
+      return res.outcome === 'placed';
     },
   };
 
@@ -113,15 +98,15 @@ async function main() {
   const rows: string[] = [];
   await Promise.all([bar.run(), order.run(), (async () => {
     try {
-      for (const task of Object.values(phases)) await pool(WARMUP, C, task(`w-${runId}-`));
+      for (const [name, task] of Object.entries(phases)) failed(await runPool(name, WARMUP, C, task(`w-${runId}-`)));
       for (let round = 0; round < ROUNDS; round++) {
         for (const [name, task] of Object.entries(phases)) {
           await new Promise((r) => setTimeout(r, 2000));
           const [self0, srv0] = [process.cpuUsage(), procCpu(serverPid)];
-          const r = await pool(N, C, task(`r${round}-${runId}-`));
+          const r = failed(await runPool(name, N, C, task(`r${round}-${runId}-`)));
           const self = process.cpuUsage(self0);
           const srv = procCpu(serverPid) - srv0;
-          rows.push(`${name.padEnd(36)} ${(N / r.seconds).toFixed(1).padStart(8)}/s  p50 ${pct(r.latencies, 50).toFixed(1).padStart(6)} ms  ` +
+          rows.push(`${name.padEnd(36)} ${(N / r.seconds).toFixed(1).padStart(8)}/s  p50 ${pct([...r.latencies].sort((a, b) => a - b), 50).toFixed(1).padStart(6)} ms  ` +
             `client+worker ${(((self.user + self.system) / 1000) / N).toFixed(2).padStart(6)} ms  server ${((srv * 1000) / N).toFixed(2).padStart(6)} ms per op`);
           console.log(rows[rows.length - 1]);
         }

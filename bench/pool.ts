@@ -1,0 +1,31 @@
+// The load loop the benches share: N tasks at concurrency C, each timed.
+
+export interface Result {
+  name: string;
+  seconds: number;
+  latencies: number[];
+  failures: number;
+}
+
+/** Runs task(0..n-1), c at a time; a task that answers false or throws counts as a failure. */
+export async function runPool(name: string, n: number, c: number, task: (i: number) => Promise<boolean>): Promise<Result> {
+  const latencies: number[] = [];
+  let failures = 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (next < n) {
+        const i = next++;
+        const t0 = performance.now();
+        const ok = await task(i).catch(() => false);
+        latencies.push(performance.now() - t0);
+        if (!ok) failures++;
+      }
+    }),
+  );
+  return { name, seconds: (performance.now() - started) / 1000, latencies, failures };
+}
+
+/** The p-th percentile of latencies already sorted ascending. */
+export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
