@@ -275,7 +275,9 @@ describe('GET /orders and GET /orders/{id} (spec 2.4, 4.3)', () => {
     const filtered = await api.get('/orders?externalOrderId=list-3');
     expect(filtered.body.orders.map((o: any) => o.external_order_id)).toEqual(['list-3']);
 
-    for (const bad of ['forged', page1.body.nextCursor.slice(0, -2) + 'AA']) {
+    // Its last two characters edited (to something else than they were).
+    const edited = page1.body.nextCursor.slice(0, -2) + (page1.body.nextCursor.endsWith('AA') ? 'BB' : 'AA');
+    for (const bad of ['forged', edited]) {
       const res = await api.get(`/orders?cursor=${encodeURIComponent(bad)}`);
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('invalid_cursor');
