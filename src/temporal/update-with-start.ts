@@ -1,5 +1,5 @@
 import { WorkflowUpdateFailedError, type WithStartWorkflowOperation } from '@temporalio/client';
-import type { UpdateDefinition, Workflow } from '@temporalio/common';
+import { ApplicationFailure, type UpdateDefinition, type Workflow } from '@temporalio/common';
 import type { ApiError } from '../domain/errors';
 import type { TemporalHandle } from './client';
 import { apiErrorFromTemporal, isTemporalUnavailable } from './errors';
@@ -26,6 +26,15 @@ export interface UpdateWithStartOptions<Args extends unknown[]> {
 }
 
 /**
+ * The server's rejection of an update no worker processed: with several workers and concurrent
+ * updates of one run, core can complete a task without the update's message (it logs "unprocessed
+ * protocol messages"). No handler ran and nothing was recorded, so the same update id is sent again.
+ */
+function unprocessed(err: WorkflowUpdateFailedError): boolean {
+  return err.cause instanceof ApplicationFailure && err.cause.type === 'UnprocessedUpdate';
+}
+
+/**
  * Update-with-start, with Temporal's answers turned into the API's: a business rejection thrown
  * by the workflow (a spec error code as the failure type) is that ApiError, and a Temporal server
  * out of reach is left for the edge to answer as a retryable 503 (see isTemporalUnavailable).
@@ -46,7 +55,7 @@ export async function updateWithStart<W extends Workflow, Ret, Args extends unkn
       const apiError = apiErrorFromTemporal(err);
       if (apiError) throw apiError;
       if (isTemporalUnavailable(err)) throw err;
-      if (err instanceof WorkflowUpdateFailedError || attempt >= opts.attempts) throw (await opts.onGiveUp?.(err)) ?? err;
+      if ((err instanceof WorkflowUpdateFailedError && !unprocessed(err)) || attempt >= opts.attempts) throw (await opts.onGiveUp?.(err)) ?? err;
     }
   }
 }
