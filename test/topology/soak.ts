@@ -6,13 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient } from 'pg';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { loadConfig } from '../../src/config';
 import { initOrm } from '../../src/db/orm';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { HookReceivers } from './hook-receivers';
-import { checkApiReadback, checkStoredState, checkWorkflows, readSnapshot, type Findings, type ListedWorkflow } from './soak-invariants';
+import { checkApiReadback, checkStoredState, checkWorkflows, readSnapshot, type Findings, type ListedWorkflow, type Snapshot } from './soak-invariants';
 import { PRODUCTS, prng, type Account, type Ack, type HttpStat, type Op, type Report, type SoakPlan, type SoakTarget } from './soak-model';
 import { soakReport } from './soak-report';
 
@@ -400,7 +401,32 @@ export class Soak {
       const desc = await client.workflow.getHandle(w.workflowId, w.runId).describe().catch(() => undefined);
       return desc?.raw.pendingActivities ?? [];
     }, record.strict, findings);
-    return soakReport({ seed: this.plan.seed, findings, http: this.http, workflows, faults: opts.faults });
+    const report = soakReport({ seed: this.plan.seed, findings, http: this.http, workflows, faults: opts.faults });
+    const stuck = await this.explainStuck(db, findings.violations).catch((err) => [`(histories unavailable: ${String(err)})`]);
+    if (stuck.length) report.text += `\n\nwhat Temporal recorded for the orders left pending:\n${stuck.join('\n')}`;
+    return report;
+  }
+
+  /**
+   * For each order left pending, every run of its workflow and the events of each: what a failed
+   * run needs to be understood afterwards (CI keeps only the output).
+   */
+  private async explainStuck(db: Snapshot, violations: string[]): Promise<string[]> {
+    const client = await this.temporalClient();
+    const lines: string[] = [];
+    for (const v of violations) {
+      const id = /^order (\S+) still pending after the drain$/.exec(v)?.[1];
+      const o = id && db.orders.find((x) => x.id === id);
+      if (!o) continue;
+      const workflowId = o.kind === 'topup' ? `topup:${o.account_id}:${o.external_topup_id ?? o.id}` : `order:${o.account_id}:${o.external_order_id}`;
+      lines.push(`  ${id} (${o.kind}/${o.payment}): workflow ${workflowId}`);
+      for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+        lines.push(`    run ${run.runId} ${run.status.name} started ${run.startTime.toISOString()}`);
+        const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+        for (const e of events ?? []) lines.push(`      ${describeEvent(e)}`);
+      }
+    }
+    return lines;
   }
 
   async close(): Promise<void> {
@@ -415,4 +441,22 @@ function subjectOf(workflowId: string): string {
   const [kind, a] = workflowId.split(':');
   if (kind === 'order' || kind === 'topup' || kind === 'procure' || kind === 'delivery' || kind === 'redemption') return a;
   return workflowId;
+}
+
+/** One history event on a line: its id, time, type and what tells it apart (no payloads). */
+function describeEvent(e: temporal.api.history.v1.IHistoryEvent): string {
+  const type = temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace(/^EVENT_TYPE_/, '') ?? String(e.eventType);
+  const at = e.eventTime?.seconds ? new Date(Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6)).toISOString().slice(11, 23) : '';
+  const detail = [
+    e.markerRecordedEventAttributes?.markerName,
+    e.activityTaskScheduledEventAttributes?.activityType?.name,
+    e.timerStartedEventAttributes && `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)} s`,
+    e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId,
+    e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId,
+    e.workflowTaskFailedEventAttributes && `${e.workflowTaskFailedEventAttributes.cause} ${e.workflowTaskFailedEventAttributes.failure?.message ?? ''}`,
+    e.workflowTaskTimedOutEventAttributes && 'timed out',
+    e.workflowExecutionSignaledEventAttributes?.signalName,
+    e.activityTaskFailedEventAttributes?.failure?.message,
+  ].filter(Boolean).join(' ');
+  return `${e.eventId} ${at} ${type}${detail ? ` ${detail}` : ''}`;
 }
