@@ -12,7 +12,7 @@ import type { OrderActivities } from '../activities/orders';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { placementOptions, postgresReadOptions } from './activity-options';
 import { awaitPayment, queueNotice, type Notices } from './payment';
-import { awaitInFlightPatch, awaitPlacement, placeExclusively } from './placement';
+import { awaitInFlightPatch, awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
@@ -42,9 +42,8 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
   const order = new Order(input);
   order.register();
   await order.awaitPlacement();
-  await order.followPayment();
-  await order.handOff();
-  await condition(allHandlersFinished);
+  await order.follow();
+  if (order.placedLate() && patched(latePlacementPatch)) await order.follow();
   return order.state;
 }
 
@@ -60,6 +59,8 @@ class Order {
   private readonly placement = new Mutex();
   /** This run was started under `awaitInFlightPatch` (see register and awaitPlacement). */
   private inFlightPatched = false;
+  /** The order `follow` set out with (null: the run had settled for no order). */
+  private followed: string | null = null;
 
   constructor(private readonly input: OrderWorkflowInput) {}
 
@@ -115,8 +116,25 @@ class Order {
     });
   }
 
+  /**
+   * The order this run settled on (or none) to its end: its payment, its hand-off, and every
+   * handler finished. A placement can answer only then: one that arrived while the recovery was
+   * asking Postgres, and wrote the order after Postgres answered "none" (see placedLate).
+   */
+  async follow(): Promise<void> {
+    this.followed = this.state.orderId;
+    await this.followPayment();
+    await this.handOff();
+    await condition(allHandlersFinished);
+  }
+
+  /** A placement answered with an order after the run had settled for none: it is followed too. */
+  placedLate(): boolean {
+    return this.state.orderId !== null && this.followed === null;
+  }
+
   /** An intent order's payment window, expiry and late payment; then the order as Postgres has it. */
-  async followPayment(): Promise<void> {
+  private async followPayment(): Promise<void> {
     const { orderId } = this.state;
     if (!orderId) {
       this.track('rejected', null);
@@ -128,7 +146,7 @@ class Order {
   }
 
   /** A paid direct-code order (balance, or intent once settled) is procured by its own workflow. */
-  async handOff(): Promise<void> {
+  private async handOff(): Promise<void> {
     const { orderId, status, fulfillmentStatus } = this.state;
     if (orderId && status === 'paid' && fulfillmentStatus) {
       await handOffToProcurement({ orderId, accountId: this.input.accountId, externalOrderId: this.input.externalOrderId });

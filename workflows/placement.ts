@@ -28,6 +28,13 @@ export function placeExclusively<T>(mutex: Mutex, place: () => Promise<T>, hooks
 export const awaitInFlightPatch = 'placement-in-flight';
 
 /**
+ * The patch of runs that follow an order placed after they had settled for none (a placement that
+ * arrived while the recovery asked Postgres, and committed after Postgres answered "none"). Older
+ * runs completed there and left the order to nobody; the marker is recorded only on that branch.
+ */
+export const latePlacementPatch = 'late-placement-followed';
+
+/**
  * Waits until the update that started this run (a placement, a top-up opening) has been answered.
  * An update admitted just before a Temporal restart can be lost after its placement committed (the
  * caller's retry is then answered from Postgres): with `recoverAfterSeconds` set and no answer in

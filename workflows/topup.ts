@@ -1,6 +1,7 @@
 import {
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -13,7 +14,7 @@ import { OrderStatusKey } from '../src/temporal/search-attributes';
 import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/temporal/topups';
 import { placementOptions, postgresReadOptions } from './activity-options';
 import { awaitPayment, queueNotice, type Notices } from './payment';
-import { awaitPlacement, placeExclusively } from './placement';
+import { awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
 
 // Opening the checkout answers the caller: a local activity in the update handler (early
 // return). Rejections come back as values; only unexpected errors retry.
@@ -29,8 +30,8 @@ export async function topupWorkflow(input: TopupWorkflowInput): Promise<PaymentW
   const topup = new Topup(input);
   topup.register();
   await topup.awaitOpening();
-  await topup.followPayment();
-  await condition(allHandlersFinished);
+  await topup.follow();
+  if (topup.openedLate() && patched(latePlacementPatch)) await topup.follow();
   return topup.state;
 }
 
@@ -41,6 +42,8 @@ class Topup {
   /** Openings that arrive together wait their turn. */
   private readonly opening = new Mutex();
   private attempts = 0;
+  /** The top-up `follow` set out with (null: the run had settled for none). */
+  private followed: string | null = null;
 
   constructor(private readonly input: TopupWorkflowInput) {}
 
@@ -86,8 +89,23 @@ class Topup {
     });
   }
 
+  /**
+   * The top-up this run settled on (or none) to its end, and every handler finished. As in the
+   * order workflow, an opening that arrived while the recovery asked Postgres can answer only then.
+   */
+  async follow(): Promise<void> {
+    this.followed = this.state.orderId;
+    await this.followPayment();
+    await condition(allHandlersFinished);
+  }
+
+  /** An opening answered with a top-up after the run had settled for none: it is followed too. */
+  openedLate(): boolean {
+    return this.state.orderId !== null && this.followed === null;
+  }
+
   /** The payment window, expiry and late payment of an opened top-up. */
-  async followPayment(): Promise<void> {
+  private async followPayment(): Promise<void> {
     if (!this.state.orderId) return;
     upsertSearchAttributes([{ key: OrderStatusKey, value: 'pending' }]);
     const outcome = await awaitPayment(this.state.orderId, this.input.timing, this.notices, this.state);

@@ -1,9 +1,9 @@
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { orderStateQuery, orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../../src/temporal/orders';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
 import { procurementWorkflowId } from '../../src/temporal/procurement';
-import { timersOf, uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { timersOf, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),
 // rejection, payment by callback and by status sync (and a failing sync), expiry, late payment,
@@ -34,6 +34,12 @@ function place(taskQueue: string, externalOrderId: string, req: PlaceOrderReques
     }),
   });
 }
+
+/** The patch ids a run recorded, in order. */
+const patchesOf = (history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>) =>
+  (history.events ?? []).flatMap((e) => (e.markerRecordedEventAttributes?.markerName === 'core_patch'
+    ? [(JSON.parse(Buffer.from(e.markerRecordedEventAttributes.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()) as { id: string }).id]
+    : []));
 
 const result = (externalOrderId: string) => env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, externalOrderId)).result();
 
@@ -284,6 +290,45 @@ test.concurrent.each([
   expect(placeOrder).not.toHaveBeenCalled();
 });
 
+test.concurrent('a placement that arrives while the recovery asks Postgres, and answers after the run settled for no order, is still followed to its expiry', async () => {
+  const tq = env.taskQueue();
+  const id = uniqueId('lateplace');
+  const stubs = paymentStubs(1_000);
+  let placementStarted!: () => void;
+  const started = new Promise<void>((r) => (placementStarted = r));
+  // The placement outlasts the workflow task (2 s here, so the worker heartbeats it at 1.6 s): the
+  // recovery's "nothing in Postgres" reaches the run while the placement is still writing.
+  const placeOrder = jest.fn(async () => {
+    placementStarted();
+    await new Promise((r) => setTimeout(r, 4_000));
+    return { outcome: 'placed', orderId: 'ord_lp', reused: false, status: 'pending', fulfillmentStatus: null };
+  });
+  const orderStatus = jest.fn(async () => ({ status: 'expired', fulfillmentStatus: null }));
+  const handle = env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, id));
+  let placed: Promise<Placement> | undefined;
+  // Postgres is asked first (the update was lost); the caller's retry arrives while it answers.
+  const findPlacedOrder = jest.fn(async () => {
+    placed = handle.executeUpdate(placeOrderUpdate, { args: [request({ payment: 'intent' })] });
+    await started;
+    return null;
+  });
+  await env.withWorker(tq, { placeOrder, findPlacedOrder, orderStatus, ...stubs }, async () => {
+    await env.client.workflow.start('orderWorkflow', {
+      workflowId: orderWorkflowId(ACCOUNT, id), taskQueue: tq, workflowTaskTimeout: '2 seconds',
+      args: [{ accountId: ACCOUNT, externalOrderId: id, timing: { ...TIMING, lateWatchSeconds: 0, placementRecoverySeconds: 1 } }],
+    });
+    await until(() => placed !== undefined, 'the retried placement');
+    expect(await placed).toMatchObject({ outcome: 'placed', orderId: 'ord_lp' });
+    expect(await outcome(id)).toMatchObject({ orderId: 'ord_lp', status: 'expired', payment: { status: 'expired' } });
+  });
+  expect(findPlacedOrder).toHaveBeenCalledTimes(1);
+  expect(stubs.expirePayment.mock.calls).toEqual([['ord_lp']]);
+  // Under its own patch (recorded on this branch only), and the history replays.
+  const history = await handle.fetchHistory();
+  expect(patchesOf(history)).toEqual(['placement-in-flight', 'late-placement-followed']);
+  await env.replay(history, orderWorkflowId(ACCOUNT, id));
+}, 30_000);
+
 test.concurrent('a placement in flight when the run starts is awaited with no recovery timer, under its patch, and the history replays', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('inflight');
@@ -298,8 +343,7 @@ test.concurrent('a placement in flight when the run starts is awaited with no re
   const history = await env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, id)).fetchHistory();
   const events = history.events ?? [];
   expect(await timersOf({ fetchHistory: async () => history })).toEqual([]);
-  const markers = events.flatMap((e) => (e.markerRecordedEventAttributes?.markerName === 'core_patch' ? [Buffer.from(e.markerRecordedEventAttributes.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()] : []));
-  expect(markers.map((m) => (JSON.parse(m) as { id: string }).id)).toEqual(['placement-in-flight']);
+  expect(patchesOf(history)).toEqual(['placement-in-flight']);
   // The patch's own TemporalChangeVersion, and the placed status; nothing upserted at the start.
   const upserted = events.flatMap((e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}));
   expect(upserted.sort()).toEqual(['OrderStatus', 'TemporalChangeVersion']);

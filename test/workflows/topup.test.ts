@@ -1,7 +1,7 @@
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
 import { openTopupUpdate, topupStateQuery, topupWorkflowId, type OpenTopupRequest } from '../../src/temporal/topups';
-import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // topupWorkflow's state table with stubbed activities (spec 3.3, issue 17): opened by a local
 // activity in the update, paid (callback, or status sync) and credited once, expired unpaid, paid
@@ -183,3 +183,37 @@ test.concurrent('an opening lost in a Temporal restart is found in Postgres afte
   expect(s.activities.openTopup).not.toHaveBeenCalled();
   expect(s.activities.settlePayment.mock.calls).toEqual([['ord_t', 'callback']]);
 });
+
+test.concurrent('an opening that arrives while the recovery asks Postgres, and answers after the run settled for none, is still followed to its expiry', async () => {
+  const tq = env.taskQueue();
+  const key = uniqueId('toplate');
+  const s = stubs(1_000);
+  let openingStarted!: () => void;
+  const started = new Promise<void>((r) => (openingStarted = r));
+  // The opening outlasts the workflow task (2 s here, heartbeated at 1.6 s), so the recovery's
+  // "nothing in Postgres" reaches the run while the opening is still writing.
+  const openTopup = jest.fn(async (r: OpenTopupRequest) => {
+    openingStarted();
+    await new Promise((res) => setTimeout(res, 4_000));
+    return { outcome: 'opened', orderId: r.orderId, reused: false, status: 'pending' };
+  });
+  const handle = env.client.workflow.getHandle(topupWorkflowId(ACCOUNT, key));
+  let opened: Promise<unknown> | undefined;
+  const findOpenedTopup = jest.fn(async () => {
+    opened = handle.executeUpdate(openTopupUpdate, { args: [req({ orderId: 'ord_tl' })] });
+    await started;
+    return null;
+  });
+  await env.withWorker(tq, { ...s.activities, openTopup, findOpenedTopup }, async () => {
+    await env.client.workflow.start('topupWorkflow', {
+      workflowId: topupWorkflowId(ACCOUNT, key), taskQueue: tq, workflowTaskTimeout: '2 seconds',
+      args: [{ accountId: ACCOUNT, key, timing: { ...TIMING, lateWatchSeconds: 0, placementRecoverySeconds: 1 } }],
+    });
+    await until(() => opened !== undefined, 'the retried opening');
+    expect(await opened).toMatchObject({ outcome: 'opened', orderId: 'ord_tl' });
+    expect(await handle.result()).toMatchObject({ orderId: 'ord_tl', status: 'expired' });
+  });
+  expect(findOpenedTopup).toHaveBeenCalledTimes(1);
+  expect(s.activities.expirePayment.mock.calls).toEqual([['ord_tl']]);
+  await env.replay(await handle.fetchHistory(), topupWorkflowId(ACCOUNT, key));
+}, 30_000);
