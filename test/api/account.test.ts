@@ -26,8 +26,17 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-/** Each test signs in from its own address (the API trusts X-Forwarded-For from loopback), so per-IP budgets stay apart. */
-const fromIp = () => `198.51.100.${1 + Math.floor(Math.random() * 250)}`;
+/**
+ * Each sign-in comes from an address no other sign-in of this file used (the API trusts
+ * X-Forwarded-For from loopback), so per-IP budgets stay apart. Drawn at random they collided now
+ * and then, and a test's sixth probe from "its own" address was its seventh (CI saw that 429).
+ */
+let addressesUsed = 0;
+const fromIp = () => {
+  const n = ++addressesUsed;
+  if (n > 508) throw new Error('this file signs in from more addresses than its two test networks hold');
+  return n <= 254 ? `198.51.100.${n}` : `203.0.113.${n - 254}`;
+};
 
 async function signIn(session: AccountSession, email: string, password: string, ip = fromIp()) {
   await session.get('/account/sign-in');
