@@ -20,7 +20,7 @@ export async function readSnapshot(c: PgClient, accounts: string[]) {
     codes: (await c.query('select code, order_id, voided from issued_codes where account_id = any($1)', [accounts])).rows,
     dupCodes: (await c.query('select code, count(*) as n from issued_codes group by code having count(*) > 1')).rows,
     supplier: (await c.query(`select idempotency_key, requested, codes from sandbox_supplier_orders`)).rows,
-    events: (await c.query(`select e.id, e.account_id, e.type, e.dispatched_at, d.id as delivery_id, d.status as delivery_status, d.attempts, d.next_attempt_at
+    events: (await c.query(`select e.id, e.account_id, e.type, e.dispatched_at, d.id as delivery_id, d.status as delivery_status, d.attempts, d.next_attempt_at, d.last_status_code, d.last_error
                               from events e left join webhook_deliveries d on d.event_id = e.id where e.account_id = any($1)`, [accounts])).rows,
     redemptions: (await c.query('select id, status from redemptions where account_id = any($1)', [accounts])).rows,
   };
@@ -171,7 +171,7 @@ function checkWebhooks(db: Snapshot, soak: SoakRecord, { violations: v, counts }
       continue;
     }
     if (mode === 'ok') {
-      if (e.delivery_status !== 'succeeded' && !(e.delivery_status === 'pending' && !soak.strict)) v.push(`event ${e.id} to a 200 receiver: delivery ${e.delivery_status} after ${e.attempts} attempts`);
+      if (e.delivery_status !== 'succeeded' && !(e.delivery_status === 'pending' && !soak.strict)) v.push(`event ${e.id} to a 200 receiver: delivery ${e.delivery_status} after ${e.attempts} attempts (last: ${e.last_status_code ?? e.last_error ?? 'none'}; the receiver saw it ${soak.received.filter((r) => r.eventIdHeader === e.id).length} times)`);
       if (e.delivery_status === 'succeeded' && !seenEvents.has(e.id)) v.push(`event ${e.id}: delivered, the receiver never saw it`);
     } else {
       if (e.delivery_status === 'succeeded') v.push(`event ${e.id} to a ${mode} receiver: marked succeeded`);

@@ -29,7 +29,9 @@ export const SOAK_SERVICE_ENV: Record<string, string> = {
   // or top-up workflow left without its placement update looks its order up after this long.
   PLACEMENT_TIMEOUT_MS: '6000',
   PLACEMENT_RECOVERY_SECONDS: '5',
-  WEBHOOK_TIMEOUT_MS: '1500',
+  // A 200 receiver must be answered within this even on a loaded CI machine (two cores, a worker
+  // bundling its workflows after a kill): at 1.5 s one delivery's three POSTs all timed out there.
+  WEBHOOK_TIMEOUT_MS: '4000',
   WEBHOOK_RETRY_BASE_SECONDS: '1',
   WEBHOOK_RETRY_CAP_SECONDS: '2',
   WEBHOOK_MAX_ATTEMPTS: '3',
