@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
-import { client, eventually } from '../helpers/http';
+import { client, eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 
 // Issue 16 item 3: one structured log stream. The worker process (`npm run worker`), through a
@@ -44,7 +44,7 @@ test('a business rejection and a worker restart: every line the worker wrote par
   let worker = startWorkerProcess(h, env);
   capture(worker, lines);
   try {
-    const rejected = await api.post('/orders', { externalOrderId: 'logs-poor', productId: 'prod_chatgpt_plus_1m', qty: 1 });
+    const rejected = await postRetrying(api, '/orders', { externalOrderId: 'logs-poor', productId: 'prod_chatgpt_plus_1m', qty: 1 });
     expect(rejected.body.error).toBe('insufficient_balance');
     placed = await api.post('/orders', { externalOrderId: 'logs-ok', productId: 'prod_api_order_test', qty: 1 });
     expect(placed.body.status).toBe('delivered');
@@ -52,7 +52,7 @@ test('a business rejection and a worker restart: every line the worker wrote par
     expect(await stop(worker)).toBe(0);
     worker = startWorkerProcess(h, env);
     capture(worker, lines);
-    again = await api.post('/orders', { externalOrderId: 'logs-ok-2', productId: 'prod_api_order_test', qty: 1 });
+    again = await postRetrying(api, '/orders', { externalOrderId: 'logs-ok-2', productId: 'prod_api_order_test', qty: 1 });
     expect(again.body.status).toBe('delivered');
     await eventually(async () => lines.some((l) => l.includes('"started"')), 10_000);
   } finally {

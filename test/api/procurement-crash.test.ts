@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { procurementWorkflowId } from '../../src/temporal/procurement';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
-import { eventually } from '../helpers/http';
+import { eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { eventsOfOrder, orderUntil, procurementState, reseller, storedCodes, supplierPurchases, workflowIds } from '../helpers/procurement';
 
@@ -32,7 +32,7 @@ test('kill -9 of the worker mid-procurement: a restarted worker delivers every u
   const { api, accountId } = await reseller(h, '100.00');
   let worker = startWorker();
   try {
-    const placed = await api.post('/orders', { externalOrderId: 'crash-gift', productId: PRODUCT, qty: 4 });
+    const placed = await postRetrying(api, '/orders', { externalOrderId: 'crash-gift', productId: PRODUCT, qty: 4 });
     expect(placed.body).toMatchObject({ status: 'paid', fulfillmentStatus: 'processing' });
     const orderId = placed.body.orderId;
     await orderUntil(api, orderId, (o) => o.fulfilledQuantity >= 1, { timeoutMs: 60_000 });

@@ -1,7 +1,7 @@
 import { payCheckout } from '../../src/providers/sandbox-payments';
 import { orderWorkflowId } from '../../src/temporal/orders';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
-import { client, eventually } from '../helpers/http';
+import { client, eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { checkoutIdOf, PAYMENT_ENV } from '../helpers/payments';
 
@@ -23,8 +23,8 @@ test('kill -9 of the worker mid-wait: the paid order is delivered and the unpaid
   const api = client(h.apiUrl, apiKey);
   let worker = startWorker();
   try {
-    const paid = await api.post('/orders', { externalOrderId: 'crash-paid', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
-    const unpaid = await api.post('/orders', { externalOrderId: 'crash-unpaid', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
+    const paid = await postRetrying(api, '/orders', { externalOrderId: 'crash-paid', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
+    const unpaid = await postRetrying(api, '/orders', { externalOrderId: 'crash-unpaid', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
     expect([paid.body.status, unpaid.body.status]).toEqual(['pending', 'pending']);
 
     worker.kill('SIGKILL');

@@ -37,4 +37,20 @@ export function client(apiUrl: string, key: string) {
   };
 }
 
+/**
+ * POSTs as a client following the spec's retry rule: a 503 with `retryable: true` is sent again,
+ * unchanged (so under the same externalOrderId), after its Retry-After, until another answer or
+ * `timeoutMs`. For tests that place right after starting a worker process: on a loaded machine its
+ * start can outlast PLACEMENT_TIMEOUT_MS, and the service rightly answers "retry".
+ */
+export async function postRetrying<T = any>(api: ReturnType<typeof client>, path: string, body: unknown, timeoutMs = 90_000): Promise<ApiResponse<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await api.post<T>(path, body);
+    if (res.status !== 503 || (res.body as { retryable?: boolean })?.retryable !== true || Date.now() > deadline) return res;
+    const waitS = Math.min(5, Number(res.headers.get('retry-after')) || 1);
+    await new Promise((r) => setTimeout(r, waitS * 1000));
+  }
+}
+
 export { eventually } from './eventually';
