@@ -12,6 +12,8 @@ import { initOrm } from '../../src/db/orm';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
+import { orderWorkflowId } from '../../src/temporal/orders';
+import { topupWorkflowId } from '../../src/temporal/topups';
 import { HookReceivers } from './hook-receivers';
 import { checkApiReadback, checkStoredState, checkWorkflows, readSnapshot, type Findings, type ListedWorkflow, type Snapshot } from './soak-invariants';
 import { PRODUCTS, prng, type Account, type Ack, type HttpStat, type Op, type Report, type SoakPlan, type SoakTarget } from './soak-model';
@@ -418,7 +420,8 @@ export class Soak {
       const id = /^order (\S+) still pending after the drain$/.exec(v)?.[1];
       const o = id && db.orders.find((x) => x.id === id);
       if (!o) continue;
-      const workflowId = o.kind === 'topup' ? `topup:${o.account_id}:${o.external_topup_id ?? o.id}` : `order:${o.account_id}:${o.external_order_id}`;
+      // The keys the service starts them under (topupStarter's key: the externalTopupId, else the order id).
+      const workflowId = o.kind === 'topup' ? topupWorkflowId(o.account_id, o.external_topup_id ?? o.id) : orderWorkflowId(o.account_id, o.external_order_id);
       lines.push(`  ${id} (${o.kind}/${o.payment}): workflow ${workflowId}`);
       for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
         lines.push(`    run ${run.runId} ${run.status.name} started ${run.startTime.toISOString()}`);
