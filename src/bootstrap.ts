@@ -91,6 +91,7 @@ export async function startServices(opts: {
     server = await new Promise<Server>((ok) => {
       const s = app.listen(config.PORT, config.HOST, () => ok(s));
     });
+    server.keepAliveTimeout = config.HTTP_KEEP_ALIVE_SECONDS * 1000;
     answerMalformedHttp(server);
   }
   const ops = config.METRICS_PORT

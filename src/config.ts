@@ -42,6 +42,10 @@ export const configSchema = z.object({
   NODE_ENV: z.string().optional(),
   PORT: int(8080),
   HOST: z.string().default('127.0.0.1'),
+  // How long the API keeps an idle keep-alive connection. Above what clients and proxies keep
+  // theirs (a load balancer's 60 s), so the server is never the side that closes a connection
+  // a client is about to reuse: a POST sent into that close fails with a reset.
+  HTTP_KEEP_ALIVE_SECONDS: z.coerce.number().int().min(1).max(3600).default(65),
   DATABASE_URL: z.string().url().optional(),
   STATE_DIR: z.string().default('.state'),
   EMBEDDED_PG_PORT: int(54329, 1),

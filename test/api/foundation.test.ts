@@ -1,3 +1,4 @@
+import { connect, type Socket } from 'node:net';
 import { DECIMAL_RE } from '../../src/domain/money';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client } from '../helpers/http';
@@ -174,7 +175,57 @@ describe('service endpoints', () => {
     const res = await call(`${h.baseUrl}/healthz`);
     expect(res).toMatchObject({ status: 200, body: { ok: true } });
   });
+
+  test('a keep-alive connection left idle past Node\'s 5 s default is still answered (HTTP_KEEP_ALIVE_SECONDS, 65 s)', async () => {
+    // A client pool keeps a connection for as long as the server's Keep-Alive hint allows. A
+    // server that closes first races the client's next request on it, and a POST sent into that
+    // close fails with a reset the client cannot tell from a lost order.
+    const socket = connect(Number(new URL(h.baseUrl).port), '127.0.0.1');
+    const answers = answersOn(socket);
+    const get = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n';
+    socket.write(get);
+    const first = await answers.next();
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(first.toLowerCase()).toContain('keep-alive: timeout=65');
+    await new Promise((r) => setTimeout(r, 6000));
+    expect(socket.destroyed).toBe(false);
+    socket.write(get);
+    expect(await answers.next()).toMatch(/^HTTP\/1\.1 200 /);
+    socket.destroy();
+  }, 20_000);
 });
+
+/** The head of each HTTP answer read from a raw socket, in order; a close rejects the wait. */
+function answersOn(socket: Socket): { next(): Promise<string> } {
+  let buffered = '';
+  const waiting: { ok: (head: string) => void; fail: (e: Error) => void }[] = [];
+  const heads: string[] = [];
+  const settle = () => {
+    while (heads.length && waiting.length) waiting.shift()!.ok(heads.shift()!);
+  };
+  socket.on('data', (d) => {
+    buffered += d.toString('latin1');
+    for (;;) {
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end < 0) break;
+      const head = buffered.slice(0, end);
+      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+      if (buffered.length < end + 4 + length) break;
+      heads.push(head);
+      buffered = buffered.slice(end + 4 + length);
+    }
+    settle();
+  });
+  socket.on('close', () => {
+    for (const w of waiting.splice(0)) w.fail(new Error('the server closed the connection'));
+  });
+  return {
+    next: () => new Promise<string>((ok, fail) => {
+      waiting.push({ ok, fail });
+      settle();
+    }),
+  };
+}
 
 describe('rate limit (spec 8): per key, shared through Postgres', () => {
   test('X-RateLimit-* headers count down and the limit answers 429 rate_limited with Retry-After', async () => {
