@@ -79,14 +79,26 @@ export async function send(url: string, opts: { method: string; key?: string; co
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.key !== undefined) headers.authorization = opts.key;
   if (opts.contentType) headers['content-type'] = opts.contentType;
-  const res = await fetch(url, {
-    method: opts.method,
-    headers,
+  const body = opts.raw === undefined || opts.method === 'GET' ? undefined : Buffer.from(opts.raw, 'utf8');
+  const started = Date.now();
+  try {
     // A Buffer body, so fetch adds no content type of its own.
-    body: opts.raw === undefined || opts.method === 'GET' ? undefined : Buffer.from(opts.raw, 'utf8'),
-  });
-  return { status: res.status, text: await res.text(), requestIdHeader: res.headers.get('x-request-id'), headers: res.headers };
+    const res = await fetch(url, { method: opts.method, headers, body });
+    const sent = { status: res.status, text: await res.text(), requestIdHeader: res.headers.get('x-request-id'), headers: res.headers };
+    lastAnswerAt = Date.now();
+    return sent;
+  } catch (err) {
+    // A network failure is a finding too; say what was sent and how long the connection had been idle.
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(
+      `${opts.method} ${new URL(url).pathname} (${body?.length ?? 0} body bytes) failed after ${Date.now() - started} ms, ` +
+        `${lastAnswerAt ? started - lastAnswerAt : '?'} ms after the previous answer: ${cause?.code ?? cause?.message ?? String(err)}`,
+      { cause: err },
+    );
+  }
 }
+
+let lastAnswerAt: number | undefined;
 
 /** What every answer must be: never 5xx; any non-2xx is the spec's error body (2.11). */
 export function checkAnswer(res: Sent): string | undefined {
