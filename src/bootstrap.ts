@@ -169,13 +169,18 @@ export async function prepareDemo(orm: Orm, config: Config): Promise<Demo> {
 /**
  * Stops accepting connections and lets in-flight requests finish, but not forever: a request
  * still open after the grace period (a client or upstream that hangs) is cut, so shutdown ends.
+ * A connection whose request finishes is closed as soon as it is idle, not after the keep-alive
+ * timeout (65 s by default).
  */
 function closeServer(server: { close(cb: () => void): unknown; closeIdleConnections(): void; closeAllConnections(): void }, graceMs = 10_000): Promise<void> {
   return new Promise<void>((ok) => {
     const cut = setTimeout(() => server.closeAllConnections(), graceMs);
     cut.unref();
+    const idle = setInterval(() => server.closeIdleConnections(), 100);
+    idle.unref();
     server.close(() => {
       clearTimeout(cut);
+      clearInterval(idle);
       ok();
     });
     server.closeIdleConnections();

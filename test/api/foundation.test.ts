@@ -1,7 +1,8 @@
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { DECIMAL_RE } from '../../src/domain/money';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client } from '../helpers/http';
+import { answersOn } from '../helpers/raw-http';
 
 // Spec parts 2.1, 2.6, 2.7, 2.11, 4.1, 4.2 (balance), 5 and 8 (request rate), over real HTTP on
 // real Postgres and Temporal.
@@ -194,38 +195,6 @@ describe('service endpoints', () => {
     socket.destroy();
   }, 20_000);
 });
-
-/** The head of each HTTP answer read from a raw socket, in order; a close rejects the wait. */
-function answersOn(socket: Socket): { next(): Promise<string> } {
-  let buffered = '';
-  const waiting: { ok: (head: string) => void; fail: (e: Error) => void }[] = [];
-  const heads: string[] = [];
-  const settle = () => {
-    while (heads.length && waiting.length) waiting.shift()!.ok(heads.shift()!);
-  };
-  socket.on('data', (d) => {
-    buffered += d.toString('latin1');
-    for (;;) {
-      const end = buffered.indexOf('\r\n\r\n');
-      if (end < 0) break;
-      const head = buffered.slice(0, end);
-      const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
-      if (buffered.length < end + 4 + length) break;
-      heads.push(head);
-      buffered = buffered.slice(end + 4 + length);
-    }
-    settle();
-  });
-  socket.on('close', () => {
-    for (const w of waiting.splice(0)) w.fail(new Error('the server closed the connection'));
-  });
-  return {
-    next: () => new Promise<string>((ok, fail) => {
-      waiting.push({ ok, fail });
-      settle();
-    }),
-  };
-}
 
 describe('rate limit (spec 8): per key, shared through Postgres', () => {
   test('X-RateLimit-* headers count down and the limit answers 429 rate_limited with Retry-After', async () => {
