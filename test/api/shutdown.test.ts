@@ -6,10 +6,13 @@ import { answersOn } from '../helpers/raw-http';
 // idle: neither the keep-alive timeout (HTTP_KEEP_ALIVE_SECONDS, 65 s) nor the 10 s grace for
 // hung requests holds the shutdown up.
 let h: Harness;
+let stopping: Promise<void> | undefined;
 
 beforeAll(async () => {
   h = await startHarness({}, { worker: false });
 });
+// Stopped by the test; stopped here only if it failed before that.
+afterAll(() => stopping ?? h?.stop());
 
 const open = (): Socket => connect(Number(new URL(h.baseUrl).port), '127.0.0.1');
 const closed = (socket: Socket) => new Promise<number>((ok) => socket.once('close', () => ok(Date.now())));
@@ -29,7 +32,7 @@ test('a request in flight at shutdown is answered, then its connection closes at
   busy.write(`POST /wholesale/v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
   await new Promise((r) => setTimeout(r, 200));
 
-  const stopping = h.stop();
+  stopping = h.stop();
   await idleClosed;
   await new Promise((r) => setTimeout(r, 300));
   expect(busy.destroyed).toBe(false);

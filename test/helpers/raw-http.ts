@@ -5,8 +5,10 @@ export function answersOn(socket: Socket): { next(): Promise<string> } {
   let buffered = '';
   const waiting: { ok: (head: string) => void; fail: (e: Error) => void }[] = [];
   const heads: string[] = [];
+  let closed = false;
   const settle = () => {
     while (heads.length && waiting.length) waiting.shift()!.ok(heads.shift()!);
+    if (closed) for (const w of waiting.splice(0)) w.fail(new Error('the server closed the connection'));
   };
   socket.on('data', (d) => {
     buffered += d.toString('latin1');
@@ -22,7 +24,8 @@ export function answersOn(socket: Socket): { next(): Promise<string> } {
     settle();
   });
   socket.on('close', () => {
-    for (const w of waiting.splice(0)) w.fail(new Error('the server closed the connection'));
+    closed = true;
+    settle();
   });
   return {
     next: () => new Promise<string>((ok, fail) => {
