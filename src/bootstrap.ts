@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Worker, WorkflowBundle } from '@temporalio/worker';
-import type { Config } from './config';
+import { ConfigError, type Config } from './config';
 import { AccountSchema } from './db/entities';
 import { initOrm, migrate, type Orm } from './db/orm';
 import { seedCatalog } from './db/seed';
@@ -60,13 +60,19 @@ export async function startServices(opts: {
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
   const applied = await migrate(orm);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
-  // Built once for the process (a bad sandbox script fails the start here): every worker the
-  // supervisor (re)creates and the API use these.
-  const providers = createProviders({ orm, config });
   const temporal = await connectTemporal({
     address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
     placementDeadlineMs: config.PLACEMENT_TIMEOUT_MS,
   });
+  // Built once for the process (a bad sandbox script or a token whose decimals are not what the
+  // config says fails the start here): every worker the supervisor (re)creates and the API use these.
+  const providers = createProviders({ orm, config, temporal });
+  const mismatches = (await providers.evm?.verifyTokens(logger)) ?? [];
+  if (mismatches.length > 0) {
+    await temporal.connection.close();
+    await orm.close();
+    throw new ConfigError(`Invalid configuration:\n${mismatches.join('\n')}`);
+  }
   if (opts.registerSearchAttributes) await registerSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE);
 
   let supervisor: WorkerSupervisor | undefined;
@@ -95,7 +101,7 @@ export async function startServices(opts: {
     answerMalformedHttp(server);
   }
   const ops = config.METRICS_PORT
-    ? await startOpsServer({ orm, temporal, config, logger, worker: supervisor }, config.METRICS_PORT, config.METRICS_HOST)
+    ? await startOpsServer({ orm, temporal, config, logger, worker: supervisor, providers }, config.METRICS_PORT, config.METRICS_HOST)
     : undefined;
 
   return {

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { receivingKey } from './providers/evm/addresses';
+import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseKeyRing } from './temporal/codec';
 
 // Every duration the spec names is its own setting, defaulting to the spec's value, so tests can
@@ -34,6 +36,8 @@ const levelThresholds = z
 export const DEV_SECRETS = {
   CURSOR_SECRET: 'wholesale-dev-cursor-secret',
   PAYMENT_CALLBACK_SECRET: 'sandbox-callback-secret',
+  // Derives from the BIP39 test mnemonic ("abandon … about"), whose keys are public: for a local chain only.
+  EVM_XPUB: 'xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr',
   // `npm start` makes its own key under STATE_DIR; this one serves `npm run api|worker` in development.
   TEMPORAL_PAYLOAD_KEYS: 'dev:EHx7rd+fD/56kAg3Le3TasIipbXMOeL0GuBFcdbBIFE=',
 } as const;
@@ -80,6 +84,25 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_INSECURE_URLS: bool(false),
   LEVEL_THRESHOLDS: levelThresholds,
 
+  // The outside parties. Each sandbox is this service playing the party itself (free balance,
+  // invented codes, scripted redemptions): the development default, refused in production.
+  PAYMENT_PROVIDER: z.enum(['sandbox', 'evm']).default('sandbox'),
+  SUPPLIER_PROVIDER: z.enum(['sandbox', 'none']).default('sandbox'),
+  REDEMPTION_UPSTREAM: z.enum(['sandbox', 'none']).default('sandbox'),
+  // PAYMENT_PROVIDER=evm: the chains (JSON, see the README), the extended public key that derives
+  // one deposit address per checkout, and how the nodes are asked.
+  EVM_CHAINS: z.string().optional(),
+  EVM_XPUB: z.string().default(DEV_SECRETS.EVM_XPUB),
+  EVM_RPC_TIMEOUT_MS: int(8000, 100),
+  // eth_getLogs is asked for at most this many blocks at a time (providers cap the range).
+  EVM_LOG_RANGE_BLOCKS: int(2000, 1),
+  // A node whose head has not moved for this long is lagging: the next URL is asked instead.
+  EVM_HEAD_STALL_SECONDS: int(180, 1),
+  // After the late-payment watch, a deposit address is still watched this long, this often: what
+  // arrives then (a payment too late to deliver, a second one to a spent address) is credited to
+  // the account's balance.
+  EVM_ADDRESS_WATCH_SECONDS: int(604800, 0),
+  EVM_ADDRESS_POLL_SECONDS: int(3600, 1),
   // Hosted checkout: the built-in sandbox provider is served by this service under /sandbox-pay.
   PAYMENT_PROVIDER_URL: z.string().url().optional(),
   PAYMENT_PROVIDER_TIMEOUT_MS: int(10000, 1),
@@ -143,12 +166,24 @@ export const configSchema = z.object({
 
 export type Config = z.infer<typeof configSchema> & {
   publicBaseUrl: string;
+  /** EVM_CHAINS parsed (empty when unset: `npm start` then runs a local chain). */
+  evmChains: ChainSettings[];
   paymentProviderUrl: string;
   /** Names of the secrets still at their built-in development value (never their values). */
   devSecrets: string[];
 };
 
 export class ConfigError extends Error {}
+
+/** The outside parties this config would have played by the service's own sandboxes, with what can replace each. */
+export function sandboxesInUse(c: Pick<z.infer<typeof configSchema>, 'PAYMENT_PROVIDER' | 'SUPPLIER_PROVIDER' | 'REDEMPTION_UPSTREAM'>) {
+  const choices = [
+    { name: 'PAYMENT_PROVIDER', value: c.PAYMENT_PROVIDER, alternatives: 'evm (the self-hosted USDT/USDC checkout)' },
+    { name: 'SUPPLIER_PROVIDER', value: c.SUPPLIER_PROVIDER, alternatives: 'none (no direct-code gift cards are procured)' },
+    { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (redemptions wait as upstream-unavailable)' },
+  ];
+  return choices.filter((choice) => choice.value === 'sandbox');
+}
 
 /** Parses the environment; a bad value stops start-up with a message naming the variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -160,13 +195,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
-  const devSecrets = Object.entries(DEV_SECRETS).filter(([name, value]) => c[name as keyof typeof DEV_SECRETS] === value).map(([name]) => name);
+  // A secret counts only where its part is in use (the callback secret is the sandbox's).
+  const inUse = (name: string) =>
+    name === 'PAYMENT_CALLBACK_SECRET' ? c.PAYMENT_PROVIDER === 'sandbox' : name === 'EVM_XPUB' ? c.PAYMENT_PROVIDER === 'evm' : true;
+  const devSecrets = Object.entries(DEV_SECRETS)
+    .filter(([name, value]) => inUse(name) && c[name as keyof typeof DEV_SECRETS] === value)
+    .map(([name]) => name);
+  const problems: string[] = [];
+  let evmChains: ChainSettings[] = [];
+  if (c.PAYMENT_PROVIDER === 'evm') {
+    try {
+      receivingKey(c.EVM_XPUB);
+    } catch (err) {
+      problems.push(`  EVM_XPUB: ${(err as Error).message}`);
+    }
+    if (c.EVM_CHAINS) {
+      const chains = parseChains(c.EVM_CHAINS);
+      if ('errors' in chains) problems.push(...chains.errors.map((e) => `  EVM_CHAINS: ${e}`));
+      else evmChains = chains.chains;
+    } else if (c.NODE_ENV === 'production') {
+      problems.push('  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
     const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);
     // Loopback and plain-http receivers would let any reseller make the service call itself.
     if (c.WEBHOOK_ALLOW_INSECURE_URLS) lines.push('  WEBHOOK_ALLOW_INSECURE_URLS: must not be on in production');
+    lines.push(...sandboxesInUse(c).map(({ name, alternatives }) => `  ${name}: the sandbox must not run in production (it gives away what it sells); set ${name} to ${alternatives}`));
     if (lines.length > 0) throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, publicBaseUrl, devSecrets, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
+  return { ...c, publicBaseUrl, devSecrets, evmChains, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
 }

@@ -4,3 +4,4 @@ export { topupWorkflow } from './topup';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { redemptionWorkflow } from './redemption';
 export { procurementWorkflow } from './procurement';
+export { evmCheckoutWorkflow } from './evm-checkout';

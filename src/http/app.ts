@@ -14,6 +14,7 @@ import { topupRoutes } from './routers/topups';
 import { paymentCallbackRoutes } from './routers/payment-callbacks';
 import { sandboxPaymentApi } from '../providers/sandbox-payments';
 import { checkoutPages } from '../pages/checkout';
+import { evmCheckoutPages } from '../pages/evm-checkout';
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
@@ -64,10 +65,15 @@ export function createApp(ctx: AppContext): Express {
   app.use('/redeem', redeemSite(ctx));
   // The reseller account area: sign-in sessions and CSRF-protected forms, no bearer key.
   app.use('/account', accountArea(ctx));
-  // The built-in sandbox payment provider (its API and hosted checkout), and our callback endpoint
-  // for whichever provider ctx.providers.payments speaks to.
-  app.use('/sandbox-pay', sandboxPaymentApi(ctx));
-  app.use('/checkout', checkoutPages(ctx));
+  // The built-in sandbox payment provider (its API and hosted checkout, whose Pay button credits
+  // for free) exists only while it is the configured provider; and our callback endpoint for
+  // whichever provider ctx.providers.payments speaks to.
+  if (ctx.config.PAYMENT_PROVIDER === 'sandbox') {
+    app.use('/sandbox-pay', sandboxPaymentApi(ctx));
+    app.use('/checkout', checkoutPages(ctx));
+  } else {
+    app.use('/checkout', evmCheckoutPages(ctx));
+  }
   app.use('/payments', paymentCallbackRoutes(ctx));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));

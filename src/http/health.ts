@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { pingDatabase } from '../db/orm';
 import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from './context';
+import type { Providers } from '../providers';
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -18,21 +19,35 @@ async function answers(probe: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
-type HealthContext = Pick<AppContext, 'orm' | 'temporal' | 'worker'>;
+type HealthContext = Pick<AppContext, 'orm' | 'temporal' | 'worker'> & { providers?: Pick<Providers, 'evm'> };
 
-/** Each part this process depends on, asked now: Postgres, the Temporal server, the in-process worker. */
+/**
+ * Each part this process depends on, asked now: Postgres, the Temporal server, the in-process
+ * worker and, with the EVM checkout, each chain's nodes. `blocking` is what makes the process
+ * unready; a chain that is down only delays payments (the watch retries), so it is listed as
+ * degraded and the API stays in rotation.
+ */
 async function parts(ctx: HealthContext) {
-  const [database, temporal] = await Promise.all([
+  const [database, temporal, chains] = await Promise.all([
     answers(() => pingDatabase(ctx.orm)),
     answers(() => ctx.temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () => ctx.temporal.connection.healthService.check({}))),
+    ctx.providers?.evm?.health(),
   ]);
   const worker = ctx.worker?.health() ?? null;
-  const degraded = [
+  const blocking = [
     ...(database ? [] : ['database']),
     ...(temporal ? [] : ['temporal']),
     ...(worker && worker.phase !== 'running' ? ['worker'] : []),
   ];
-  return { degraded, database: database ? 'up' : 'down', temporal: temporal ? 'up' : 'down', worker };
+  const degraded = [...blocking, ...(chains ?? []).filter((c) => c.state !== 'up').map((c) => `chain:${c.chainId}`)];
+  return {
+    blocking,
+    degraded,
+    database: database ? 'up' : 'down',
+    temporal: temporal ? 'up' : 'down',
+    worker,
+    ...(chains ? { chains: Object.fromEntries(chains.map((c) => [c.chainId, { name: c.name, state: c.state }])) } : {}),
+  };
 }
 
 /**
@@ -41,7 +56,7 @@ async function parts(ctx: HealthContext) {
  */
 export function healthz(ctx: HealthContext): RequestHandler {
   return async (_req, res) => {
-    const p = await parts(ctx);
+    const { blocking: _blocking, ...p } = await parts(ctx);
     res.set('Cache-Control', 'no-store').json({ ok: true, status: p.degraded.length === 0 ? 'ok' : 'degraded', ...p });
   };
 }
@@ -53,9 +68,9 @@ export function healthz(ctx: HealthContext): RequestHandler {
  */
 export function readyz(ctx: HealthContext): RequestHandler {
   return async (_req, res) => {
-    const p = await parts(ctx);
+    const { blocking, ...p } = await parts(ctx);
     res.set('Cache-Control', 'no-store');
-    if (p.degraded.length === 0) return void res.json({ ready: true, ...p });
-    res.status(503).json(errorBody(new ApiError('service_unavailable', `Not ready: ${p.degraded.join(', ')} unavailable`, { ready: false, ...p }), res.locals.requestId));
+    if (blocking.length === 0) return void res.json({ ready: true, ...p });
+    res.status(503).json(errorBody(new ApiError('service_unavailable', `Not ready: ${blocking.join(', ')} unavailable`, { ready: false, ...p }), res.locals.requestId));
   };
 }

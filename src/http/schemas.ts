@@ -120,6 +120,10 @@ export const OrderDetail = OrderSummary.omit({})
     product_name: z.string().nullable(),
     paymentUrl: z.string().nullable(),
     codes: z.array(z.string()),
+    // A pending order paid at the service's own USDT/USDC checkout (PAYMENT_PROVIDER=evm): what
+    // confirmed transfers brought so far, and what is still missing.
+    amountReceived: Decimal.optional(),
+    amountMissing: Decimal.optional(),
   })
   .openapi('OrderDetail');
 

@@ -10,7 +10,7 @@ import { metricsEndpoint } from './endpoint';
  * orchestrator, on an address of their own so the public API port never shows them. A worker
  * process has no other HTTP server, so this is how it is scraped and probed.
  */
-export async function startOpsServer(ctx: Pick<AppContext, 'orm' | 'temporal' | 'worker' | 'config' | 'logger'>, port: number, host: string): Promise<Server> {
+export async function startOpsServer(ctx: Pick<AppContext, 'orm' | 'temporal' | 'worker' | 'config' | 'logger' | 'providers'>, port: number, host: string): Promise<Server> {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);

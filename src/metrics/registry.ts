@@ -136,3 +136,36 @@ export const undeliveredWebhooks = new Gauge({
   help: 'Webhook deliveries not yet succeeded, failed or cancelled',
   registers: [registry],
 });
+
+// The self-hosted EVM checkout (PAYMENT_PROVIDER=evm). Chains are labelled by chain id, a set the
+// operator's EVM_CHAINS bounds.
+export const evmRpcErrors = new Counter({
+  name: 'wholesale_evm_rpc_errors_total',
+  help: 'JSON-RPC calls that failed or answered garbage, by chain and kind (timeout, http, rpc, invalid, lagging)',
+  labelNames: ['chain', 'kind'] as const,
+  registers: [registry],
+});
+export const evmConfirmationLag = new Gauge({
+  name: 'wholesale_evm_confirmation_lag_blocks',
+  help: 'Confirmations the least-confirmed transfer still waits for at its last scan (0: none waiting), by chain',
+  labelNames: ['chain'] as const,
+  registers: [registry],
+});
+export const evmTransfersCredited = new Counter({
+  name: 'wholesale_evm_transfers_credited_total',
+  help: 'Token transfers counted towards a checkout once confirmed, by chain and token',
+  labelNames: ['chain', 'token'] as const,
+  registers: [registry],
+});
+export const evmExcessCredited = new Counter({
+  name: 'wholesale_evm_excess_credited_cents_total',
+  help: 'Money received beyond what a checkout asked for, credited to the payer account balance, in cents, by reason',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+export const evmCheckouts = new Gauge({
+  name: 'wholesale_evm_checkouts',
+  help: 'EVM checkouts by state (pending, paid, closed)',
+  labelNames: ['state'] as const,
+  registers: [registry],
+});

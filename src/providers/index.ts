@@ -1,5 +1,8 @@
-import type { Config } from '../config';
+import { ConfigError, type Config } from '../config';
+import type { TemporalHandle } from '../temporal/client';
+import { EvmPaymentProvider } from './evm/provider';
 import type { Orm } from '../db/orm';
+import { NoSupplier, OperatorOnlyUpstream } from './none';
 import type { PaymentProvider } from './payments';
 import { sandboxRedemptionUpstream, type RedemptionUpstream } from './redemption-upstream';
 import { SandboxPaymentClient } from './sandbox-payment-client';
@@ -14,24 +17,37 @@ import type { Supplier } from './supplier';
 export interface Providers {
   /** The hosted checkout: activities open and sync checkouts, the callback router verifies its callbacks. */
   payments: PaymentProvider;
+  /** The same provider when it is the self-hosted EVM checkout: its watch activities and page use it. */
+  evm?: EvmPaymentProvider;
   /** Gift-card procurement, for the procurement activities. */
   supplier: Supplier;
   /** Upstream redemption: the activities submit and poll, the API and the site pre-check sessions. */
   upstream: RedemptionUpstream;
 }
 
-export function createProviders(deps: { orm: Orm; config: Config }): Providers {
+export function createProviders(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): Providers {
   const { orm, config } = deps;
   configureSandboxes(config);
+  const evm = config.PAYMENT_PROVIDER === 'evm' ? evmProvider(deps) : undefined;
   return {
-    payments: new SandboxPaymentClient({
-      baseUrl: config.paymentProviderUrl,
-      secret: config.PAYMENT_CALLBACK_SECRET,
-      timeoutMs: config.PAYMENT_PROVIDER_TIMEOUT_MS,
-    }),
-    supplier: new SandboxSupplier(orm, sandboxSupplierControl),
-    upstream: sandboxRedemptionUpstream,
+    payments:
+      evm ??
+      new SandboxPaymentClient({
+        baseUrl: config.paymentProviderUrl,
+        secret: config.PAYMENT_CALLBACK_SECRET,
+        timeoutMs: config.PAYMENT_PROVIDER_TIMEOUT_MS,
+      }),
+    evm,
+    supplier: config.SUPPLIER_PROVIDER === 'sandbox' ? new SandboxSupplier(orm, sandboxSupplierControl) : new NoSupplier(),
+    upstream: config.REDEMPTION_UPSTREAM === 'sandbox' ? sandboxRedemptionUpstream : new OperatorOnlyUpstream(),
   };
+}
+
+function evmProvider(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): EvmPaymentProvider {
+  if (deps.config.evmChains.length === 0) {
+    throw new ConfigError('Invalid configuration:\n  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
+  }
+  return new EvmPaymentProvider({ ...deps, chains: deps.config.evmChains });
 }
 
 /**

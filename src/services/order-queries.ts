@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
+import { evmCheckoutReceipts } from '../db/evm';
 import { ledgerPage } from '../db/ledger';
+import { scaledToCents, toScaled } from '../domain/token-amounts';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, toSignedDecimal } from '../domain/money';
 import { decodeCursor, pageOf, rowNumberPosition, type CursorScope, type Page } from './cursor';
@@ -42,7 +44,18 @@ export async function orderDetail(em: EntityManager, accountId: string, id: stri
     // Only the owner sees the checkout link, and only while it can still be paid (rule 10).
     paymentUrl: order.status === 'pending' ? order.checkoutUrl ?? null : null,
     codes: await deliveredCodes(em, order),
+    ...(order.status === 'pending' && order.checkoutId ? await paymentProgress(em, order.checkoutId) : {}),
   };
+}
+
+/** Confirmed and missing amounts of a pending order at the self-hosted EVM checkout (none for other providers). */
+async function paymentProgress(em: EntityManager, checkoutId: string): Promise<{ amountReceived?: string; amountMissing?: string }> {
+  const receipts = await evmCheckoutReceipts(em, checkoutId);
+  if (!receipts) return {};
+  const received = receipts.transfers.reduce((sum, t) => sum + toScaled(BigInt(t.units), t.decimals), 0n);
+  const cents = Number(scaledToCents(received));
+  const amount = fromDb(receipts.amount);
+  return { amountReceived: toDecimal(cents), amountMissing: toDecimal(Math.max(0, amount - cents)) };
 }
 
 export async function listOrders(

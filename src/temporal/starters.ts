@@ -24,7 +24,8 @@ import { orderWorkflowId } from './orders';
 import { procurementWorkflowId } from './procurement';
 import { redemptionWorkflowId, type AttemptRef } from './redemptions';
 import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from './search-attributes';
-import { deliveryTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
+import { deliveryTiming, evmCheckoutTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
+import { evmCheckoutWorkflowId } from './evm-checkouts';
 import { topupWorkflowId } from './topups';
 import { deliveryWorkflowId } from './webhooks';
 
@@ -159,3 +160,17 @@ export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, 
   });
 }
 
+
+/**
+ * `checkout-watch:<checkoutId>`, started with the checkout (PAYMENT_PROVIDER=evm). A watch that
+ * completed closed its checkout and stays done; one that failed or was terminated may be started
+ * again and takes up from Postgres.
+ */
+export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfig, checkoutId: string) {
+  return starter(temporal, 'evmCheckoutWorkflow', {
+    workflowId: evmCheckoutWorkflowId(checkoutId),
+    args: [{ checkoutId, timing: evmCheckoutTiming(config) }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+  });
+}

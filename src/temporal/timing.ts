@@ -9,11 +9,15 @@ import type { PaymentTiming } from './payments';
 import type { ProcurementTiming } from './procurement';
 import type { RedemptionWorkflowInput } from './redemptions';
 import type { DeliveryWorkflowInput } from './webhooks';
+import type { EvmCheckoutTiming } from './evm-checkouts';
 
 /** The settings the durations come from (the whole Config satisfies it). */
 export type TimingConfig = Pick<
   Config,
   | 'PAYMENT_SYNC_SECONDS'
+  | 'PAYMENT_WINDOW_SECONDS'
+  | 'EVM_ADDRESS_WATCH_SECONDS'
+  | 'EVM_ADDRESS_POLL_SECONDS'
   | 'LATE_PAYMENT_WATCH_SECONDS'
   | 'LATE_PAYMENT_POLL_SECONDS'
   | 'PLACEMENT_RECOVERY_SECONDS'
@@ -35,6 +39,18 @@ export function paymentTiming(c: TimingConfig): Required<PaymentTiming> {
     lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS,
     latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS,
     placementRecoverySeconds: c.PLACEMENT_RECOVERY_SECONDS,
+  };
+}
+
+/** An EVM checkout's watch: the chains asked at the sync cadence in the window, then at the late one. */
+export function evmCheckoutTiming(c: TimingConfig): EvmCheckoutTiming {
+  return {
+    syncSeconds: c.PAYMENT_SYNC_SECONDS,
+    windowSeconds: c.PAYMENT_WINDOW_SECONDS,
+    lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS,
+    latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS,
+    addressWatchSeconds: c.EVM_ADDRESS_WATCH_SECONDS,
+    addressPollSeconds: c.EVM_ADDRESS_POLL_SECONDS,
   };
 }
 

@@ -8,6 +8,7 @@ import { createPaymentActivities } from '../../activities/payments';
 import { createRedemptionActivities } from '../../activities/redemptions';
 import { createWebhookActivities } from '../../activities/webhooks';
 import { createProcurementActivities } from '../../activities/procurement';
+import { createEvmCheckoutActivities } from '../../activities/evm-checkouts';
 import { safeActivityFailures } from './safe-failures';
 import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
 
@@ -28,7 +29,14 @@ export const workflowPolling = { nonStickyToStickyPollRatio: 1 } as const;
 /** The service's activities, over the providers the composition root built for this process. */
 export function createActivities(deps: { orm: Orm; config: Config; providers: Providers }) {
   const d = { orm: deps.orm, config: deps.config, ...deps.providers };
-  return { ...createOrderActivities(d), ...createPaymentActivities(d), ...createRedemptionActivities(d), ...createWebhookActivities(d), ...createProcurementActivities(d) };
+  return {
+    ...createOrderActivities(d),
+    ...createPaymentActivities(d),
+    ...createEvmCheckoutActivities(d),
+    ...createRedemptionActivities(d),
+    ...createWebhookActivities(d),
+    ...createProcurementActivities(d),
+  };
 }
 
 type ActivityMap = Record<string, (...args: never[]) => unknown>;

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { DEV_SECRETS, loadConfig } from '../../src/config';
+import { REAL_PROVIDERS } from '../helpers/production';
 
 // Issue 11 item 5: the built-in development secrets are refused in production, by name; in
 // development they are reported (never their values).
@@ -18,7 +19,8 @@ describe('loadConfig', () => {
 
   test('production with secrets of its own starts; development lists the built-in ones it uses', () => {
     // Issue 12: production also needs payload encryption keys of its own.
-    const own = { NODE_ENV: 'production', CURSOR_SECRET: 'a-real-cursor-secret', PAYMENT_CALLBACK_SECRET: 'a-real-callback-secret' };
+    // Issue 25: and no sandbox for any outside party.
+    const own = { NODE_ENV: 'production', CURSOR_SECRET: 'a-real-cursor-secret', PAYMENT_CALLBACK_SECRET: 'a-real-callback-secret', ...REAL_PROVIDERS };
     expect(() => loadConfig(own)).toThrow(/TEMPORAL_PAYLOAD_KEYS: the built-in development value/);
     const prod = loadConfig({ ...own, TEMPORAL_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}` });
     expect(prod.devSecrets).toEqual([]);

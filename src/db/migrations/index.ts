@@ -8,6 +8,7 @@ import { Migration20261130000000AccountArea } from './Migration20261130000000Acc
 import { Migration20261201000000PlacementId } from './Migration20261201000000PlacementId';
 import { Migration20261201010000OrderListIndex } from './Migration20261201010000OrderListIndex';
 import { Migration20261202000000RedemptionSecrets } from './Migration20261202000000RedemptionSecrets';
+import { Migration20261203000000EvmCheckouts } from './Migration20261203000000EvmCheckouts';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -19,4 +20,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261201000000PlacementId', class: Migration20261201000000PlacementId },
   { name: 'Migration20261201010000OrderListIndex', class: Migration20261201010000OrderListIndex },
   { name: 'Migration20261202000000RedemptionSecrets', class: Migration20261202000000RedemptionSecrets },
+  { name: 'Migration20261203000000EvmCheckouts', class: Migration20261203000000EvmCheckouts },
 ];

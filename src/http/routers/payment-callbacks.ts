@@ -3,8 +3,7 @@ import type { AppContext } from '../context';
 import { OrderSchema } from '../../db/entities';
 import { ApiError } from '../../domain/errors';
 import { checkoutAbandoned } from '../../services/payments';
-import { paymentNotifiedSignal } from '../../temporal/payments';
-import { orderStarter, topupStarter } from '../../temporal/starters';
+import { notifyPaid } from '../../temporal/payment-notices';
 import { assertCleanInput } from '../hygiene';
 
 /**
@@ -28,12 +27,7 @@ export function paymentCallbackRoutes(ctx: AppContext): Router {
       await checkoutAbandoned(em, notice.checkoutId);
       return void res.json({ ok: true });
     }
-    if (order.status === 'pending' || order.status === 'expired') {
-      const starter = order.kind === 'topup'
-        ? topupStarter(ctx.temporal, ctx.config, { accountId: order.accountId, key: order.externalTopupId ?? order.id })
-        : orderStarter(ctx.temporal, ctx.config, { accountId: order.accountId, externalOrderId: order.externalOrderId! });
-      await starter.signalWithStart(paymentNotifiedSignal, [{ orderId: order.id, status: 'paid' }]);
-    }
+    if (order.status === 'pending' || order.status === 'expired') await notifyPaid(ctx.temporal, ctx.config, order);
     res.json({ ok: true });
   });
   return router;

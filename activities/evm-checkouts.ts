@@ -1,0 +1,31 @@
+import type { EvmPaymentProvider } from '../src/providers/evm/provider';
+import type { SettlePhase } from '../src/temporal/evm-checkouts';
+
+// The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
+// addresses, transaction hashes and node URLs stay in Postgres and config, out of history.
+
+export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) {
+  const evm = () => {
+    if (!deps.evm) throw new Error('this worker has no EVM payment provider (PAYMENT_PROVIDER is not evm)');
+    return deps.evm;
+  };
+  return {
+    /** Asks every chain about the checkout's address; a chain that does not answer is named, not fatal. */
+    async scanEvmCheckout(checkoutId: string): Promise<{ unavailable: number[] }> {
+      return evm().scan(checkoutId);
+    },
+
+    /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */
+    async settleEvmCheckout(input: { checkoutId: string; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number }> {
+      const { state, notify, waiting } = await evm().settle(input.checkoutId, input.phase);
+      return { state, notify, waiting };
+    },
+
+    /** Tells the order's or top-up's workflow that its checkout was paid. */
+    async notifyEvmCheckoutPaid(checkoutId: string): Promise<void> {
+      await evm().notifyPaid(checkoutId);
+    },
+  };
+}
+
+export type EvmCheckoutActivities = ReturnType<typeof createEvmCheckoutActivities>;

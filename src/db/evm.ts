@@ -1,0 +1,160 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+// The EVM checkout's tables (Migration20261203000000EvmCheckouts): checkouts and their deposit
+// addresses, how far each chain was scanned, and the transfers seen. Each write is conditional,
+// so a scan repeated (a retried activity, a second worker) changes nothing twice.
+
+export interface EvmCheckoutRow {
+  id: string;
+  reference: string;
+  derivation_index: number;
+  address: `0x${string}`;
+  amount: string;
+  currency: string;
+  state: 'pending' | 'paid' | 'closed';
+  paid_at: Date | null;
+  closed_at: Date | null;
+  created_at: Date;
+}
+
+export interface EvmScanRow {
+  checkout_id: string;
+  chain_id: number;
+  start_block: string;
+  scanned_to: string;
+  head: string;
+}
+
+export interface EvmTransferRow {
+  id: string;
+  checkout_id: string;
+  chain_id: number;
+  tx_hash: string;
+  log_index: number;
+  token: string;
+  units: string;
+  decimals: number;
+  block_number: string;
+  block_hash: string;
+  state: 'seen' | 'confirmed' | 'dropped';
+  applied: 'payment' | 'excess' | null;
+  excess_cents: string;
+  credit_reason: string | null;
+  seen_at: Date;
+  confirmed_at: Date | null;
+}
+
+/** The next derivation index: a sequence never hands one out twice, even to a rolled-back transaction. */
+export async function nextDerivationIndex(em: EntityManager): Promise<number> {
+  const [row] = await em.execute<{ index: number }[]>(`select nextval('evm_derivation_index_seq')::int as index`);
+  return row.index;
+}
+
+export async function insertEvmCheckout(
+  em: EntityManager,
+  c: { id: string; reference: string; derivationIndex: number; address: string; amount: string; currency: string },
+): Promise<void> {
+  await em.execute('insert into evm_checkouts (id, reference, derivation_index, address, amount, currency) values (?, ?, ?, ?, ?, ?)', [
+    c.id,
+    c.reference,
+    c.derivationIndex,
+    c.address.toLowerCase(),
+    c.amount,
+    c.currency,
+  ]);
+}
+
+export async function evmCheckout(em: EntityManager, id: string, opts: { lock?: boolean } = {}): Promise<EvmCheckoutRow | undefined> {
+  const rows = await em.execute<EvmCheckoutRow[]>(`select * from evm_checkouts where id = ?${opts.lock ? ' for update' : ''}`, [id]);
+  return rows[0];
+}
+
+export async function evmScans(em: EntityManager, checkoutId: string): Promise<EvmScanRow[]> {
+  return em.execute<EvmScanRow[]>('select * from evm_checkout_scans where checkout_id = ?', [checkoutId]);
+}
+
+export async function saveEvmScan(em: EntityManager, s: { checkoutId: string; chainId: number; startBlock: bigint; scannedTo: bigint; head: bigint }): Promise<void> {
+  await em.execute(
+    `insert into evm_checkout_scans (checkout_id, chain_id, start_block, scanned_to, head) values (?, ?, ?, ?, ?)
+       on conflict (checkout_id, chain_id) do update
+         set scanned_to = greatest(evm_checkout_scans.scanned_to, excluded.scanned_to), head = excluded.head, updated_at = now()`,
+    [s.checkoutId, s.chainId, String(s.startBlock), String(s.scannedTo), String(s.head)],
+  );
+}
+
+/**
+ * Records a transfer seen in a block. Seen again in the same block, nothing changes; seen in
+ * another block (re-mined after a reorg) or again after it was dropped, it takes the new block
+ * and waits for its confirmations anew. A confirmed transfer never changes.
+ */
+export async function recordEvmTransfer(
+  em: EntityManager,
+  t: { checkoutId: string; chainId: number; txHash: string; logIndex: number; token: string; units: bigint; decimals: number; blockNumber: bigint; blockHash: string },
+): Promise<void> {
+  await em.execute(
+    `insert into evm_transfers (checkout_id, chain_id, tx_hash, log_index, token, units, decimals, block_number, block_hash)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       on conflict (chain_id, tx_hash, log_index) do update
+         set block_number = excluded.block_number, block_hash = excluded.block_hash, state = 'seen'
+         where evm_transfers.state <> 'confirmed'
+           and (evm_transfers.state = 'dropped' or evm_transfers.block_hash <> excluded.block_hash)`,
+    [t.checkoutId, t.chainId, t.txHash, t.logIndex, t.token, String(t.units), t.decimals, String(t.blockNumber), t.blockHash],
+  );
+}
+
+/** Unconfirmed transfers in [from, to] that a full rescan of that range no longer shows: their block left the chain. */
+export async function dropVanishedEvmTransfers(em: EntityManager, checkoutId: string, chainId: number, from: bigint, to: bigint, stillThere: string[]): Promise<number> {
+  const rows = await em.execute<{ id: string }[]>(
+    `update evm_transfers set state = 'dropped'
+       where checkout_id = ? and chain_id = ? and state = 'seen' and block_number between ? and ?
+         and not ((tx_hash || ':' || log_index) = any(?::text[]))
+       returning id`,
+    // A Postgres array literal: the driver would spread a JS array into separate parameters.
+    [checkoutId, chainId, String(from), String(to), `{${stillThere.map((k) => `"${k.replace(/[^0-9a-zx:]/gi, '')}"`).join(',')}}`],
+  );
+  return rows.length;
+}
+
+export async function evmTransfers(em: EntityManager, checkoutId: string): Promise<EvmTransferRow[]> {
+  return em.execute<EvmTransferRow[]>('select * from evm_transfers where checkout_id = ? order by block_number, log_index, id', [checkoutId]);
+}
+
+export async function setEvmTransferState(em: EntityManager, id: string, state: 'confirmed' | 'dropped', blockHash: string): Promise<void> {
+  await em.execute(
+    `update evm_transfers set state = ?, confirmed_at = case when ? = 'confirmed' then now() else confirmed_at end
+       where id = ? and state = 'seen' and block_hash = ?`,
+    [state, state, id, blockHash],
+  );
+}
+
+/** Counts a confirmed transfer once: towards the checkout's amount, or as excess credited with its reason. */
+export async function applyEvmTransfer(em: EntityManager, id: string, applied: 'payment' | 'excess', excessCents: bigint, reason: string | null): Promise<boolean> {
+  const rows = await em.execute<{ id: string }[]>(
+    `update evm_transfers set applied = ?, excess_cents = ?, credit_reason = ? where id = ? and state = 'confirmed' and applied is null returning id`,
+    [applied, String(excessCents), reason, id],
+  );
+  return rows.length === 1;
+}
+
+export async function setEvmCheckoutState(em: EntityManager, id: string, state: 'paid' | 'closed'): Promise<void> {
+  await em.execute(
+    `update evm_checkouts set state = ?, paid_at = case when ? = 'paid' then now() else paid_at end,
+       closed_at = case when ? = 'closed' then now() else closed_at end where id = ?`,
+    [state, state, state, id],
+  );
+}
+
+export async function evmCheckoutCounts(em: EntityManager): Promise<{ state: string; n: string }[]> {
+  return em.execute<{ state: string; n: string }[]>('select state, count(*)::text as n from evm_checkouts group by state');
+}
+
+/** A checkout's amount and its confirmed transfers (units and decimals), for an order's detail. */
+export async function evmCheckoutReceipts(em: EntityManager, checkoutId: string): Promise<{ amount: string; transfers: { units: string; decimals: number }[] } | undefined> {
+  const [checkout] = await em.execute<{ amount: string }[]>('select amount from evm_checkouts where id = ?', [checkoutId]);
+  if (!checkout) return undefined;
+  const transfers = await em.execute<{ units: string; decimals: number }[]>(
+    `select units, decimals from evm_transfers where checkout_id = ? and state = 'confirmed'`,
+    [checkoutId],
+  );
+  return { amount: checkout.amount, transfers };
+}

@@ -1,0 +1,125 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../../src/config';
+import { startDevChain, type DevChain } from '../helpers/evm-chain';
+import { evmEnv } from '../helpers/evm-checkout';
+import { reseller, startHarness, type Harness } from '../helpers/harness';
+import { expectLedgerMatchesBalance } from '../helpers/money';
+import { OPERATOR_XPUB, REAL_PROVIDERS } from '../helpers/production';
+
+// Issue 25 item 1: production never runs a sandbox. Each outside party is chosen by config, a
+// sandbox is refused at start naming the variable and its alternatives, and a production start on
+// the EVM checkout serves no sandbox checkout, Pay button or /sandbox-pay.
+const root = resolve(__dirname, '..', '..');
+const SECRETS = {
+  NODE_ENV: 'production',
+  CURSOR_SECRET: 'a-real-cursor-secret',
+  PAYMENT_CALLBACK_SECRET: 'a-real-callback-secret',
+  TEMPORAL_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+};
+
+describe('configuration', () => {
+  test.each([
+    ['PAYMENT_PROVIDER', /PAYMENT_PROVIDER: the sandbox must not run in production .*set PAYMENT_PROVIDER to evm/],
+    ['SUPPLIER_PROVIDER', /SUPPLIER_PROVIDER: the sandbox must not run in production .*set SUPPLIER_PROVIDER to none/],
+    ['REDEMPTION_UPSTREAM', /REDEMPTION_UPSTREAM: the sandbox must not run in production .*set REDEMPTION_UPSTREAM to none/],
+  ])('production with %s=sandbox is refused, naming the variable and its alternatives', (name, message) => {
+    expect(() => loadConfig({ ...SECRETS, ...REAL_PROVIDERS, [name]: 'sandbox' })).toThrow(message);
+    // The default is the sandbox: unset is refused the same way.
+    expect(() => loadConfig({ ...SECRETS, ...REAL_PROVIDERS, [name]: undefined })).toThrow(message);
+    expect(loadConfig({ ...REAL_PROVIDERS, [name]: undefined })[name as 'PAYMENT_PROVIDER']).toBe('sandbox');
+  });
+
+  test('production on the EVM checkout starts with an xpub and chains of its own', () => {
+    const config = loadConfig({ ...SECRETS, ...REAL_PROVIDERS });
+    expect(config.devSecrets).toEqual([]);
+    expect(config.evmChains[0]).toMatchObject({ chainId: 137, confirmations: 12 });
+    expect(() => loadConfig({ ...SECRETS, ...REAL_PROVIDERS, EVM_XPUB: undefined })).toThrow(/EVM_XPUB: the built-in development value/);
+    expect(() => loadConfig({ ...SECRETS, ...REAL_PROVIDERS, EVM_CHAINS: undefined })).toThrow(/EVM_CHAINS: required with PAYMENT_PROVIDER=evm/);
+  });
+
+  test.each([
+    ['not JSON', '{', /EVM_CHAINS: not valid JSON/],
+    ['no chains', '[]', /EVM_CHAINS: at least one chain/],
+    ['a chain twice', JSON.stringify([chainOf(), chainOf()]), /chain 137 is listed twice/],
+    ['no token', JSON.stringify([{ ...chainOf(), tokens: {} }]), /at least one of USDT and USDC/],
+    ['a bad token address', JSON.stringify([{ ...chainOf(), tokens: { USDT: { address: '0x123', decimals: 6 } } }]), /\[0\.tokens\.USDT\.address\] expected a 0x-prefixed 20-byte hex address/],
+    ['no RPC URL', JSON.stringify([{ ...chainOf(), rpcUrls: [] }]), /at least one JSON-RPC URL/],
+    ['an unknown field', JSON.stringify([{ ...chainOf(), confirmation: 3 }]), /confirmation/],
+  ])('EVM_CHAINS with %s is refused with a clear message that never quotes the URLs', (_case, raw, message) => {
+    let error: Error | undefined;
+    try {
+      loadConfig({ ...REAL_PROVIDERS, EVM_CHAINS: raw });
+    } catch (err) {
+      error = err as Error;
+    }
+    expect(error?.message).toMatch(message);
+    expect(error?.message).not.toContain('secret-key');
+  });
+
+  test('an extended private key is refused: the service never holds a key that can spend', () => {
+    const xprv = 'xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi';
+    expect(() => loadConfig({ ...REAL_PROVIDERS, EVM_XPUB: xprv })).toThrow(/EVM_XPUB: this is an extended private key/);
+    expect(() => loadConfig({ ...REAL_PROVIDERS, EVM_XPUB: 'xpub-nonsense' })).toThrow(/EVM_XPUB: not a valid BIP32 extended public key/);
+    expect(() => loadConfig({ ...REAL_PROVIDERS, EVM_XPUB: OPERATOR_XPUB })).not.toThrow();
+  });
+});
+
+function chainOf() {
+  return { chainId: 137, name: 'Polygon', rpcUrls: ['https://user:secret-key@rpc.invalid/secret-key'], confirmations: 12, tokens: { USDT: { address: `0x${'ab'.repeat(20)}`, decimals: 6 } } };
+}
+
+test('`npm run api` in production with the sandbox payment provider exits 1 naming PAYMENT_PROVIDER, before connecting to anything', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/api.ts'], {
+    cwd: root,
+    env: { ...process.env, ...SECRETS, ...REAL_PROVIDERS, PAYMENT_PROVIDER: 'sandbox', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', TEMPORAL_ADDRESS: '127.0.0.1:1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.stderr!.on('data', (d) => (out += String(d)));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  expect(code).toBe(1);
+  expect(out).toContain('PAYMENT_PROVIDER: the sandbox must not run in production');
+}, 60_000);
+
+describe('a production start on the EVM checkout', () => {
+  let chain: DevChain;
+  let h: Harness;
+  beforeAll(async () => {
+    chain = await startDevChain();
+    h = await startHarness({ ...evmEnv(chain), ...SECRETS, TEMPORAL_PAYLOAD_KEYS: process.env.TEMPORAL_PAYLOAD_KEYS!, EVM_XPUB: OPERATOR_XPUB, SUPPLIER_PROVIDER: 'none', REDEMPTION_UPSTREAM: 'none' });
+  }, 120_000);
+  afterAll(async () => {
+    await h?.stop();
+    await chain?.stop();
+  });
+
+  test('serves no /sandbox-pay, no Pay button and no Pay action: opening the checkout credits nothing', async () => {
+    expect(h.config.NODE_ENV).toBe('production');
+    const { api, accountId } = await reseller(h);
+    const sandboxApi = await fetch(`${h.baseUrl}/sandbox-pay/v1/checkouts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.config.PAYMENT_CALLBACK_SECRET}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ reference: 'x', amount: '500.00', currency: 'USDT', description: 'x', callbackUrl: 'http://127.0.0.1:1/' }),
+    });
+    expect(sandboxApi.status).toBe(404);
+
+    const topup = await api.post('/topup', { externalTopupId: `prod-${randomBytes(3).toString('hex')}`, amount: '500.00', currency: 'USDT' });
+    expect(topup.status).toBe(200);
+    const page = await fetch(topup.body.checkoutUrl);
+    expect(page.status).toBe(200);
+    const text = await page.text();
+    expect(text).not.toMatch(/data-testid="pay"|\/pay"|Sandbox/);
+    for (const action of ['pay', 'abandon']) {
+      const res = await fetch(`${topup.body.checkoutUrl}/${action}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+      expect(res.status).toBe(404);
+    }
+    // A callback in the sandbox's form is not a payment either.
+    const callback = await fetch(`${h.baseUrl}/payments/callback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(callback.status).toBe(401);
+    expect((await api.get('/balance')).body.balance).toBe('0.00');
+    expect((await expectLedgerMatchesBalance(h, accountId)).rows).toEqual([]);
+  });
+});

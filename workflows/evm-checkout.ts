@@ -1,0 +1,64 @@
+import { continueAsNew, isCancellation, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import type { EvmCheckoutActivities } from '../activities/evm-checkouts';
+import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/temporal/evm-checkouts';
+
+// A scan asks every chain's nodes (each with its own timeout and failover): a failed scan is not
+// retried here, the next tick asks again, so a node that is down delays a payment and fails nothing.
+const chain = proxyActivities<EvmCheckoutActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 3 },
+});
+// Postgres and the Temporal signal: retried until they answer, so settlement is never given up.
+const always = proxyActivities<EvmCheckoutActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/**
+ * Watches one deposit address, keyed `checkout-watch:<checkoutId>`. Within the payment window and
+ * the late-payment watch it scans the chains (at the sync cadence, then the late one) and counts
+ * what is confirmed: when the amount is reached it tells the order's (or top-up's) workflow, as a
+ * provider's callback would, and money beyond it is credited to the account's balance. After the
+ * late watch the address is still watched for a while: whatever arrives then, or arrived and never
+ * paid the order, is credited to the balance. A transfer still short of its confirmations keeps
+ * the watch open. Closing, it counts once more, so nothing confirmed is left uncounted.
+ */
+export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Promise<EvmCheckoutWatchState> {
+  const { checkoutId, timing } = input;
+  const expiresAt = input.expiresAt ?? Date.now() + timing.windowSeconds * 1000;
+  const lateUntil = input.lateUntil ?? expiresAt + timing.lateWatchSeconds * 1000;
+  const watchUntil = input.watchUntil ?? lateUntil + timing.addressWatchSeconds * 1000;
+  const state: EvmCheckoutWatchState = { checkoutId, state: 'pending', scans: 0, unavailable: [], lastError: null };
+  setHandler(evmCheckoutStateQuery, () => state);
+
+  const step = async (phase: SettlePhase): Promise<number> => {
+    try {
+      state.unavailable = (await chain.scanEvmCheckout(checkoutId)).unavailable;
+      state.lastError = null;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      state.lastError = err instanceof Error ? err.message : String(err);
+      log.warn('checkout scan failed', { checkoutId, error: state.lastError });
+    }
+    state.scans++;
+    const settled = await always.settleEvmCheckout({ checkoutId, phase });
+    state.state = settled.state;
+    if (settled.notify) await always.notifyEvmCheckoutPaid(checkoutId);
+    return settled.waiting;
+  };
+
+  // Past the watch, a transfer still waiting for its confirmations is waited for: it may be money.
+  let waiting = 0;
+  while (Date.now() < watchUntil || waiting > 0) {
+    waiting = await step(Date.now() < lateUntil ? 'open' : 'after');
+    const now = Date.now();
+    const cadence = now < expiresAt ? timing.syncSeconds : now < lateUntil ? timing.latePollSeconds : timing.addressPollSeconds;
+    const next = now < expiresAt ? expiresAt : now < lateUntil ? lateUntil : watchUntil;
+    await sleep(Math.max(1000, Math.min(cadence * 1000, next - now)));
+    if (workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof evmCheckoutWorkflow>({ checkoutId, timing, expiresAt, lateUntil, watchUntil });
+    }
+  }
+  await step('closing');
+  return state;
+}
