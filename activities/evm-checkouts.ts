@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
 import type { SettlePhase } from '../src/temporal/evm-checkouts';
 
@@ -10,9 +11,19 @@ export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) 
     return deps.evm;
   };
   return {
-    /** Asks every chain about the checkout's address; a chain that does not answer is named, not fatal. */
+    /**
+     * Asks every chain about the checkout's address; a chain that does not answer is named, not
+     * fatal. It heartbeats while the nodes are asked, so a worker that dies mid-scan is noticed
+     * within the heartbeat timeout rather than the scan's whole allowance.
+     */
     async scanEvmCheckout(checkoutId: string): Promise<{ unavailable: number[] }> {
-      return evm().scan(checkoutId);
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat(), 1000);
+      try {
+        return await evm().scan(checkoutId);
+      } finally {
+        clearInterval(beat);
+      }
     },
 
     /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */

@@ -6,6 +6,7 @@ import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWork
 // retried here, the next tick asks again, so a node that is down delays a payment and fails nothing.
 const chain = proxyActivities<EvmCheckoutActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 3 },
 });
 // Postgres and the Temporal signal: retried until they answer, so settlement is never given up.

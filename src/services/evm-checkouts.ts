@@ -227,15 +227,15 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
   const unconfirmed = sum(transfers.filter((t) => t.state === 'seen'));
   const paid = checkout.paid_at !== null;
   const missingScaled = paid || confirmed >= amount ? 0n : amount - confirmed;
-  const expired = !paid && (order?.status === 'expired' || checkout.state === 'closed');
+  // Money already on its way is shown before the window's end: it can still pay a late order.
   const status: CheckoutView['status'] = paid
     ? 'paid'
     : checkout.state === 'closed'
       ? 'closed'
-      : expired
-        ? 'expired'
-        : unconfirmed > 0n
-          ? 'confirming'
+      : unconfirmed > 0n
+        ? 'confirming'
+        : order?.status === 'expired'
+          ? 'expired'
           : confirmed > 0n
             ? 'partly_paid'
             : 'waiting';
@@ -267,7 +267,7 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
         state: t.state,
       };
     }),
-    options: chains.flatMap((c) =>
+    options: (paid || checkout.state === 'closed' ? [] : chains).flatMap((c) =>
       TOKEN_SYMBOLS.flatMap((symbol) => {
         const token = c.tokens[symbol];
         if (!token) return [];

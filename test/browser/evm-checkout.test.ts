@@ -76,7 +76,11 @@ test('pay an intent order in two transfers on the checkout page; the page follow
   await page.getByTestId('copy-address').click();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(deposit);
 
+  // Mined in its own block, the transfer is seen at a depth of one; a block more confirms it.
   await chain.pay(deposit, 'USDT', units6('20.00'));
+  await statusOf(page, 'confirming').waitFor({ timeout: 30_000 });
+  expect(await page.getByTestId('status').textContent()).toContain('Payment seen, 1 of 2 confirmations.');
+  expect(await page.getByTestId('transfers').textContent()).toBe('20.00 USDT on Hardhat: 1 of 2 confirmations');
   await chain.mine(1);
   await statusOf(page, 'partly_paid').waitFor({ timeout: 30_000 });
   expect(await page.getByTestId('status').textContent()).toContain('Partly paid');
@@ -95,6 +99,8 @@ test('pay an intent order in two transfers on the checkout page; the page follow
   await page.screenshot({ path: '/tmp/evm-checkout-paid.png', fullPage: true });
   expect(pageErrors).toEqual([]);
   await context.close();
+  // Paid is final: the page no longer refreshes itself, with script or without.
+  expect(await (await fetch(order.body.checkoutUrl)).text()).not.toMatch(/http-equiv="refresh"|checkout\.js/);
 
   const delivered = await waitForOrderStatus(api, order.body.orderId, 'delivered');
   expect(delivered.codes).toHaveLength(2);
@@ -116,6 +122,9 @@ test('an unknown checkout is a 404 page and a 404 JSON; a chain or token the que
   const status = await fetch(`${order.body.checkoutUrl}/status.json`);
   expect(status.headers.get('cache-control')).toBe('no-store');
   expect(await status.json()).toMatchObject({ status: 'waiting', amount: '25.00', currency: 'USDT', missing: '25.00' });
+
+  // Without script the page still follows the payment, by reloading itself.
+  expect(await (await fetch(order.body.checkoutUrl)).text()).toContain('<noscript><meta http-equiv="refresh" content="15"></noscript>');
 
   const cases = [
     { query: '?chain=999&token=XYZ', token: chain.tokens.USDT.address },
