@@ -1,4 +1,5 @@
-import { createPublicClient, http, parseAbiItem, type Log, type PublicClient } from 'viem';
+import { createPublicClient, decodeEventLog, encodeEventTopics, http, pad, parseAbiItem, toHex, type PublicClient } from 'viem';
+import { z } from 'zod';
 import { evmRpcErrors } from '../../metrics/registry';
 import type { ChainSettings, TokenSymbol } from './settings';
 
@@ -7,6 +8,7 @@ import type { ChainSettings, TokenSymbol } from './settings';
 // answered last is asked first next time. Errors never carry a node's URL (it holds a key).
 
 export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+const TRANSFER_TOPIC = encodeEventTopics({ abi: [TRANSFER_EVENT], eventName: 'Transfer' })[0];
 const DECIMALS_ABI = [{ type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint8' }] }] as const;
 
 export class ChainUnavailableError extends Error {
@@ -147,65 +149,77 @@ export class ChainRpc {
 
   /**
    * Transfers of the chain's configured tokens to `to` in [fromBlock, toBlock], asked in ranges of
-   * EVM_LOG_RANGE_BLOCKS. Every log is checked against what was asked (the token contract, the
-   * Transfer topic, the recipient, the block range) and anything else is dropped: a node's
-   * answer alone never makes a transfer.
+   * EVM_LOG_RANGE_BLOCKS. The node's logs are taken raw and each one is checked on its own
+   * against what was asked (a configured token contract, the Transfer topic and its decoding, the
+   * recipient, the block range, well-formed hashes): anything else is dropped and counted, so a
+   * node's answer alone never makes a transfer, and one malformed log does not hide the others.
    */
   async transfersTo(to: `0x${string}`, fromBlock: bigint, toBlock: bigint): Promise<ObservedTransfer[]> {
     const tokens = Object.entries(this.chain.tokens).filter(([, t]) => t) as [TokenSymbol, { address: `0x${string}` }][];
     const byAddress = new Map(tokens.map(([symbol, t]) => [t.address.toLowerCase(), symbol]));
+    const topics = [TRANSFER_TOPIC, null, pad(to.toLowerCase() as `0x${string}`)];
     const out: ObservedTransfer[] = [];
     const step = BigInt(this.opts.logRangeBlocks);
     for (let start = fromBlock; start <= toBlock; start += step) {
       const end = start + step - 1n < toBlock ? start + step - 1n : toBlock;
-      const logs = await this.call((client) =>
-        client.getLogs({ address: tokens.map(([, t]) => t.address), event: TRANSFER_EVENT, args: { to }, fromBlock: start, toBlock: end, strict: true }),
-      );
-      for (const log of logs) {
-        const t = this.checked(log, byAddress, to, start, end);
+      const logs = await this.call(async (client) => {
+        const answer: unknown = await client.request({
+          method: 'eth_getLogs',
+          params: [{ address: tokens.map(([, t]) => t.address), topics: topics as `0x${string}`[], fromBlock: toHex(start), toBlock: toHex(end) }],
+        });
+        if (!Array.isArray(answer)) throw new InvalidAnswerError();
+        return answer as unknown[];
+      });
+      for (const raw of logs) {
+        const t = this.checked(raw, byAddress, to, start, end);
         if (t) out.push(t);
+        else evmRpcErrors.inc({ chain: this.label, kind: 'invalid' });
       }
     }
     return out;
   }
 
-  private checked(
-    log: Log<bigint, number, false, typeof TRANSFER_EVENT, true>,
-    byAddress: Map<string, TokenSymbol>,
-    to: `0x${string}`,
-    start: bigint,
-    end: bigint,
-  ): ObservedTransfer | undefined {
-    const token = byAddress.get(String(log.address).toLowerCase());
-    const fine =
-      token !== undefined &&
-      !log.removed &&
-      log.eventName === 'Transfer' &&
-      String(log.args?.to).toLowerCase() === to.toLowerCase() &&
-      typeof log.args?.value === 'bigint' &&
-      log.args.value > 0n &&
-      typeof log.blockNumber === 'bigint' &&
-      log.blockNumber >= start &&
-      log.blockNumber <= end &&
-      /^0x[0-9a-f]{64}$/i.test(log.blockHash ?? '') &&
-      /^0x[0-9a-f]{64}$/i.test(log.transactionHash ?? '') &&
-      Number.isInteger(log.logIndex) &&
-      log.logIndex >= 0;
-    if (!fine) {
-      evmRpcErrors.inc({ chain: this.label, kind: 'invalid' });
+  private checked(raw: unknown, byAddress: Map<string, TokenSymbol>, to: `0x${string}`, start: bigint, end: bigint): ObservedTransfer | undefined {
+    const parsed = RawLog.safeParse(raw);
+    if (!parsed.success) return undefined;
+    const log = parsed.data;
+    const token = byAddress.get(log.address.toLowerCase());
+    if (!token || log.removed) return undefined;
+    let decoded;
+    try {
+      decoded = decodeEventLog({ abi: [TRANSFER_EVENT], data: log.data as `0x${string}`, topics: log.topics as [`0x${string}`, ...`0x${string}`[]], strict: true });
+    } catch {
       return undefined;
     }
+    const blockNumber = BigInt(log.blockNumber);
+    const { to: recipient, value } = decoded.args;
+    if (recipient.toLowerCase() !== to.toLowerCase() || value <= 0n || blockNumber < start || blockNumber > end) return undefined;
     return {
       token,
       to,
-      units: log.args.value,
-      blockNumber: log.blockNumber,
+      units: value,
+      blockNumber,
       blockHash: log.blockHash.toLowerCase() as `0x${string}`,
       txHash: log.transactionHash.toLowerCase() as `0x${string}`,
-      logIndex: log.logIndex,
+      logIndex: Number(BigInt(log.logIndex)),
     };
   }
 }
+
+const hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
+const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/);
+const quantity = z.string().regex(/^0x[0-9a-fA-F]{1,16}$/);
+/** One log as the JSON-RPC spec shapes it; anything else in a node's answer is dropped. */
+const RawLog = z.object({
+  address: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
+  topics: z.array(hash32).min(1).max(4),
+  data: hex,
+  blockNumber: quantity,
+  blockHash: hash32,
+  transactionHash: hash32,
+  logIndex: quantity,
+  removed: z.boolean().optional(),
+});
 
 class LaggingNodeError extends Error {
   override name = 'LaggingNodeError';
