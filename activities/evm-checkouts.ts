@@ -16,25 +16,25 @@ export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) 
      * fatal. It heartbeats while the nodes are asked, so a worker that dies mid-scan is noticed
      * within the heartbeat timeout rather than the scan's whole allowance.
      */
-    async scanEvmCheckout(checkoutId: string): Promise<{ unavailable: number[] }> {
+    async scanEvmCheckout(depositIndex: number): Promise<{ unavailable: number[] }> {
       const context = Context.current();
       const beat = setInterval(() => context.heartbeat(), 1000);
       try {
-        return await evm().scan(checkoutId);
+        return await evm().scan(depositIndex);
       } finally {
         clearInterval(beat);
       }
     },
 
     /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */
-    async settleEvmCheckout(input: { checkoutId: string; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number }> {
-      const { state, notify, waiting } = await evm().settle(input.checkoutId, input.phase);
+    async settleEvmCheckout(input: { depositIndex: number; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number }> {
+      const { state, notify, waiting } = await evm().settle(input.depositIndex, input.phase);
       return { state, notify, waiting };
     },
 
     /** Tells the order's or top-up's workflow that its checkout was paid. */
-    async notifyEvmCheckoutPaid(checkoutId: string): Promise<void> {
-      await evm().notifyPaid(checkoutId);
+    async notifyEvmCheckoutPaid(depositIndex: number): Promise<void> {
+      await evm().notifyPaid(depositIndex);
     },
   };
 }

@@ -16,7 +16,7 @@ const always = proxyActivities<EvmCheckoutActivities>({
 });
 
 /**
- * Watches one deposit address, keyed `checkout-watch:<checkoutId>`. Within the payment window and
+ * Watches one deposit address, keyed `checkout-watch:<orderId>:<depositIndex>`. Within the payment window and
  * the late-payment watch it scans the chains (at the sync cadence, then the late one) and counts
  * what is confirmed: when the amount is reached it tells the order's (or top-up's) workflow, as a
  * provider's callback would, and money beyond it is credited to the account's balance. After the
@@ -25,26 +25,26 @@ const always = proxyActivities<EvmCheckoutActivities>({
  * the watch open. Closing, it counts once more, so nothing confirmed is left uncounted.
  */
 export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Promise<EvmCheckoutWatchState> {
-  const { checkoutId, timing } = input;
+  const { depositIndex, timing } = input;
   const expiresAt = input.expiresAt ?? Date.now() + timing.windowSeconds * 1000;
   const lateUntil = input.lateUntil ?? expiresAt + timing.lateWatchSeconds * 1000;
   const watchUntil = input.watchUntil ?? lateUntil + timing.addressWatchSeconds * 1000;
-  const state: EvmCheckoutWatchState = { checkoutId, state: 'pending', scans: 0, unavailable: [], lastError: null };
+  const state: EvmCheckoutWatchState = { depositIndex, state: 'pending', scans: 0, unavailable: [], lastError: null };
   setHandler(evmCheckoutStateQuery, () => state);
 
   const step = async (phase: SettlePhase): Promise<number> => {
     try {
-      state.unavailable = (await chain.scanEvmCheckout(checkoutId)).unavailable;
+      state.unavailable = (await chain.scanEvmCheckout(depositIndex)).unavailable;
       state.lastError = null;
     } catch (err) {
       if (isCancellation(err)) throw err;
       state.lastError = err instanceof Error ? err.message : String(err);
-      log.warn('checkout scan failed', { checkoutId, error: state.lastError });
+      log.warn('checkout scan failed', { depositIndex, error: state.lastError });
     }
     state.scans++;
-    const settled = await always.settleEvmCheckout({ checkoutId, phase });
+    const settled = await always.settleEvmCheckout({ depositIndex, phase });
     state.state = settled.state;
-    if (settled.notify) await always.notifyEvmCheckoutPaid(checkoutId);
+    if (settled.notify) await always.notifyEvmCheckoutPaid(depositIndex);
     return settled.waiting;
   };
 
@@ -57,7 +57,7 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
     const next = now < expiresAt ? expiresAt : now < lateUntil ? lateUntil : watchUntil;
     await sleep(Math.max(1000, Math.min(cadence * 1000, next - now)));
     if (workflowInfo().continueAsNewSuggested) {
-      await continueAsNew<typeof evmCheckoutWorkflow>({ checkoutId, timing, expiresAt, lateUntil, watchUntil });
+      await continueAsNew<typeof evmCheckoutWorkflow>({ depositIndex, timing, expiresAt, lateUntil, watchUntil });
     }
   }
   await step('closing');

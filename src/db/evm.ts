@@ -69,6 +69,11 @@ export async function evmCheckout(em: EntityManager, id: string, opts: { lock?: 
   return rows[0];
 }
 
+export async function evmCheckoutAt(em: EntityManager, depositIndex: number): Promise<EvmCheckoutRow | undefined> {
+  const rows = await em.execute<EvmCheckoutRow[]>('select * from evm_checkouts where derivation_index = ?', [depositIndex]);
+  return rows[0];
+}
+
 export async function evmScans(em: EntityManager, checkoutId: string): Promise<EvmScanRow[]> {
   return em.execute<EvmScanRow[]>('select * from evm_checkout_scans where checkout_id = ?', [checkoutId]);
 }

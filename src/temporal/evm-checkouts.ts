@@ -1,8 +1,12 @@
 // The EVM checkout watch's shared, workflow-safe contract: its id, input and state.
 import { defineQuery } from '@temporalio/workflow';
 
-/** `checkout-watch:<checkoutId>`: one watch per deposit address. */
-export const evmCheckoutWorkflowId = (checkoutId: string) => `checkout-watch:${checkoutId}`;
+/**
+ * `checkout-watch:<orderId>:<depositIndex>`: one watch per deposit address. Workflow ids are plain
+ * text in Temporal, so the watch is named by the order and the address's derivation index, never by
+ * the checkout id (whoever has that has the checkout's URL) or the address.
+ */
+export const evmCheckoutWorkflowId = (orderId: string, depositIndex: number) => `checkout-watch:${orderId}:${depositIndex}`;
 
 export interface EvmCheckoutTiming {
   /** How often the chains are asked while the checkout can be paid (PAYMENT_SYNC_SECONDS). */
@@ -20,7 +24,8 @@ export interface EvmCheckoutTiming {
 export type SettlePhase = 'open' | 'after' | 'closing';
 
 export interface EvmCheckoutWorkflowInput {
-  checkoutId: string;
+  /** The deposit address's derivation index, which names its checkout in Postgres. */
+  depositIndex: number;
   timing: EvmCheckoutTiming;
   /** Set by the first run and carried across continue-as-new (ms since the epoch). */
   expiresAt?: number;
@@ -29,7 +34,7 @@ export interface EvmCheckoutWorkflowInput {
 }
 
 export interface EvmCheckoutWatchState {
-  checkoutId: string;
+  depositIndex: number;
   state: 'pending' | 'paid' | 'closed';
   scans: number;
   /** Chain ids whose nodes did not answer at the last scan. */

@@ -162,14 +162,14 @@ export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, 
 
 
 /**
- * `checkout-watch:<checkoutId>`, started with the checkout (PAYMENT_PROVIDER=evm). A watch that
+ * `checkout-watch:<orderId>:<depositIndex>`, started with the checkout (PAYMENT_PROVIDER=evm). A watch that
  * completed closed its checkout and stays done; one that failed or was terminated may be started
  * again and takes up from Postgres.
  */
-export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfig, checkoutId: string) {
+export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfig, checkout: { orderId: string; depositIndex: number }) {
   return starter(temporal, 'evmCheckoutWorkflow', {
-    workflowId: evmCheckoutWorkflowId(checkoutId),
-    args: [{ checkoutId, timing: evmCheckoutTiming(config) }],
+    workflowId: evmCheckoutWorkflowId(checkout.orderId, checkout.depositIndex),
+    args: [{ depositIndex: checkout.depositIndex, timing: evmCheckoutTiming(config) }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
   });

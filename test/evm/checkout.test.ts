@@ -1,5 +1,6 @@
 import { createWalletClient, defineChain, erc20Abi, http, encodeFunctionData } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { evmCheckout } from '../../src/db/evm';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
@@ -111,7 +112,7 @@ test('the same transfer seen again (scans and settlements repeated, as a retried
   await chain.mine(2);
   await eventually(async () => (await api.get('/balance')).body.balance === '10.00');
   // What a retried activity, a replayed watch or a second worker would do: scan and settle again.
-  const id = checkoutIdOf(topup.body.checkoutUrl);
+  const id = (await evmCheckout(h.services.orm.em.fork(), checkoutIdOf(topup.body.checkoutUrl)))!.derivation_index;
   const evm = h.services.providers.evm!;
   for (let i = 0; i < 3; i++) {
     await evm.scan(id);

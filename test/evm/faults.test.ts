@@ -1,3 +1,4 @@
+import { evmCheckout } from '../../src/db/evm';
 import { evmCheckoutWorkflowId } from '../../src/temporal/evm-checkouts';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';
@@ -42,7 +43,8 @@ describe('the RPC node stopped mid-checkout', () => {
       expect(ready.status).toBe(200);
       expect(ready.body).toMatchObject({ ready: true, chains: { 31337: { state: 'down' } } });
       await new Promise((r) => setTimeout(r, Math.max(0, OUTAGE_MS - (Date.now() - stoppedAt))));
-      const watch = await h.services.temporal.client.workflow.getHandle(evmCheckoutWorkflowId(checkoutIdOf(first.body.checkoutUrl))).describe();
+      const { derivation_index: index } = (await evmCheckout(h.services.orm.em.fork(), checkoutIdOf(first.body.checkoutUrl)))!;
+      const watch = await h.services.temporal.client.workflow.getHandle(evmCheckoutWorkflowId(first.body.orderId, index)).describe();
       expect(watch.status.name).toBe('RUNNING');
       expect((await api.get(`/orders/${first.body.orderId}`)).body.status).toBe('pending');
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { HDKey } from '@scure/bip32';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
-import { evmCheckout, insertEvmCheckout, nextDerivationIndex } from '../../db/evm';
+import { evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex } from '../../db/evm';
 import type { Orm } from '../../db/orm';
 import { OrderSchema } from '../../db/entities';
 import { paymentProviderErrors } from '../../metrics/registry';
@@ -59,7 +59,7 @@ export class EvmPaymentProvider implements PaymentProvider {
     const id = `chk_${randomBytes(24).toString('base64url')}`;
     await insertEvmCheckout(em, { id, reference: req.reference, derivationIndex: index, address: depositAddress(this.key, index), amount: req.amount, currency: req.currency });
     try {
-      await evmCheckoutStarter(this.temporal, this.config, id).start();
+      await evmCheckoutStarter(this.temporal, this.config, { orderId: req.reference, depositIndex: index }).start();
     } catch {
       paymentProviderErrors.inc({ call: 'create', kind: 'error' });
       throw providerError();
@@ -79,21 +79,24 @@ export class EvmPaymentProvider implements PaymentProvider {
   }
 
   /** The watch's scan: every chain asked, what it shows recorded and confirmed. */
-  async scan(checkoutId: string): Promise<{ unavailable: number[] }> {
+  async scan(depositIndex: number): Promise<{ unavailable: number[] }> {
     const em = this.orm.em.fork();
-    const checkout = await evmCheckout(em, checkoutId);
+    const checkout = await evmCheckoutAt(em, depositIndex);
     if (!checkout || checkout.state === 'closed') return { unavailable: [] };
     return scanCheckout(em, checkout, this.rpcs);
   }
 
-  settle(checkoutId: string, phase: SettlePhase): Promise<CheckoutSettlement> {
-    return settleCheckout(this.orm.em.fork(), checkoutId, { levelThresholds: this.config.LEVEL_THRESHOLDS, phase });
+  async settle(depositIndex: number, phase: SettlePhase): Promise<CheckoutSettlement> {
+    const em = this.orm.em.fork();
+    const checkout = await evmCheckoutAt(em, depositIndex);
+    if (!checkout) throw new Error(`no checkout at deposit index ${depositIndex}`);
+    return settleCheckout(em, checkout.id, { levelThresholds: this.config.LEVEL_THRESHOLDS, phase });
   }
 
   /** Tells the checkout's order workflow that it was paid (signal-with-start, like a callback). */
-  async notifyPaid(checkoutId: string): Promise<void> {
+  async notifyPaid(depositIndex: number): Promise<void> {
     const em = this.orm.em.fork();
-    const checkout = await evmCheckout(em, checkoutId);
+    const checkout = await evmCheckoutAt(em, depositIndex);
     const order = checkout && (await em.findOne(OrderSchema, { id: checkout.reference }));
     if (order && (order.status === 'pending' || order.status === 'expired')) await notifyPaid(this.temporal, this.config, order);
   }
