@@ -1,6 +1,6 @@
 // `npx wholesale ...`: operator commands printing JSON. Works against the stack that `npm start`
 // runs (its embedded Postgres, started here if it is not running) or against DATABASE_URL.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
@@ -14,7 +14,10 @@ import { groupPicker } from './services/catalog';
 import { ApiError } from './domain/errors';
 import { OrderSchema, ProductPriceSchema, ProductSchema } from './db/entities';
 import { payCheckout } from './providers/sandbox-payments';
-import { fromDb, toDecimal } from './domain/money';
+import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
+import { centsToUnits, scaledToCents, toScaled } from './domain/token-amounts';
+import { evmCheckout, evmCheckoutReceipts } from './db/evm';
+import { DEV_CHAIN_FILE, sendDevPayment, type DevChainFile } from './dev/evm-chain';
 import { decideRedemption, settledRedemption } from './services/redemptions';
 import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
@@ -30,6 +33,9 @@ const USAGE = `usage: wholesale <command>
   products group GROUP_ID [--level N]                 gift-card value picker: in-stock, available rows by denomination
   catalog seed                                        insert the demo catalog (existing products are kept)
   sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
+  dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]
+                                                      PAYMENT_PROVIDER=evm under npm start: send what is missing (or
+                                                      --amount) to the checkout's deposit address on the local chain
   support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
                                                       waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)
 ${SUPPORT_USAGE}
@@ -88,6 +94,26 @@ const commands: Record<string, Command> = {
     await paid.callback; // the callback must leave before the process exits
     return { orderId, checkout: 'paid', orderStatus: order.status };
   },
+  'dev-chain pay': async ({ orm, config, values, positionals }) => {
+    const checkoutId = positionals[2]?.split('/checkout/').pop();
+    if (!checkoutId) throw new ApiError('invalid_input', 'usage: dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]');
+    const file = resolve(config.STATE_DIR, DEV_CHAIN_FILE);
+    if (!existsSync(file)) throw new ApiError('not_found', 'No local chain: start the service with PAYMENT_PROVIDER=evm npm start (and no EVM_CHAINS)');
+    const chain = JSON.parse(readFileSync(file, 'utf8')) as DevChainFile;
+    const em = orm.em.fork();
+    const checkout = await evmCheckout(em, checkoutId);
+    if (!checkout) throw new ApiError('not_found', `Checkout ${checkoutId} not found`);
+    const receipts = (await evmCheckoutReceipts(em, checkoutId))!;
+    const received = receipts.transfers.reduce((sum, t) => sum + toScaled(BigInt(t.units), t.decimals), 0n);
+    const missing = Math.max(0, fromDb(checkout.amount) - Number(scaledToCents(received)));
+    const amount = values.amount ?? toDecimal(missing);
+    if (!isAmount(amount) || parseDecimal(amount) === 0) throw new ApiError('invalid_input', '--amount must be a Decimal above 0, e.g. 12.34');
+    const token = (values.token ?? checkout.currency) as 'USDT' | 'USDC';
+    if (token !== 'USDT' && token !== 'USDC') throw new ApiError('invalid_input', '--token must be USDT or USDC');
+    const units = centsToUnits(parseDecimal(amount), chain.tokens[token].decimals);
+    const txHash = await sendDevPayment(chain, token, checkout.address, units);
+    return { checkoutId, token, amount, units: String(units), txHash };
+  },
   'support redemption': async ({ orm, config, values, positionals }) => {
     const [action, redemptionId] = positionals.slice(2);
     if ((action !== 'fulfill' && action !== 'reject') || !redemptionId) {
@@ -134,7 +160,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      reason: { type: 'string' }, ...SUPPORT_OPTIONS,
+      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

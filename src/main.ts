@@ -26,7 +26,7 @@ async function main() {
   const say = (msg: string) => process.stdout.write(`${msg}\n`);
   const infra = await startInfrastructure(config, say);
   const services = await startServices({
-    config,
+    config: { ...config, evmChains: infra.evmChains ?? config.evmChains },
     logger,
     databaseUrl: infra.databaseUrl,
     temporalAddress: infra.temporalAddress,
@@ -48,6 +48,10 @@ async function main() {
     say(`                 CLI: temporal workflow show --codec-endpoint ${config.publicBaseUrl}/codec --codec-auth "Bearer ${config.CODEC_TOKEN}" -w <id>`);
   }
   say(`Account area     ${config.publicBaseUrl}/account`);
+  if (infra.evmChains) {
+    say(`Local EVM chain  ${infra.evmChains[0].rpcUrls[0]} (chain ${infra.evmChains[0].chainId}, USDT and USDC test tokens, 2 confirmations)`);
+    say('                 pay a checkout as a wallet would:  npx wholesale dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDC]');
+  }
   say(`Demo sign-in     ${demo.email}  password: ${demo.password}`);
   say(`Demo account     ${demo.accountId}`);
   say(`Demo API key     ${demo.apiKey}`);

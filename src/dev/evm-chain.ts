@@ -280,3 +280,32 @@ async function waitUntilAnswering(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Where under STATE_DIR `npm start` records the dev chain it runs. */
+export const DEV_CHAIN_FILE = 'dev-chain.json';
+
+/** What `npm start` records of the dev chain it runs, for `npx wholesale dev-chain pay`. */
+export interface DevChainFile {
+  rpcUrl: string;
+  chainId: number;
+  tokens: { USDT: DevChainToken; USDC: DevChainToken };
+}
+
+/**
+ * A token transfer from the dev payer on a dev chain another process runs (the one `npm start`
+ * started): what a payer's wallet does on the checkout page. Resolves with the hash once mined.
+ */
+export async function sendDevPayment(chainFile: DevChainFile, token: DevChainSymbol, to: `0x${string}`, units: bigint): Promise<`0x${string}`> {
+  const chain = defineChain({
+    id: chainFile.chainId,
+    name: 'Hardhat',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [chainFile.rpcUrl] } },
+  });
+  const transport = http(chainFile.rpcUrl);
+  const wallet = createWalletClient({ account: privateKeyToAccount(PAYER_KEY), chain, transport, pollingInterval: POLLING_MS });
+  const hash = await wallet.writeContract({ address: chainFile.tokens[token].address, abi: erc20Abi, functionName: 'transfer', args: [to, units] });
+  const receipt = await createPublicClient({ chain, transport, pollingInterval: POLLING_MS }).waitForTransactionReceipt({ hash });
+  if (receipt.status !== 'success') throw new Error(`the ${token} transfer reverted (tx ${hash})`);
+  return hash;
+}

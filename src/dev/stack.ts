@@ -1,5 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '../config';
+import type { ChainSettings } from '../providers/evm/settings';
+import { DEV_CHAIN_FILE, startDevChain } from './evm-chain';
 import { startEmbeddedPostgres } from './postgres';
 import { startDevTemporal } from './temporal';
 import { startTemporalServer } from './temporal-server';
@@ -13,6 +16,8 @@ export interface Infrastructure {
   temporalKind: 'dev' | 'server' | 'external';
   /** True when we started Temporal ourselves (dev server: search attributes registered at start). */
   ownTemporal: boolean;
+  /** PAYMENT_PROVIDER=evm with no EVM_CHAINS: the local chain started here, as the provider's config. */
+  evmChains?: ChainSettings[];
   stop(): Promise<void>;
 }
 
@@ -61,9 +66,24 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
     temporalUiUrl = temporal.uiUrl;
     stops.unshift(() => temporal.stop());
   }
+  let evmChains: ChainSettings[] | undefined;
+  if (config.PAYMENT_PROVIDER === 'evm' && config.evmChains.length === 0) {
+    log('starting a local EVM chain (Hardhat) with USDT and USDC test tokens; pay a checkout with: npx wholesale dev-chain pay CHECKOUT_ID');
+    const chain = await startDevChain({ intervalMiningMs: 2000 });
+    stops.unshift(() => chain.stop());
+    writeFileSync(resolve(stateDir, DEV_CHAIN_FILE), JSON.stringify({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, tokens: chain.tokens }, null, 2));
+    evmChains = [{
+      chainId: chain.chainId,
+      name: 'Local chain',
+      rpcUrls: [chain.rpcUrl],
+      confirmations: 2,
+      tokens: { USDT: { address: chain.tokens.USDT.address.toLowerCase() as `0x${string}`, decimals: 6 }, USDC: { address: chain.tokens.USDC.address.toLowerCase() as `0x${string}`, decimals: 6 } },
+    }];
+  }
   return {
     databaseUrl,
     temporalAddress,
+    evmChains,
     temporalUiUrl,
     temporalKind: config.TEMPORAL_ADDRESS ? 'external' : config.DEV_TEMPORAL,
     ownTemporal: !config.TEMPORAL_ADDRESS,

@@ -128,3 +128,46 @@ test('npm start runs the whole stack, prints the URLs and a demo key, and keeps 
   // The order workflow's history survived in the dev server's database file.
   expect(await stop(second)).toBe(0);
 }, 240_000);
+
+// Issue 25 item 3: `PAYMENT_PROVIDER=evm npm start` runs a local chain with USDT and USDC test
+// tokens, prints the one-line command that pays a checkout, and that command pays it for real.
+test('PAYMENT_PROVIDER=evm npm start runs a local chain, and `wholesale dev-chain pay` pays a checkout on it', async () => {
+  const stateRoot = mkdtempSync(join(tmpdir(), 'wholesale-start-evm-'));
+  chmodSync(stateRoot, 0o755);
+  const env = {
+    STATE_DIR: join(stateRoot, 'state'),
+    PORT: String(await freePort()),
+    EMBEDDED_PG_PORT: String(await freePort()),
+    TEMPORAL_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    DATABASE_URL: '',
+    TEMPORAL_ADDRESS: '',
+    PAYMENT_PROVIDER: 'evm',
+    EVM_CHAINS: '',
+    PAYMENT_SYNC_SECONDS: '1',
+  };
+  const started = await start(env);
+  expect(started.output()).toMatch(/Local EVM chain\s+http:\/\/127\.0\.0\.1:\d+ \(chain 31337/);
+  expect(started.output()).toContain('npx wholesale dev-chain pay CHECKOUT_ID');
+  const apiUrl = field(started.output(), 'Wholesale API')!;
+  const key = field(started.output(), 'Demo API key')!;
+  const order = await call(`${apiUrl}/orders`, { key, body: { externalOrderId: 'evm-demo', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' } });
+  expect(order.body).toMatchObject({ status: 'pending', checkoutUrl: expect.stringContaining('/checkout/chk_') });
+
+  const cli = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'dev-chain', 'pay', order.body.checkoutUrl], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  cli.stdout!.on('data', (d) => (out += String(d)));
+  cli.stderr!.on('data', (d) => (out += String(d)));
+  expect(await new Promise((ok) => cli.once('exit', ok))).toBe(0);
+  expect(JSON.parse(out)).toMatchObject({ token: 'USDT', amount: '25.00', units: '25000000', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+  const delivered = await eventually(async () => {
+    const r = await call(`${apiUrl}/orders/${order.body.orderId}`, { key });
+    return r.body.status === 'delivered' ? r.body : undefined;
+  }, 60_000, 500);
+  expect(delivered.codes).toHaveLength(1);
+  expect(await stop(started)).toBe(0);
+}, 240_000);
