@@ -18,6 +18,7 @@ import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
 import { centsToUnits, scaledToCents, toScaled } from './domain/token-amounts';
 import { evmCheckout, evmCheckoutReceipts } from './db/evm';
 import { DEV_CHAIN_FILE, sendDevPayment, type DevChainFile } from './dev/evm-chain';
+import { depositAddress, receivingKey } from './providers/evm/addresses';
 import { decideRedemption, settledRedemption } from './services/redemptions';
 import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
@@ -33,6 +34,7 @@ const USAGE = `usage: wholesale <command>
   products group GROUP_ID [--level N]                 gift-card value picker: in-stock, available rows by denomination
   catalog seed                                        insert the demo catalog (existing products are kept)
   sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
+  evm address INDEX                                   the deposit address EVM_XPUB derives at m/44'/60'/0'/0/INDEX (check it in your wallet)
   dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]
                                                       PAYMENT_PROVIDER=evm under npm start: send what is missing (or
                                                       --amount) to the checkout's deposit address on the local chain
@@ -93,6 +95,11 @@ const commands: Record<string, Command> = {
     if (!paid) throw new ApiError('invalid_input', 'That checkout was abandoned; replay the order in intent mode for a fresh one');
     await paid.callback; // the callback must leave before the process exits
     return { orderId, checkout: 'paid', orderStatus: order.status };
+  },
+  'evm address': async ({ config, positionals }) => {
+    const index = Number(positionals[2]);
+    if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31) throw new ApiError('invalid_input', 'usage: evm address INDEX (0 to 2147483647)');
+    return { index, path: `m/44'/60'/0'/0/${index}`, address: depositAddress(receivingKey(config.EVM_XPUB), index) };
   },
   'dev-chain pay': async ({ orm, config, values, positionals }) => {
     const checkoutId = positionals[2]?.split('/checkout/').pop();

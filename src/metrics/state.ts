@@ -1,7 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { evmCheckoutCounts } from '../db/evm';
 import { stateGaugeRow } from '../db/metrics';
 import {
   accountsNearTopupLimit,
+  evmCheckouts,
   oldestNeedsAttentionSeconds,
   oldestUndeliveredEventSeconds,
   ordersNeedingAttention,
@@ -23,4 +25,6 @@ export async function readStateGauges(em: EntityManager, maxPendingTopups: numbe
   accountsNearTopupLimit.set(Number(row.near_limit));
   undeliveredWebhooks.set(Number(row.pending_deliveries));
   oldestUndeliveredEventSeconds.set(Math.max(0, Number(row.oldest_event_age ?? 0)));
+  const checkouts = new Map((await evmCheckoutCounts(em)).map((r) => [r.state, Number(r.n)]));
+  for (const state of ['pending', 'paid', 'closed']) evmCheckouts.set({ state }, checkouts.get(state) ?? 0);
 }

@@ -102,6 +102,12 @@ test('a second payment to a spent address is credited to the balance once, and t
   expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '12.00', order_id: order.orderId })]);
   expect((await transfersOf(h, order.checkoutUrl)).map((t) => [t.applied, t.credit_reason])).toEqual([['payment', null], ['excess', 'address_reused']]);
   expect((await api.get(`/orders/${order.orderId}`)).body.codes).toHaveLength(2);
+
+  // The operator sees it: excess credited by reason, transfers by chain, checkouts by state.
+  const metrics = await (await fetch(`${h.baseUrl}/metrics`)).text();
+  expect(metrics).toMatch(/wholesale_evm_excess_credited_cents_total\{reason="address_reused",service="wholesale"\} [1-9]\d*/);
+  expect(metrics).toMatch(/wholesale_evm_transfers_credited_total\{chain="31337",token="USDT",service="wholesale"\} [1-9]/);
+  expect(metrics).toMatch(/wholesale_evm_checkouts\{state="paid",service="wholesale"\} [1-9]/);
 });
 
 test('the same transfer seen again (scans and settlements repeated, as a retried activity or a second worker would) is counted once', async () => {
