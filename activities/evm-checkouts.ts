@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
 import type { SettlePhase } from '../src/temporal/evm-checkouts';
 
@@ -28,7 +28,9 @@ export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) 
 
     /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */
     async settleEvmCheckout(input: { depositIndex: number; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number }> {
-      const { state, notify, waiting } = await evm().settle(input.depositIndex, input.phase);
+      const { state, notify, waiting, credited, orderId } = await evm().settle(input.depositIndex, input.phase);
+      // The operator's line: money beyond what was asked went to a balance (ids only, no addresses).
+      for (const { reason, cents } of credited) log.warn('payment beyond the checkout amount credited to the balance', { orderId, depositIndex: input.depositIndex, reason, cents });
       return { state, notify, waiting };
     },
 

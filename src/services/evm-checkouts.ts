@@ -106,8 +106,10 @@ async function confirmDeepEnough(em: EntityManager, checkoutId: string, rpc: Cha
 export interface CheckoutSettlement {
   state: EvmCheckoutRow['state'];
   notify: boolean;
-  /** Cents credited to the balance by this step, as excess. */
-  credited: number;
+  /** What this step credited to the balance as excess, by reason (cents). */
+  credited: { reason: ExcessReason; cents: number }[];
+  /** The checkout's order, once it is committed. */
+  orderId: string | null;
   /** Transfers seen and not yet confirmed or dropped: the watch does not close while there are any. */
   waiting: number;
 }
@@ -133,14 +135,14 @@ export async function settleCheckout(
     const waiting = transfers.filter((t) => t.state === 'seen').length;
     let state = checkout.state;
     // A checkout whose order is not (yet) committed: its transfers wait, recorded, for a later step.
-    if (!order) return { state, notify: false, credited: 0, waiting };
-    let credited = 0;
+    if (!order) return { state, notify: false, credited: [], orderId: null, waiting };
+    const credited: CheckoutSettlement['credited'] = [];
     const credit = async (t: EvmTransferRow, applied: 'payment' | 'excess', excess: bigint, reason: ExcessReason) => {
       if (!(await applyEvmTransfer(tx, t.id, applied, excess, excess > 0n ? reason : null))) return;
       evmTransfersCredited.inc({ chain: String(t.chain_id), token: t.token });
       if (excess > 0n) {
         await creditExcess(tx, order, t, Number(excess), reason, settings.levelThresholds);
-        credited += Number(excess);
+        credited.push({ reason, cents: Number(excess) });
       }
     };
     const payable = order.status === 'pending' || order.status === 'expired';
@@ -169,7 +171,7 @@ export async function settleCheckout(
       await setEvmCheckoutState(tx, checkoutId, 'closed');
       state = 'closed';
     }
-    return { state, notify, credited, waiting };
+    return { state, notify, credited, orderId: order.id, waiting };
   });
 }
 

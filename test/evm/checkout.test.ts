@@ -23,6 +23,12 @@ afterAll(async () => {
   await chain?.stop();
 });
 
+test('a token whose decimals() on chain differ from the configuration stops the start, naming it', async () => {
+  const chains = JSON.parse(evmEnv(chain).EVM_CHAINS);
+  chains[0].tokens.USDC.decimals = 18;
+  await expect(startHarness({ ...evmEnv(chain), EVM_CHAINS: JSON.stringify(chains) })).rejects.toThrow(/EVM_CHAINS: USDC on Hardhat \(chain 31337\) has 6 decimals on chain, 18 configured/);
+});
+
 async function intentOrder(externalOrderId: string, qty = 2) {
   const r = await reseller(h);
   const order = await r.api.post('/orders', { externalOrderId, productId: 'prod_chatgpt_team_1m', qty, payment: 'intent' });
