@@ -27,11 +27,11 @@ export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) 
     },
 
     /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */
-    async settleEvmCheckout(input: { depositIndex: number; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number }> {
+    async settleEvmCheckout(input: { depositIndex: number; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number; orderId: string | null }> {
       const { state, notify, waiting, credited, orderId } = await evm().settle(input.depositIndex, input.phase);
       // The operator's line: money beyond what was asked went to a balance (ids only, no addresses).
       for (const { reason, cents } of credited) log.warn('payment beyond the checkout amount credited to the balance', { orderId, depositIndex: input.depositIndex, reason, cents });
-      return { state, notify, waiting };
+      return { state, notify, waiting, orderId };
     },
 
     /** Tells the order's or top-up's workflow that its checkout was paid. */

@@ -32,7 +32,7 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
   const state: EvmCheckoutWatchState = { depositIndex, state: 'pending', scans: 0, unavailable: [], lastError: null };
   setHandler(evmCheckoutStateQuery, () => state);
 
-  const step = async (phase: SettlePhase): Promise<number> => {
+  const step = async (phase: SettlePhase): Promise<{ waiting: number; orderId: string | null }> => {
     try {
       state.unavailable = (await chain.scanEvmCheckout(depositIndex)).unavailable;
       state.lastError = null;
@@ -45,14 +45,18 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
     const settled = await always.settleEvmCheckout({ depositIndex, phase });
     state.state = settled.state;
     if (settled.notify) await always.notifyEvmCheckoutPaid(depositIndex);
-    return settled.waiting;
+    return settled;
   };
 
   // Past the watch, a transfer still waiting for its confirmations is waited for: it may be money.
   let waiting = 0;
   while (Date.now() < watchUntil || waiting > 0) {
-    waiting = await step(Date.now() < lateUntil ? 'open' : 'after');
+    const settled = await step(Date.now() < lateUntil ? 'open' : 'after');
+    waiting = settled.waiting;
     const now = Date.now();
+    // An order that never committed (its placement failed after the checkout opened): nobody was
+    // given this address, so there is nothing to wait for once its window is over.
+    if (!settled.orderId && now >= expiresAt && waiting === 0) break;
     const cadence = now < expiresAt ? timing.syncSeconds : now < lateUntil ? timing.latePollSeconds : timing.addressPollSeconds;
     const next = now < expiresAt ? expiresAt : now < lateUntil ? lateUntil : watchUntil;
     await sleep(Math.max(1000, Math.min(cadence * 1000, next - now)));
