@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
+import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
 import { parseKeyRing } from './temporal/codec';
 
 // Every duration the spec names is its own setting, defaulting to the spec's value, so tests can
@@ -87,7 +88,7 @@ export const configSchema = z.object({
   // The outside parties. Each sandbox is this service playing the party itself (free balance,
   // invented codes, scripted redemptions): the development default, refused in production.
   PAYMENT_PROVIDER: z.enum(['sandbox', 'evm']).default('sandbox'),
-  SUPPLIER_PROVIDER: z.enum(['sandbox', 'none']).default('sandbox'),
+  SUPPLIER_PROVIDER: z.enum(['sandbox', 'reloadly', 'none']).default('sandbox'),
   REDEMPTION_UPSTREAM: z.enum(['sandbox', 'none']).default('sandbox'),
   // PAYMENT_PROVIDER=evm: the chains (JSON, see the README), the extended public key that derives
   // one deposit address per checkout, and how the nodes are asked.
@@ -103,6 +104,19 @@ export const configSchema = z.object({
   // the account's balance.
   EVM_ADDRESS_WATCH_SECONDS: int(604800, 0),
   EVM_ADDRESS_POLL_SECONDS: int(3600, 1),
+  // SUPPLIER_PROVIDER=reloadly: Reloadly's gift-card API. The client credentials are per
+  // environment (secrets: never logged, never in a workflow); RELOADLY_ENV picks the documented
+  // URLs and the token's audience, RELOADLY_AUTH_URL / RELOADLY_API_URL send the calls elsewhere
+  // (a proxy, a test's fake). RELOADLY_PRODUCTS maps our direct-code products to Reloadly's
+  // (JSON, see the README).
+  RELOADLY_CLIENT_ID: z.string().optional(),
+  RELOADLY_CLIENT_SECRET: z.string().optional(),
+  RELOADLY_ENV: z.enum(['sandbox', 'live']).default('sandbox'),
+  RELOADLY_AUTH_URL: z.string().url().optional(),
+  RELOADLY_API_URL: z.string().url().optional(),
+  RELOADLY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
+  RELOADLY_SENDER_NAME: z.string().min(1).max(100).default('Wholesale'),
+  RELOADLY_PRODUCTS: z.string().optional(),
   // Hosted checkout: the built-in sandbox provider is served by this service under /sandbox-pay.
   PAYMENT_PROVIDER_URL: z.string().url().optional(),
   PAYMENT_PROVIDER_TIMEOUT_MS: int(10000, 1),
@@ -168,6 +182,8 @@ export type Config = z.infer<typeof configSchema> & {
   publicBaseUrl: string;
   /** EVM_CHAINS parsed (empty when unset: `npm start` then runs a local chain). */
   evmChains: ChainSettings[];
+  /** RELOADLY_PRODUCTS parsed (empty unless SUPPLIER_PROVIDER=reloadly). */
+  reloadlyProducts: ReloadlyProducts;
   paymentProviderUrl: string;
   /** Names of the secrets still at their built-in development value (never their values). */
   devSecrets: string[];
@@ -179,7 +195,7 @@ export class ConfigError extends Error {}
 export function sandboxesInUse(c: Pick<z.infer<typeof configSchema>, 'PAYMENT_PROVIDER' | 'SUPPLIER_PROVIDER' | 'REDEMPTION_UPSTREAM'>) {
   const choices = [
     { name: 'PAYMENT_PROVIDER', value: c.PAYMENT_PROVIDER, alternatives: 'evm (the self-hosted USDT/USDC checkout)' },
-    { name: 'SUPPLIER_PROVIDER', value: c.SUPPLIER_PROVIDER, alternatives: 'none (no direct-code gift cards are procured)' },
+    { name: 'SUPPLIER_PROVIDER', value: c.SUPPLIER_PROVIDER, alternatives: "none (no direct-code gift cards are procured) or reloadly (bought from Reloadly's gift-card API, see the README)" },
     { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (redemptions wait as upstream-unavailable)' },
   ];
   return choices.filter((choice) => choice.value === 'sandbox');
@@ -217,14 +233,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push('  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
     }
   }
+  let reloadlyProducts: ReloadlyProducts = {};
+  if (c.SUPPLIER_PROVIDER === 'reloadly') {
+    for (const name of ['RELOADLY_CLIENT_ID', 'RELOADLY_CLIENT_SECRET'] as const) {
+      if (!c[name]) problems.push(`  ${name}: required with SUPPLIER_PROVIDER=reloadly (from Reloadly's dashboard, Developers; per environment)`);
+    }
+    if (!c.RELOADLY_PRODUCTS) {
+      problems.push('  RELOADLY_PRODUCTS: required with SUPPLIER_PROVIDER=reloadly (our direct-code product ids mapped to Reloadly productId and unitPrice, see the README)');
+    } else {
+      const products = parseReloadlyProducts(c.RELOADLY_PRODUCTS);
+      if ('errors' in products) problems.push(...products.errors.map((e) => `  RELOADLY_PRODUCTS: ${e}`));
+      else reloadlyProducts = products.products;
+    }
+  }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
     const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);
     // Loopback and plain-http receivers would let any reseller make the service call itself.
     if (c.WEBHOOK_ALLOW_INSECURE_URLS) lines.push('  WEBHOOK_ALLOW_INSECURE_URLS: must not be on in production');
+    // Reloadly's sandbox sells cards no brand accepts: selling them would be selling nothing.
+    if (c.SUPPLIER_PROVIDER === 'reloadly' && c.RELOADLY_ENV !== 'live') lines.push("  RELOADLY_ENV: Reloadly's sandbox must not run in production (its cards are not real); set RELOADLY_ENV=live");
     lines.push(...sandboxesInUse(c).map(({ name, alternatives }) => `  ${name}: the sandbox must not run in production (it gives away what it sells); set ${name} to ${alternatives}`));
     if (lines.length > 0) throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, publicBaseUrl, devSecrets, evmChains, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
+  return { ...c, publicBaseUrl, devSecrets, evmChains, reloadlyProducts, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
 }

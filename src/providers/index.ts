@@ -2,9 +2,12 @@ import { ConfigError, type Config } from '../config';
 import type { TemporalHandle } from '../temporal/client';
 import { EvmPaymentProvider } from './evm/provider';
 import type { Orm } from '../db/orm';
+import { createLogger } from '../logger';
 import { NoSupplier, OperatorOnlyUpstream } from './none';
 import type { PaymentProvider } from './payments';
 import { sandboxRedemptionUpstream, type RedemptionUpstream } from './redemption-upstream';
+import { ReloadlySupplier } from './reloadly/supplier';
+import { reloadlySettings } from './reloadly/settings';
 import { SandboxPaymentClient } from './sandbox-payment-client';
 import { resetSandboxControl } from './sandbox-payments';
 import { SandboxSupplier, sandboxSupplierControl } from './sandbox-supplier';
@@ -26,7 +29,7 @@ export interface Providers {
 }
 
 export function createProviders(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): Providers {
-  const { orm, config } = deps;
+  const { config } = deps;
   configureSandboxes(config);
   const evm = config.PAYMENT_PROVIDER === 'evm' ? evmProvider(deps) : undefined;
   return {
@@ -38,9 +41,38 @@ export function createProviders(deps: { orm: Orm; config: Config; temporal: Temp
         timeoutMs: config.PAYMENT_PROVIDER_TIMEOUT_MS,
       }),
     evm,
-    supplier: config.SUPPLIER_PROVIDER === 'sandbox' ? new SandboxSupplier(orm, sandboxSupplierControl) : new NoSupplier(),
+    supplier: supplierOf(deps),
     upstream: config.REDEMPTION_UPSTREAM === 'sandbox' ? sandboxRedemptionUpstream : new OperatorOnlyUpstream(),
   };
+}
+
+function supplierOf({ orm, config }: { orm: Orm; config: Config }): Supplier {
+  switch (config.SUPPLIER_PROVIDER) {
+    case 'sandbox':
+      return new SandboxSupplier(orm, sandboxSupplierControl);
+    case 'reloadly':
+      return reloadlySupplier(config);
+    case 'none':
+      return new NoSupplier();
+  }
+}
+
+/** Reloadly's gift-card API; loadConfig has checked that the credentials and the product map are there. */
+function reloadlySupplier(config: Config): ReloadlySupplier {
+  if (!config.RELOADLY_CLIENT_ID || !config.RELOADLY_CLIENT_SECRET) {
+    throw new ConfigError('Invalid configuration:\n  RELOADLY_CLIENT_ID, RELOADLY_CLIENT_SECRET: required with SUPPLIER_PROVIDER=reloadly');
+  }
+  const settings = reloadlySettings({
+    env: config.RELOADLY_ENV,
+    clientId: config.RELOADLY_CLIENT_ID,
+    clientSecret: config.RELOADLY_CLIENT_SECRET,
+    authUrl: config.RELOADLY_AUTH_URL,
+    apiUrl: config.RELOADLY_API_URL,
+    timeoutMs: config.RELOADLY_TIMEOUT_MS,
+    senderName: config.RELOADLY_SENDER_NAME,
+    products: config.reloadlyProducts,
+  });
+  return new ReloadlySupplier(settings, createLogger(config.LOG_LEVEL).child({ supplier: 'reloadly' }));
 }
 
 function evmProvider(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): EvmPaymentProvider {

@@ -2,11 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
 import { ledgerAmountOf } from '../db/ledger';
 import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders';
+import { openPurchaseKey, recordSupplierPurchase } from '../db/supplier-purchases';
 import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
-import { SupplierPermanentError, type Supplier } from '../providers/supplier';
+import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from '../providers/supplier';
 import {
   deliveryAttentionEventId,
   type DeliverRequest,
@@ -91,6 +92,8 @@ export async function loadFacts(em: EntityManager, orderId: string): Promise<Ord
 /**
  * One round: ask the supplier for the units still missing (under this round's idempotency key,
  * so a retried activity repeats the same purchase instead of buying again), then store what came.
+ * A purchase the supplier may still hold (it was processing, or its answer was lost) is asked for
+ * again under its own key instead: nothing is bought under a new key while one is open.
  */
 export async function procureRound(
   em: EntityManager,
@@ -101,21 +104,59 @@ export async function procureRound(
   if (!order) throw new ApiError('not_found', `Order ${input.orderId} not found`);
   if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring', obtained: 0, error: null };
   const remaining = order.qty - (await orderCodes(em, order.id)).length;
-  let codes: string[] = [];
-  if (remaining > 0) {
-    try {
-      codes = (await supplier.procure(order.productId!, remaining, input.idempotencyKey)).codes;
-    } catch (err) {
-      const error = err instanceof Error ? err.message : String(err);
-      // Anything but a definite refusal may pass: the next round asks again.
-      return { ...factsOf(order), outcome: err instanceof SupplierPermanentError ? 'permanent' : 'transient', obtained: 0, error };
-    }
+  if (remaining <= 0) return storeRound(em, input.orderId, { codes: [] }, input.baseUrl);
+  const open = await openPurchaseKey(em, order.id);
+  const attempt: PurchaseAttempt = { supplier, key: open ?? input.idempotencyKey, requested: remaining, wasOpen: open !== undefined };
+  let result: ProcureResult;
+  try {
+    result = await supplier.procure(order.productId!, remaining, attempt.key);
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    await recordUnfinishedPurchase(em, order.id, attempt, err, error);
+    // Anything but a definite refusal may pass: the next round asks again.
+    return { ...factsOf(order), outcome: err instanceof SupplierPermanentError ? 'permanent' : 'transient', obtained: 0, error };
   }
-  return storeRound(em, input.orderId, codes, input.baseUrl);
+  return storeRound(em, input.orderId, result, input.baseUrl, attempt);
 }
 
-async function storeRound(em: EntityManager, orderId: string, codes: string[], baseUrl: string): Promise<RoundResult> {
+interface PurchaseAttempt {
+  supplier: Supplier;
+  key: string;
+  requested: number;
+  /** The key is an open purchase's, asked for again. */
+  wasOpen: boolean;
+}
+
+/**
+ * What a purchase that brought no cards leaves behind: `open` while the supplier may hold it,
+ * `failed` when its transaction ended without cards, `refused` when an open one was refused after
+ * all. A plain refusal or outage of a purchase that never existed records nothing.
+ */
+async function recordUnfinishedPurchase(em: EntityManager, orderId: string, p: PurchaseAttempt, err: unknown, error: string): Promise<void> {
+  const row = { orderId, idempotencyKey: p.key, supplier: p.supplier.name ?? 'supplier', requested: p.requested, units: 0, error };
+  if (err instanceof SupplierTransientError && err.inFlight) {
+    await recordSupplierPurchase(em, { ...row, state: 'open', purchase: err.purchase });
+  } else if (err instanceof SupplierPermanentError && (err.purchase || p.wasOpen)) {
+    await recordSupplierPurchase(em, { ...row, state: err.purchase ? 'failed' : 'refused', purchase: err.purchase });
+  }
+}
+
+async function storeRound(em: EntityManager, orderId: string, result: ProcureResult, baseUrl: string, attempt?: PurchaseAttempt): Promise<RoundResult> {
+  const { codes } = result;
   return em.transactional(async (tx) => {
+    // What was bought is a fact whatever became of the order meanwhile (support may have closed it).
+    if (attempt && (result.purchase || attempt.wasOpen)) {
+      await recordSupplierPurchase(tx, {
+        orderId,
+        idempotencyKey: attempt.key,
+        supplier: attempt.supplier.name ?? 'supplier',
+        state: 'completed',
+        requested: attempt.requested,
+        units: codes.length,
+        purchase: result.purchase,
+        error: null,
+      });
+    }
     const order = await lockOrder(tx, orderId);
     if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring' as const, obtained: 0, error: null };
     const mine = new Set(await orderCodes(tx, orderId));

@@ -2,6 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
 import { ledgerAmountOf } from '../db/ledger';
+import { supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases';
 import { supportActionsOf } from '../db/support';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';
@@ -76,10 +77,36 @@ async function directCodeOrder(em: EntityManager, orderId: string): Promise<Orde
   return order;
 }
 
-/** One order for support: its state in Postgres, every support action, and the workflow's own view. */
+/** A purchase from the supplier, as support reads it: what was bought, under which transaction, at what cost. */
+function supplierPurchaseView(p: SupplierPurchaseRow) {
+  return {
+    supplier: p.supplier,
+    supplierProductId: p.supplier_product_id,
+    transactionId: p.transaction_id,
+    state: p.state,
+    supplierStatus: p.supplier_status,
+    requested: p.requested,
+    quantity: p.quantity,
+    units: p.units,
+    unitCost: p.unit_cost,
+    totalCost: p.total_cost,
+    currency: p.currency,
+    faceValue: p.face_value,
+    faceCurrency: p.face_currency,
+    error: p.error,
+    createdAt: unix(p.created_at)!,
+    updatedAt: unix(p.updated_at)!,
+  };
+}
+
+/**
+ * One order for support: its state in Postgres, what was bought from the supplier for it, every
+ * support action, and the workflow's own view.
+ */
 export async function supportOrderDetail(deps: SupportDeps, orderId: string) {
   const order = await directCodeOrder(deps.em, orderId);
   const actions = await supportActionsOf(deps.em, orderId);
+  const purchases = await supplierPurchasesOf(deps.em, orderId);
   let workflow: ProcurementState | null;
   try {
     workflow = await deps.temporal.client.workflow.getHandle(procurementWorkflowId(orderId)).query(procurementStateQuery);
@@ -88,6 +115,7 @@ export async function supportOrderDetail(deps: SupportDeps, orderId: string) {
   }
   return {
     ...supportOrderView(order),
+    supplierPurchases: purchases.map(supplierPurchaseView),
     actions: actions.map((a) => ({ action: a.action, actor: a.actor, reason: a.reason, payload: a.payload, createdAt: unix(a.created_at)! })),
     workflow,
   };

@@ -9,6 +9,8 @@ import { Migration20261201000000PlacementId } from './Migration20261201000000Pla
 import { Migration20261201010000OrderListIndex } from './Migration20261201010000OrderListIndex';
 import { Migration20261202000000RedemptionSecrets } from './Migration20261202000000RedemptionSecrets';
 import { Migration20261203000000EvmCheckouts } from './Migration20261203000000EvmCheckouts';
+import { Migration20261204000000SupplierPurchases } from './Migration20261204000000SupplierPurchases';
+import { Migration20261205000000Reconciler } from './Migration20261205000000Reconciler';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -21,4 +23,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261201010000OrderListIndex', class: Migration20261201010000OrderListIndex },
   { name: 'Migration20261202000000RedemptionSecrets', class: Migration20261202000000RedemptionSecrets },
   { name: 'Migration20261203000000EvmCheckouts', class: Migration20261203000000EvmCheckouts },
+  { name: 'Migration20261204000000SupplierPurchases', class: Migration20261204000000SupplierPurchases },
+  { name: 'Migration20261205000000Reconciler', class: Migration20261205000000Reconciler },
 ];

@@ -58,7 +58,29 @@ const SupportOrder = z
   })
   .openapi('SupportOrder');
 
+const SupplierPurchase = z
+  .object({
+    supplier: z.string(),
+    supplierProductId: z.string().nullable(),
+    transactionId: z.string().nullable(),
+    state: z.enum(['open', 'completed', 'failed', 'refused']),
+    supplierStatus: z.string().nullable(),
+    requested: z.number().int(),
+    quantity: z.number().int().nullable(),
+    units: z.number().int(),
+    unitCost: z.string().nullable(),
+    totalCost: z.string().nullable(),
+    currency: z.string().nullable(),
+    faceValue: z.string().nullable(),
+    faceCurrency: z.string().nullable(),
+    error: z.string().nullable(),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi('SupplierPurchase');
+
 const SupportOrderDetail = SupportOrder.extend({
+  supplierPurchases: z.array(SupplierPurchase).describe('What was bought from the supplier for this order: transaction, state, cost'),
   actions: z.array(
     z.object({ action: z.string(), actor: z.string(), reason: z.string(), payload: z.record(z.string(), z.unknown()), createdAt: z.number().int() }),
   ),

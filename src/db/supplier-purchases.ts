@@ -1,0 +1,97 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SupplierPurchase } from '../providers/supplier';
+
+// What each direct-code order bought from a real supplier (supplier_purchases): one row per
+// purchase, keyed by our idempotency key, with the supplier's transaction id and what it cost.
+
+/**
+ * `open`: the purchase exists or may exist at the supplier and has not ended (ask again under its
+ * key); `completed`: its cards came; `failed`: the supplier's transaction ended without cards;
+ * `refused`: the supplier refused a purchase that was open, so nothing was bought under its key.
+ */
+export type SupplierPurchaseState = 'open' | 'completed' | 'failed' | 'refused';
+
+export interface SupplierPurchaseRow {
+  idempotency_key: string;
+  supplier: string;
+  supplier_product_id: string | null;
+  state: SupplierPurchaseState;
+  transaction_id: string | null;
+  supplier_status: string | null;
+  requested: number;
+  quantity: number | null;
+  units: number;
+  unit_cost: string | null;
+  total_cost: string | null;
+  currency: string | null;
+  face_value: string | null;
+  face_currency: string | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The key of the purchase this order may still have at the supplier, if any. */
+export async function openPurchaseKey(em: EntityManager, orderId: string): Promise<string | undefined> {
+  const [row] = await em.execute<{ idempotency_key: string }[]>(
+    `select idempotency_key from supplier_purchases where order_id = ? and state = 'open' order by id limit 1`,
+    [orderId],
+  );
+  return row?.idempotency_key;
+}
+
+/**
+ * Records what is known of the purchase under `idempotencyKey` now. A purchase that completed
+ * stays completed, and what an earlier answer told (its transaction id, its cost) is kept where
+ * this one does not tell it.
+ */
+export async function recordSupplierPurchase(
+  em: EntityManager,
+  p: {
+    orderId: string;
+    idempotencyKey: string;
+    supplier: string;
+    state: SupplierPurchaseState;
+    requested: number;
+    units: number;
+    purchase?: SupplierPurchase;
+    error: string | null;
+  },
+): Promise<void> {
+  const b = p.purchase;
+  await em.execute(
+    `insert into supplier_purchases as sp (order_id, idempotency_key, supplier, supplier_product_id, state, transaction_id, supplier_status,
+         requested, quantity, units, unit_cost, total_cost, currency, face_value, face_currency, error)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       on conflict (idempotency_key) do update set
+         state = excluded.state,
+         supplier_product_id = coalesce(excluded.supplier_product_id, sp.supplier_product_id),
+         transaction_id = coalesce(excluded.transaction_id, sp.transaction_id),
+         supplier_status = coalesce(excluded.supplier_status, sp.supplier_status),
+         quantity = coalesce(excluded.quantity, sp.quantity),
+         units = greatest(excluded.units, sp.units),
+         unit_cost = coalesce(excluded.unit_cost, sp.unit_cost),
+         total_cost = coalesce(excluded.total_cost, sp.total_cost),
+         currency = coalesce(excluded.currency, sp.currency),
+         face_value = coalesce(excluded.face_value, sp.face_value),
+         face_currency = coalesce(excluded.face_currency, sp.face_currency),
+         error = excluded.error,
+         updated_at = now()
+       where sp.state <> 'completed'`,
+    [
+      p.orderId, p.idempotencyKey, b?.supplier ?? p.supplier, b?.supplierProductId ?? null, p.state, b?.transactionId ?? null, b?.supplierStatus ?? null,
+      p.requested, b?.quantity ?? null, p.units, b?.unitCost ?? null, b?.totalCost ?? null, b?.currency ?? null, b?.faceValue ?? null, b?.faceCurrency ?? null,
+      p.error,
+    ],
+  );
+}
+
+/** Every purchase of an order, oldest first. */
+export async function supplierPurchasesOf(em: EntityManager, orderId: string): Promise<SupplierPurchaseRow[]> {
+  return em.execute<SupplierPurchaseRow[]>(
+    `select idempotency_key, supplier, supplier_product_id, state, transaction_id, supplier_status, requested, quantity, units,
+            unit_cost, total_cost, currency, face_value, face_currency, error, created_at, updated_at
+       from supplier_purchases where order_id = ? order by id`,
+    [orderId],
+  );
+}
