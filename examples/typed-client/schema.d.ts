@@ -665,6 +665,10 @@ export interface components {
             product_name: string | null;
             paymentUrl: string | null;
             codes: string[];
+            /** @example 12.50 */
+            amountReceived?: string;
+            /** @example 12.50 */
+            amountMissing?: string;
         };
         Transaction: {
             id: string;

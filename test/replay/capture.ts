@@ -13,7 +13,7 @@
 // They are test data (sandbox ids, amounts, counts); the capture refuses to write a history that
 // holds anything shaped like a secret (API keys, webhook secrets, checkout links, codes).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -25,8 +25,10 @@ import { startTopology } from '../topology/harness';
 import { Soak, SOAK_SERVICE_ENV, soakTargetOf } from '../topology/soak';
 
 export const FIXTURE_DIR = resolve(__dirname, '..', 'fixtures', 'histories');
-export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow'];
-const MAX_PER_TYPE = 4;
+export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow', 'evmCheckoutWorkflow'];
+/** Captured by test/replay/capture-evm.ts (the soak runs on the sandbox provider, not on a chain). */
+const SOAK_TYPES = WORKFLOW_TYPES.filter((t) => t !== 'evmCheckoutWorkflow');
+export const MAX_PER_TYPE = 4;
 const EventType = temporal.api.enums.v1.EventType;
 /** Shapes of secrets that must never be in a committed history. */
 export const SECRET_PATTERNS = [/wsk_[A-Za-z0-9_-]{8,}/, /whsec_[A-Za-z0-9_-]{8,}/, /\/checkout\/chk_/, /eyJ[A-Za-z0-9_-]{10,}/];
@@ -53,45 +55,61 @@ async function main() {
     const connection = await Connection.connect({ address: t.temporalAddress });
     const client = new Client({ connection, dataConverter: dataConverter(parseKeyRing(keys)) });
     const closed = (await soak.workflows()).filter((w) => w.status === 'COMPLETED');
-    mkdirSync(FIXTURE_DIR, { recursive: true });
-    for (const f of readdirSync(FIXTURE_DIR)) if (f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
-    const index: { file: string; workflowType: string; events: number; shape: string }[] = [];
-    for (const type of WORKFLOW_TYPES) {
-      const candidates: { id: string; events: number; shape: string; json: string }[] = [];
-      for (const w of closed.filter((x) => x.type === type)) {
-        const history = await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys);
-        const text = historyAsText(history);
-        const leaked = SECRET_PATTERNS.find((p) => p.test(text));
-        if (leaked) throw new Error(`${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`);
-        const events = (history.events ?? []).map((e) => EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
-        // Histories of one type differ in shape by the kinds of events in them (signals, timers,
-        // failed activities, updates, child handoffs), not by how many timer rounds they ran.
-        const shape = [...new Set(events)].sort().join(',');
-        const encoded = Buffer.from(temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish()).toString('base64');
-        const fixture = { workflowId: w.workflowId, workflowType: type, events, payloads: payloadsOf(history).map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')), historyProtobufBase64: encoded };
-        candidates.push({ id: w.workflowId, events: events.length, shape, json: JSON.stringify(fixture, null, 1) });
-      }
-      const chosen: typeof candidates = [];
-      for (const c of candidates.sort((a, b) => b.events - a.events)) {
-        if (chosen.length < MAX_PER_TYPE && !chosen.some((x) => x.shape === c.shape)) chosen.push(c);
-      }
-      if (!chosen.length) throw new Error(`no completed ${type} in the soak`);
-      for (const [i, c] of chosen.entries()) {
-        const file = `${type}-${i + 1}.json`;
-        writeFileSync(join(FIXTURE_DIR, file), `${c.json}\n`);
-        index.push({ file, workflowType: type, events: c.events, shape: c.shape });
-      }
-      console.log(`${type}: ${chosen.length} histories (${chosen.map((c) => c.events).join(', ')} events) of ${candidates.length}`);
-    }
-    writeFileSync(
-      join(FIXTURE_DIR, 'index.json'),
-      `${JSON.stringify({ capturedAt: new Date().toISOString(), seed: Number(values.seed), payloads: 'decoded (plain JSON)', histories: index }, null, 1)}\n`,
-    );
+    await writeFixtures(client, keys, SOAK_TYPES, closed, { seed: Number(values.seed) });
     await connection.close();
   } finally {
     await soak.close();
     await t.teardown();
   }
+}
+
+type IndexEntry = { file: string; workflowType: string; events: number; shape: string };
+
+/**
+ * For each of `types`, the completed histories of distinct shapes, longest first, at most
+ * MAX_PER_TYPE, written as fixtures (replacing that type's earlier ones; other types' stay).
+ */
+export async function writeFixtures(
+  client: Client,
+  keys: string,
+  types: string[],
+  closed: { workflowId: string; runId: string; type: string }[],
+  meta: Record<string, unknown>,
+): Promise<void> {
+  mkdirSync(FIXTURE_DIR, { recursive: true });
+  const indexFile = join(FIXTURE_DIR, 'index.json');
+  const prior = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')) as Record<string, unknown> & { histories: IndexEntry[] }) : { histories: [] };
+  const index: IndexEntry[] = prior.histories.filter((e) => !types.includes(e.workflowType));
+  for (const f of readdirSync(FIXTURE_DIR)) if (types.some((t) => f.startsWith(`${t}-`)) && f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
+  for (const type of types) {
+    const candidates: { id: string; events: number; shape: string; json: string }[] = [];
+    for (const w of closed.filter((x) => x.type === type)) {
+      const history = await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys);
+      const text = historyAsText(history);
+      const leaked = SECRET_PATTERNS.find((p) => p.test(text));
+      if (leaked) throw new Error(`${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`);
+      const events = (history.events ?? []).map((e) => EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
+      // Histories of one type differ in shape by the kinds of events in them (signals, timers,
+      // failed activities, updates, child handoffs), not by how many timer rounds they ran.
+      const shape = [...new Set(events)].sort().join(',');
+      const encoded = Buffer.from(temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish()).toString('base64');
+      const fixture = { workflowId: w.workflowId, workflowType: type, events, payloads: payloadsOf(history).map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')), historyProtobufBase64: encoded };
+      candidates.push({ id: w.workflowId, events: events.length, shape, json: JSON.stringify(fixture, null, 1) });
+    }
+    const chosen: typeof candidates = [];
+    for (const c of candidates.sort((a, b) => b.events - a.events)) {
+      if (chosen.length < MAX_PER_TYPE && !chosen.some((x) => x.shape === c.shape)) chosen.push(c);
+    }
+    if (!chosen.length) throw new Error(`no completed ${type} to capture`);
+    for (const [i, c] of chosen.entries()) {
+      const file = `${type}-${i + 1}.json`;
+      writeFileSync(join(FIXTURE_DIR, file), `${c.json}\n`);
+      index.push({ file, workflowType: type, events: c.events, shape: c.shape });
+    }
+    console.log(`${type}: ${chosen.length} histories (${chosen.map((c) => c.events).join(', ')} events) of ${candidates.length}`);
+  }
+  index.sort((a, b) => a.file.localeCompare(b.file));
+  writeFileSync(indexFile, `${JSON.stringify({ ...prior, capturedAt: new Date().toISOString(), ...meta, payloads: 'decoded (plain JSON)', histories: index }, null, 1)}\n`);
 }
 
 if (require.main === module) {
