@@ -22,6 +22,7 @@ import { depositAddress, receivingKey } from './providers/evm/addresses';
 import { decideRedemption, settledRedemption } from './services/redemptions';
 import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
+import { OPERATOR_QUEUE_OPTIONS, OPERATOR_QUEUE_USAGE, operatorQueueCommands } from './cli-operator-queue';
 import { listenForWebhooks, WEBHOOKS_USAGE } from './cli-webhooks';
 import { readStateSecrets } from './dev/state-secrets';
 
@@ -41,6 +42,7 @@ const USAGE = `usage: wholesale <command>
   support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
                                                       waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)
 ${SUPPORT_USAGE}
+${OPERATOR_QUEUE_USAGE}
 ${WEBHOOKS_USAGE}`;
 
 type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
@@ -136,6 +138,7 @@ const commands: Record<string, Command> = {
     }
   },
   ...supportCommands,
+  ...(operatorQueueCommands as Record<string, Command>),
 };
 
 async function reachable(url: string): Promise<boolean> {
@@ -167,7 +170,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS,
+      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -78,6 +78,8 @@ export const configSchema = z.object({
   PAYMENT_WINDOW_SECONDS: int(900, 1),
   PAYMENT_SYNC_SECONDS: int(10, 1),
   REDEMPTION_REFRESH_SECONDS: int(60, 1),
+  // REDEMPTION_UPSTREAM=operators: how long an operator's claim on a queued redemption holds.
+  OPERATOR_CLAIM_SECONDS: int(900, 1),
   WEBHOOK_TIMEOUT_MS: int(5000, 1),
   WEBHOOK_RETRY_BASE_SECONDS: int(30, 0),
   WEBHOOK_RETRY_CAP_SECONDS: int(21600, 1),
@@ -89,7 +91,7 @@ export const configSchema = z.object({
   // invented codes, scripted redemptions): the development default, refused in production.
   PAYMENT_PROVIDER: z.enum(['sandbox', 'evm']).default('sandbox'),
   SUPPLIER_PROVIDER: z.enum(['sandbox', 'reloadly', 'none']).default('sandbox'),
-  REDEMPTION_UPSTREAM: z.enum(['sandbox', 'none']).default('sandbox'),
+  REDEMPTION_UPSTREAM: z.enum(['sandbox', 'none', 'operators']).default('sandbox'),
   // PAYMENT_PROVIDER=evm: the chains (JSON, see the README), the extended public key that derives
   // one deposit address per checkout, and how the nodes are asked.
   EVM_CHAINS: z.string().optional(),
@@ -196,7 +198,7 @@ export function sandboxesInUse(c: Pick<z.infer<typeof configSchema>, 'PAYMENT_PR
   const choices = [
     { name: 'PAYMENT_PROVIDER', value: c.PAYMENT_PROVIDER, alternatives: 'evm (the self-hosted USDT/USDC checkout)' },
     { name: 'SUPPLIER_PROVIDER', value: c.SUPPLIER_PROVIDER, alternatives: "none (no direct-code gift cards are procured) or reloadly (bought from Reloadly's gift-card API, see the README)" },
-    { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (redemptions wait as upstream-unavailable)' },
+    { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (only manual products wait for an operator) or operators (every redemption waits in the operator queue, see the README)' },
   ];
   return choices.filter((choice) => choice.value === 'sandbox');
 }

@@ -1,4 +1,4 @@
-import { condition, continueAsNew, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RedemptionActivities } from '../activities/redemptions';
 import {
   operatorDecisionSignal,
@@ -26,10 +26,20 @@ export async function redemptionWorkflow(input: RedemptionWorkflowInput): Promis
   return attempt.state;
 }
 
-const operatorOutcome = (d: OperatorDecision): AttemptOutcome =>
-  d.decision === 'fulfill'
+/** A run that met a queue decision on a worker from before the queue fields replays its old outcome. */
+const OPERATOR_QUEUE_PATCH = 'operator-queue-outcome';
+
+function operatorOutcome(d: OperatorDecision): AttemptOutcome {
+  // The operator queue's decision: the deliverable is on the attempt row, the failure is named.
+  if (d.queue && patched(OPERATOR_QUEUE_PATCH)) {
+    return d.decision === 'fulfill'
+      ? { status: 'fulfilled' }
+      : { status: 'failed', failureCode: d.queue.failureCode ?? 'rejected_by_operator', holdsResources: d.queue.holdsResources ?? false };
+  }
+  return d.decision === 'fulfill'
     ? { status: 'fulfilled', deliverable: d.reason ? `Fulfilled by an operator: ${d.reason}` : 'Fulfilled by an operator.' }
     : { status: 'failed', failureCode: 'rejected_by_operator', holdsResources: false };
+}
 
 /** The attempt's state and its steps; the operator's decision is its one message handler. */
 class RedemptionAttempt {

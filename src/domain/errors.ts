@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   invalid_telegram_username: 400,
   already_redeemed: 409,
   retry_conflict: 409,
+  // Admin API only: a queued redemption another operator holds, or one already decided.
+  claim_conflict: 409,
   code_expired: 410,
   webhook_not_configured: 409,
   rate_limited: 429,

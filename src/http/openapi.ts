@@ -45,6 +45,7 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   invalid_telegram_username: 'Malformed messaging username.',
   already_redeemed: 'Redemption in progress or completed.',
   retry_conflict: 'Previous failed attempt still holds supplier resources; poll and retry later.',
+  claim_conflict: 'Admin API: another operator holds the claim (details name the holder and expiry), or the attempt was already decided.',
   code_expired: 'Code expired (rare, since API codes do not expire).',
   webhook_not_configured: 'POST /webhook/test (or a retry) with no webhook set.',
   rate_limited: 'Request limit hit; honor Retry-After.',

@@ -4,6 +4,7 @@ import { EvmPaymentProvider } from './evm/provider';
 import type { Orm } from '../db/orm';
 import { createLogger } from '../logger';
 import { NoSupplier, OperatorOnlyUpstream } from './none';
+import { OperatorQueueUpstream } from './operators';
 import type { PaymentProvider } from './payments';
 import { sandboxRedemptionUpstream, type RedemptionUpstream } from './redemption-upstream';
 import { ReloadlySupplier } from './reloadly/supplier';
@@ -42,8 +43,19 @@ export function createProviders(deps: { orm: Orm; config: Config; temporal: Temp
       }),
     evm,
     supplier: supplierOf(deps),
-    upstream: config.REDEMPTION_UPSTREAM === 'sandbox' ? sandboxRedemptionUpstream : new OperatorOnlyUpstream(),
+    upstream: upstreamOf(deps),
   };
+}
+
+function upstreamOf({ orm, config }: { orm: Orm; config: Config }): RedemptionUpstream {
+  switch (config.REDEMPTION_UPSTREAM) {
+    case 'sandbox':
+      return sandboxRedemptionUpstream;
+    case 'operators':
+      return new OperatorQueueUpstream(orm);
+    case 'none':
+      return new OperatorOnlyUpstream();
+  }
 }
 
 function supplierOf({ orm, config }: { orm: Orm; config: Config }): Supplier {

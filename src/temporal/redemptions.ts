@@ -45,6 +45,12 @@ export interface OperatorDecision {
   decision: 'fulfill' | 'reject';
   reason: string;
   actor: string;
+  /**
+   * Set by the operator queue (REDEMPTION_UPSTREAM=operators): the deliverable already waits on
+   * the attempt row in Postgres (never in history), and a failure names its own code and whether
+   * supplier resources are still held (then a resubmission is retry_conflict until released).
+   */
+  queue?: { failureCode?: UpstreamFailureCode; holdsResources?: boolean };
 }
 
 export interface RedemptionWorkflowState extends AttemptRef {

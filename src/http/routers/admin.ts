@@ -15,6 +15,7 @@ import { notFound } from '../middleware';
 import { createRegistry, openApiDocument, z } from '../openapi';
 import { FreeText, IdString } from '../hygiene';
 import { addRoute } from '../route';
+import { operatorQueueRoutes } from './operator-queue';
 import { Decimal } from '../schemas';
 
 // The admin API for support and ops, under /admin/v1, outside the resellers' bearer keys. It is
@@ -139,6 +140,8 @@ export function adminRoutes(ctx: AppContext): Router {
     method: 'post', path: '/orders/:id/refund', operationId: 'refundSupportOrder', tag: 'Support', auth: 'admin', summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
     params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
   }, async ({ params, body }) => refundOrder(deps(), params.id, body));
+
+  operatorQueueRoutes(router, registry, ADMIN_PREFIX, ctx);
 
   // Paths carry the /admin/v1 prefix, so the server is the service's base URL.
   const document = openApiDocument(registry, ctx.config.publicBaseUrl, { title: 'Wholesale admin API (support and ops)', tags: ['Support'] });
