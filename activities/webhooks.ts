@@ -2,7 +2,7 @@ import { log } from '@temporalio/activity';
 import { webhookAttempts } from '../src/metrics/registry';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { cancelDelivery, countDeliveryAttempt, deliveryWithEvent, recordDeliveryAttempt } from '../src/db/webhooks';
+import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, recordDeliveryAttempt } from '../src/db/webhooks';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhooks';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/temporal/webhooks';
@@ -24,8 +24,10 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
      * One attempt of one delivery. It reads the account's endpoint as it is now (a reconfigured
      * URL and secret apply to the next attempt), POSTs once and records the result on the
      * delivery row. The HTTP outcome is returned, never thrown: the workflow's backoff is the
-     * retry. A database error throws and the activity is retried; that may repeat the POST,
-     * which is safe because the event id is unchanged and each attempt has its own delivery id.
+     * retry. The attempt is claimed in Postgres before the POST: if this activity runs again before
+     * its result was recorded (a database error, a worker that died mid-POST), it is the same
+     * attempt, POSTed again under the same delivery id (the receiver dedupes on the event id),
+     * and counted once.
      */
     async attemptDelivery(input: DeliveryAttemptInput): Promise<DeliveryAttemptResult> {
       const em = deps.orm.em.fork();
@@ -39,7 +41,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         return { outcome: 'cancelled', attempts, statusCode: null, error: 'webhook not configured' };
       }
 
-      const attempt = await countDeliveryAttempt(em, input.deliveryId);
+      const attempt = await claimDeliveryAttempt(em, input.deliveryId);
       const body = webhookBody({ id: row.event_id, type: row.type, payload: row.payload, createdAt: new Date(row.created_at) });
       const result = await send({
         url: endpoint.url,

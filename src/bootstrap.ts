@@ -18,6 +18,7 @@ import { adjustBalance } from './services/admin';
 import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
+import { keepReconcileSchedule } from './temporal/reconcile-schedule';
 import { bundleWorkflows, createWorker } from './temporal/worker';
 import { WorkerSupervisor } from './temporal/worker-supervisor';
 
@@ -77,11 +78,12 @@ export async function startServices(opts: {
 
   let supervisor: WorkerSupervisor | undefined;
   let dispatcher: WebhookDispatcher | undefined;
+  let stopReconcileSchedule: (() => void) | undefined;
   if (opts.worker) {
     const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
     supervisor = new WorkerSupervisor({
       create: () =>
-        createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, providers, workflowBundle }),
+        createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, providers, temporal, workflowBundle }),
       logger,
       maxConsecutiveFailures: opts.workerMaxFailures,
       onGiveUp: opts.onWorkerGiveUp,
@@ -89,6 +91,8 @@ export async function startServices(opts: {
     await supervisor.start();
     dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
     await dispatcher.start();
+    // The reconciler runs where the workers are, on a Temporal Schedule (RECONCILE_SECONDS=0: none).
+    if (config.RECONCILE_SECONDS > 0) stopReconcileSchedule = await keepReconcileSchedule({ temporal, everySeconds: config.RECONCILE_SECONDS, logger });
   }
 
   let server: Server | undefined;
@@ -120,6 +124,7 @@ export async function startServices(opts: {
     async stop() {
       if (server) await closeServer(server);
       if (ops) await closeServer(ops);
+      stopReconcileSchedule?.();
       await dispatcher?.stop();
       await supervisor?.stop();
       await temporal.connection.close();

@@ -20,6 +20,7 @@ import { evmCheckout, evmCheckoutReceipts } from './db/evm';
 import { DEV_CHAIN_FILE, sendDevPayment, type DevChainFile } from './dev/evm-chain';
 import { depositAddress, receivingKey } from './providers/evm/addresses';
 import { decideRedemption, settledRedemption } from './services/redemptions';
+import { reconcileHistory, reconcileNow } from './services/reconcile';
 import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
 import { OPERATOR_QUEUE_OPTIONS, OPERATOR_QUEUE_USAGE, operatorQueueCommands } from './cli-operator-queue';
@@ -41,6 +42,9 @@ const USAGE = `usage: wholesale <command>
                                                       --amount) to the checkout's deposit address on the local chain
   support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
                                                       waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)
+  reconcile --dry-run                                 what the reconciler would restart now, and ledgers that do not add up
+  reconcile                                           reconcile now, from this process (the schedule does it every RECONCILE_SECONDS)
+  reconcile --history [--limit N]                     what the reconciler did: repairs, give-ups, ledger alerts, newest first
 ${SUPPORT_USAGE}
 ${OPERATOR_QUEUE_USAGE}
 ${WEBHOOKS_USAGE}`;
@@ -137,6 +141,19 @@ const commands: Record<string, Command> = {
       await temporal.connection.close();
     }
   },
+  reconcile: async ({ orm, config, values }) => {
+    if (values.history) return reconcileHistory(orm.em.fork(), Math.min(Math.max(Number(values.limit ?? 50) || 50, 1), 1000));
+    const temporal = await connectTemporalFor(config);
+    try {
+      const dryRun = Boolean(values['dry-run']);
+      // Operator lines on stderr, so stdout stays one JSON document.
+      const line = (level: string) => (message: string, meta?: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ level, msg: message, ...meta })}\n`);
+      const { totals, findings } = await reconcileNow({ orm, temporal, config, log: { info: line('info'), warn: line('warn'), error: line('error') } }, { dryRun });
+      return { dryRun, ...totals, findings };
+    } finally {
+      await temporal.connection.close();
+    }
+  },
   ...supportCommands,
   ...(operatorQueueCommands as Record<string, Command>),
 };
@@ -172,6 +189,7 @@ async function main(argv: string[]): Promise<number> {
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
       reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
+      'dry-run': { type: 'boolean' }, history: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });

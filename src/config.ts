@@ -153,6 +153,13 @@ export const configSchema = z.object({
   // A lone worker process (`npm run worker`) exits non-zero after this many worker failures in a
   // row (restarted with backoff in between); the embedded stack never gives up.
   WORKER_MAX_CONSECUTIVE_FAILURES: int(10, 1),
+  // The reconciler (a Temporal Schedule, created by worker processes): every RECONCILE_SECONDS it
+  // compares the non-final rows of Postgres with their workflows and restarts what Temporal lost
+  // (0: this process creates no schedule). A row changed less than RECONCILE_GRACE_SECONDS ago is
+  // left alone, its workflow may be starting; RECONCILE_PAGE_SIZE rows are looked at per step.
+  RECONCILE_SECONDS: int(60, 0),
+  RECONCILE_GRACE_SECONDS: int(60, 0),
+  RECONCILE_PAGE_SIZE: int(200, 1),
   RATE_LIMIT_PER_MINUTE: int(300, 1),
   REDEMPTION_RATE_LIMIT_PER_MINUTE: int(60, 1),
   // The public redemption site has no key: form posts are limited per client IP.

@@ -5,3 +5,4 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { redemptionWorkflow } from './redemption';
 export { procurementWorkflow } from './procurement';
 export { evmCheckoutWorkflow } from './evm-checkout';
+export { reconcileWorkflow } from './reconcile';

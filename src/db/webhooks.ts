@@ -105,16 +105,6 @@ export async function resetDelivery(em: EntityManager, deliveryId: string): Prom
   );
 }
 
-/** Pending deliveries more than `overdueSeconds` past their scheduled attempt, most overdue first. */
-export async function overdueDeliveries(em: EntityManager, overdueSeconds: number, limit: number) {
-  return em.execute<{ id: string; account_id: string }[]>(
-    `select id, account_id from webhook_deliveries
-        where status = 'pending' and next_attempt_at < now() - make_interval(secs => ?)
-        order by next_attempt_at limit ?`,
-    [overdueSeconds, limit],
-  );
-}
-
 /** A delivery with the event it carries. */
 export async function deliveryWithEvent(em: EntityManager, deliveryId: string) {
   const [row] = await em.execute<{ account_id: string; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }[]>(
@@ -128,23 +118,29 @@ export async function deliveryWithEvent(em: EntityManager, deliveryId: string) {
 /** No endpoint to send to: the delivery stops for good. Returns the attempts made. */
 export async function cancelDelivery(em: EntityManager, deliveryId: string, reason: string): Promise<number> {
   const [cancelled] = await em.execute<{ attempts: number }[]>(
-    `update webhook_deliveries set status = 'cancelled', next_attempt_at = null, last_error = ?, updated_at = now()
+    `update webhook_deliveries set status = 'cancelled', next_attempt_at = null, last_error = ?, attempt_open = false, updated_at = now()
             where id = ? returning attempts`,
     [reason, deliveryId],
   );
   return cancelled.attempts;
 }
 
-/** Counts the attempt about to be made; returns its number. */
-export async function countDeliveryAttempt(em: EntityManager, deliveryId: string): Promise<number> {
+/**
+ * Claims the attempt about to be made, before its POST; returns its number. An attempt claimed and
+ * never recorded (its worker died mid-POST, or the recording failed) is the same attempt again,
+ * not a new one: the count is of attempts, not of tries to make them.
+ */
+export async function claimDeliveryAttempt(em: EntityManager, deliveryId: string): Promise<number> {
   const [claimed] = await em.execute<{ attempts: number }[]>(
-    `update webhook_deliveries set attempts = attempts + 1, updated_at = now() where id = ? returning attempts`,
+    `update webhook_deliveries
+        set attempts = attempts + case when attempt_open then 0 else 1 end, attempt_open = true, updated_at = now()
+      where id = ? returning attempts`,
     [deliveryId],
   );
   return claimed.attempts;
 }
 
-/** An attempt's result; a retry is scheduled `retryInSeconds` from now (the database's clock). */
+/** An attempt's result, which closes it; a retry is scheduled `retryInSeconds` from now (the database's clock). */
 export async function recordDeliveryAttempt(
   em: EntityManager,
   deliveryId: string,
@@ -152,7 +148,7 @@ export async function recordDeliveryAttempt(
 ): Promise<void> {
   await em.execute(
     `update webhook_deliveries
-            set status = ?, last_status_code = ?, last_error = ?, updated_at = now(),
+            set status = ?, last_status_code = ?, last_error = ?, attempt_open = false, updated_at = now(),
                 next_attempt_at = case when ? then now() + make_interval(secs => ?) else null end
           where id = ?`,
     [r.status, r.statusCode, r.error, r.retry, r.retryInSeconds, deliveryId],

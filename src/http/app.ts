@@ -22,6 +22,7 @@ import { accountArea } from '../pages/account';
 import { ADMIN_PREFIX, adminRoutes } from './routers/admin';
 import { CODEC_PREFIX, codecRoutes } from './routers/codec';
 import { mcpRoutes } from '../mcp/route';
+import { outageLogOf } from './outage-log';
 
 export const API_PREFIX = '/wholesale/v1';
 
@@ -32,7 +33,8 @@ export function createApp(ctx: AppContext): Express {
   // (a 304 would be an answer no client expects).
   app.set('etag', false);
   app.set('trust proxy', 'loopback');
-  app.use(requestId, httpMetrics, accessLog(ctx), cleanRequest);
+  const outage = outageLogOf(ctx);
+  app.use(requestId, httpMetrics, accessLog(ctx), outage.watch, cleanRequest);
 
   app.get('/healthz', healthz(ctx));
   app.get('/readyz', readyz(ctx));
@@ -82,6 +84,6 @@ export function createApp(ctx: AppContext): Express {
   // Support and ops tooling, guarded by its own ADMIN_TOKEN (off when unset).
   app.use(ADMIN_PREFIX, adminRoutes(ctx));
   app.use(notFound);
-  app.use(errorHandler(ctx));
+  app.use(errorHandler(ctx, outage));
   return app;
 }

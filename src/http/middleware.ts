@@ -8,6 +8,7 @@ import { isTemporalUnavailable } from '../temporal/errors';
 import { authenticate } from '../services/accounts';
 import { hitRateLimit } from '../services/rate-limit';
 import type { AppContext } from './context';
+import { dependencyOf, outageLogOf, type OutageLog } from './outage-log';
 
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
@@ -84,12 +85,12 @@ export const notFound: RequestHandler = (req, _res, next) => {
 };
 
 /** Turns any error into the error body of spec 2.11. */
-export function errorHandler(ctx: AppContext): ErrorRequestHandler {
+export function errorHandler(ctx: AppContext, outage: OutageLog = outageLogOf(ctx)): ErrorRequestHandler {
   return (err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const apiError = toApiError(err);
-    // An outage answers every request with a retryable 503: one warning each (the readiness alert
-    // is what pages), so the error level stays for faults of our own.
-    if (apiError.code === 'service_unavailable') ctx.logger.warn({ err, requestId: res.locals.requestId }, 'request deferred: a dependency is unavailable');
+    // An outage answers every request with a retryable 503: sampled warnings between one error
+    // line when it begins and one info line when it ends (./outage-log), not a line per request.
+    if (apiError.code === 'service_unavailable') outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
     else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
     res.status(apiError.status).json(errorBody(apiError, res.locals.requestId));

@@ -169,3 +169,27 @@ export const evmCheckouts = new Gauge({
   labelNames: ['state'] as const,
   registers: [registry],
 });
+
+// The reconciler (a Temporal Schedule comparing Postgres with Temporal, src/services/reconcile.ts).
+export const reconcilerRepairs = new Counter({
+  name: 'wholesale_reconciler_repairs_total',
+  help: 'Workflows the reconciler started again because Temporal had lost them, by kind (order_payment, topup_payment, procurement, redemption, webhook_delivery, evm_checkout)',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+export const reconcilerRuns = new Counter({
+  name: 'wholesale_reconciler_runs_total',
+  help: 'Reconciliation runs finished, by outcome (complete, or incomplete: a check kept failing and waits for the next run)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+export const reconcilerLedgerMismatches = new Gauge({
+  name: 'wholesale_reconciler_ledger_mismatches',
+  help: 'Accounts whose ledger does not add up (sum of ledger rows not the balance, or a broken balanceAfter chain) when last checked; never repaired (from Postgres, at each scrape)',
+  registers: [registry],
+});
+export const codecUnopenedPayloads = new Counter({
+  name: 'wholesale_codec_unopened_payloads_total',
+  help: 'Payloads the codec server was asked to decode that no key of TEMPORAL_PAYLOAD_KEYS opened (shown encrypted: a rotated-out key missing from the ring, or altered bytes)',
+  registers: [registry],
+});

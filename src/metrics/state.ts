@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { evmCheckoutCounts } from '../db/evm';
 import { stateGaugeRow } from '../db/metrics';
+import { openLedgerAlerts } from '../db/reconcile';
 import {
   accountsNearTopupLimit,
   evmCheckouts,
@@ -9,6 +10,7 @@ import {
   ordersNeedingAttention,
   pendingIntentOrders,
   pendingTopups,
+  reconcilerLedgerMismatches,
   undeliveredWebhooks,
 } from './registry';
 
@@ -27,4 +29,5 @@ export async function readStateGauges(em: EntityManager, maxPendingTopups: numbe
   oldestUndeliveredEventSeconds.set(Math.max(0, Number(row.oldest_event_age ?? 0)));
   const checkouts = new Map((await evmCheckoutCounts(em)).map((r) => [r.state, Number(r.n)]));
   for (const state of ['pending', 'paid', 'closed']) evmCheckouts.set({ state }, checkouts.get(state) ?? 0);
+  reconcilerLedgerMismatches.set(await openLedgerAlerts(em));
 }

@@ -3,15 +3,15 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import { claimUndispatchedEvents, listenForEvents, markEventsDispatched } from '../db/events';
 import type { Orm } from '../db/orm';
-import { overdueDeliveries } from '../db/webhooks';
 import type { TemporalHandle } from '../temporal/client';
 import { insertDelivery, startDeliveryWorkflow } from './webhooks';
 
 // The outbox relay. Producers only write events (recordEvent, in their own transaction, which
 // also NOTIFYs on commit). Here, in the worker process, each new event gets its delivery row
 // when its account has a webhook configured, and its delivery workflow is started. A periodic
-// sweep covers missed notifications and downtime, and restarts deliveries whose workflow is
-// overdue (never started, or lost); every step is idempotent, so several workers may run this.
+// sweep covers missed notifications and downtime; a delivery whose workflow was lost (never
+// started, or closed without settling it) is the reconciler's (src/services/reconcile.ts), the
+// one mechanism for every lifecycle. Every step is idempotent, so several workers may run this.
 
 export interface DispatcherDeps {
   orm: Orm;
@@ -21,10 +21,6 @@ export interface DispatcherDeps {
   databaseUrl: string;
   /** How often the sweep runs even without notifications. */
   sweepMs?: number;
-  /** How long past its scheduled attempt a pending delivery must be before it is restarted. */
-  overdueSeconds?: number;
-  /** How often overdue deliveries are looked for. */
-  overdueCheckMs?: number;
 }
 
 const BATCH = 100;
@@ -36,7 +32,6 @@ export class WebhookDispatcher {
   private running?: Promise<void>;
   private again = false;
   private stopped = false;
-  private lastOverdueCheck = 0;
 
   constructor(private readonly deps: DispatcherDeps) {}
 
@@ -77,26 +72,13 @@ export class WebhookDispatcher {
     });
   }
 
-  /** Relays every undispatched event; now and then also restarts overdue deliveries. */
+  /** Relays every undispatched event. */
   async pass(): Promise<void> {
     for (;;) {
       const { decided, created } = await this.relayBatch();
       await Promise.all(created.map((d) => this.ensureRunning(d)));
       if (decided < BATCH || this.stopped) break;
     }
-    if (Date.now() - this.lastOverdueCheck >= (this.deps.overdueCheckMs ?? 15_000)) await this.restartOverdue();
-  }
-
-  /**
-   * (Re)starts the workflow of every pending delivery well past its scheduled attempt: its start
-   * was lost (a crash after the commit, Temporal unreachable) or its run closed without settling
-   * it. Running workflows are left as they are. Returns how many were looked at.
-   */
-  async restartOverdue(): Promise<number> {
-    this.lastOverdueCheck = Date.now();
-    const overdue = await this.overdue();
-    await Promise.all(overdue.map((d) => this.ensureRunning(d)));
-    return overdue.length;
   }
 
   /** Decides the delivery of up to one batch of undispatched events, in one transaction. */
@@ -114,16 +96,11 @@ export class WebhookDispatcher {
     });
   }
 
-  private async overdue(): Promise<{ id: string; accountId: string }[]> {
-    const rows = await overdueDeliveries(this.deps.orm.em.fork(), this.deps.overdueSeconds ?? 30, BATCH);
-    return rows.map((r) => ({ id: r.id, accountId: r.account_id }));
-  }
-
   private async ensureRunning(delivery: { id: string; accountId: string }): Promise<void> {
     try {
       await startDeliveryWorkflow(this.deps.temporal, this.deps.config, delivery, 'ensure');
     } catch (err) {
-      // The delivery row is durable: it becomes overdue and a later sweep starts it.
+      // The delivery row is durable: it becomes overdue and the reconciler starts it.
       this.deps.logger.warn({ err, deliveryId: delivery.id }, 'could not start webhook delivery workflow');
     }
   }

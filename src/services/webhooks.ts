@@ -90,7 +90,7 @@ export async function startDeliveryWorkflow(
 
 /**
  * POST /webhook/test: a `webhook.test` event and its delivery, persisted together, then sent.
- * If Temporal cannot be reached the delivery stays pending and the dispatcher's sweep starts it.
+ * If Temporal cannot be reached the delivery stays pending and the reconciler starts it.
  */
 export async function sendTestEvent(
   deps: { em: EntityManager; temporal: TemporalHandle; config: Config; onStartError?: (err: unknown) => void },

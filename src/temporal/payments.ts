@@ -11,10 +11,14 @@ export interface PaymentTiming {
   placementRecoverySeconds?: number;
 }
 
-/** A verified provider callback: the payment (or abandonment) of the order's checkout. */
+/**
+ * A verified provider callback: the payment (or abandonment) of the order's checkout. `follow`
+ * confirms nothing: the reconciler sends it to name the order to a new run, which then takes up
+ * its payment window (status sync, expiry, late payment) as the lost run would have.
+ */
 export interface PaymentNotice {
   orderId: string;
-  status: 'paid' | 'abandoned';
+  status: 'paid' | 'abandoned' | 'follow';
 }
 
 export const paymentNotifiedSignal = defineSignal<[PaymentNotice]>('paymentNotified');

@@ -50,6 +50,11 @@ export class WorkflowStarter<W extends Workflow> {
     private readonly plan: StartPlan<W>,
   ) {}
 
+  /** The id this start uses, for a describe of the lifecycle's workflow (the reconciler's). */
+  get workflowId(): string {
+    return this.plan.workflowId;
+  }
+
   private options(): StartOptions<W> {
     // WorkflowStartOptions<W> is conditional on W's parameters, which TypeScript cannot resolve for
     // a generic W; StartPlan<W> has already checked the args against the workflow's signature.

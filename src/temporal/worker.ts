@@ -9,8 +9,10 @@ import { createRedemptionActivities } from '../../activities/redemptions';
 import { createWebhookActivities } from '../../activities/webhooks';
 import { createProcurementActivities } from '../../activities/procurement';
 import { createEvmCheckoutActivities } from '../../activities/evm-checkouts';
+import { createReconcileActivities } from '../../activities/reconcile';
 import { safeActivityFailures } from './safe-failures';
 import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
+import type { TemporalHandle } from './client';
 
 export const workflowsPath = require.resolve('../../workflows');
 
@@ -26,8 +28,11 @@ export const workflowsPath = require.resolve('../../workflows');
  */
 export const workflowPolling = { nonStickyToStickyPollRatio: 1 } as const;
 
-/** The service's activities, over the providers the composition root built for this process. */
-export function createActivities(deps: { orm: Orm; config: Config; providers: Providers }) {
+/**
+ * The service's activities, over the providers the composition root built for this process, and
+ * its Temporal client (the reconciler describes and starts workflows with it).
+ */
+export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle }) {
   const d = { orm: deps.orm, config: deps.config, ...deps.providers };
   return {
     ...createOrderActivities(d),
@@ -36,6 +41,7 @@ export function createActivities(deps: { orm: Orm; config: Config; providers: Pr
     ...createRedemptionActivities(d),
     ...createWebhookActivities(d),
     ...createProcurementActivities(d),
+    ...createReconcileActivities({ orm: deps.orm, config: deps.config, temporal: deps.temporal }),
   };
 }
 
@@ -59,6 +65,8 @@ export async function createWorker(opts: WorkerActivities & {
   taskQueue: string;
   orm: Orm;
   config: Config;
+  /** The process's Temporal client, for the activities that start workflows (the reconciler's). */
+  temporal?: TemporalHandle;
   workflowBundle?: WorkflowBundle;
   /** Defaults to the safe-failure activity interceptor; tests may replace it. */
   interceptors?: WorkerInterceptors;
@@ -72,7 +80,7 @@ export async function createWorker(opts: WorkerActivities & {
       namespace: opts.namespace,
       taskQueue: opts.taskQueue,
       workflowBundle: opts.workflowBundle ?? (await bundleWorkflows()),
-      activities: opts.providers ? createActivities({ orm: opts.orm, config: opts.config, providers: opts.providers }) : opts.activities,
+      activities: opts.providers ? createActivities({ orm: opts.orm, config: opts.config, providers: opts.providers, temporal: opts.temporal }) : opts.activities,
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
       dataConverter: opts.dataConverter ?? dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS)),
       ...workflowPolling,

@@ -1,3 +1,4 @@
+import { reconcileNow } from '../../src/services/reconcile';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
@@ -274,7 +275,7 @@ describe('the events outbox (spec part 6: persisted first, then delivered)', () 
     expect(list.filter((d: any) => d.eventId === 'evt_swept_1')).toHaveLength(1);
   });
 
-  test('a pending delivery whose workflow was never started (lost start) is restarted by the sweep and delivered', async () => {
+  test('a pending delivery whose workflow was never started (lost start) is started by the reconciler and delivered', async () => {
     const r = await receiver();
     const { api, accountId } = await subscriber(r);
     const em = h.services.orm.em.fork();
@@ -285,7 +286,9 @@ describe('the events outbox (spec part 6: persisted first, then delivered)', () 
       `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at)
        values ('whd_lost_1', 'evt_lost_1', ?, 'pending', now() - interval '5 minutes')`, [accountId]);
 
-    expect(await h.services.dispatcher!.restartOverdue()).toBeGreaterThanOrEqual(1);
+    const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const { findings } = await reconcileNow({ orm: h.services.orm, temporal: h.services.temporal, config: h.config, log: quiet });
+    expect(findings).toContainEqual(expect.objectContaining({ kind: 'webhook_delivery', subjectId: 'whd_lost_1', action: 'started' }));
     const [got] = await r.waitFor(1, forEvent('evt_lost_1'));
     expect(got.headers['x-wholesale-delivery-id']).toBe('whd_lost_1.1');
     expect(await deliveryReaches(api, 'whd_lost_1', 'succeeded')).toMatchObject({ attempts: 1, lastStatusCode: 200 });

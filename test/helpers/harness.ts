@@ -63,6 +63,9 @@ export async function startHarness(env: Record<string, string> = {}, opts: { wor
     PORT: String(port),
     LOG_LEVEL: 'silent',
     TEMPORAL_PAYLOAD_KEYS: process.env.TEMPORAL_PAYLOAD_KEYS ?? '',
+    // No reconciler schedule: one per test file would keep firing on the shared server after the
+    // file ends. The reconciler's own tests ask for one.
+    RECONCILE_SECONDS: '0',
     ...env,
   });
   if (opts.worker !== false) bundle ??= bundleWorkflows();

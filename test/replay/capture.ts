@@ -25,9 +25,12 @@ import { startTopology } from '../topology/harness';
 import { Soak, SOAK_SERVICE_ENV, soakTargetOf } from '../topology/soak';
 
 export const FIXTURE_DIR = resolve(__dirname, '..', 'fixtures', 'histories');
-export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow', 'evmCheckoutWorkflow'];
-/** Captured by test/replay/capture-evm.ts (the soak runs on the sandbox provider, not on a chain). */
-const SOAK_TYPES = WORKFLOW_TYPES.filter((t) => t !== 'evmCheckoutWorkflow');
+export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow', 'evmCheckoutWorkflow', 'reconcileWorkflow'];
+/**
+ * Captured by test/replay/capture-evm.ts (the soak runs on the sandbox provider, not on a chain)
+ * and test/replay/capture-reconcile.ts (its runs' shapes made on purpose, not left to the soak).
+ */
+const SOAK_TYPES = WORKFLOW_TYPES.filter((t) => t !== 'evmCheckoutWorkflow' && t !== 'reconcileWorkflow');
 export const MAX_PER_TYPE = 4;
 const EventType = temporal.api.enums.v1.EventType;
 /** Shapes of secrets that must never be in a committed history. */

@@ -41,6 +41,10 @@ export const SOAK_SERVICE_ENV: Record<string, string> = {
   PROCUREMENT_MAX_ROUNDS: '12',
   PROCUREMENT_DEADLINE_SECONDS: '600',
   REDEMPTION_REFRESH_SECONDS: '1',
+  // The reconciler restarts what the faults made Temporal lose (a delivery's lost start, a
+  // placement committed after its run gave up) within seconds of the grace period.
+  RECONCILE_SECONDS: '5',
+  RECONCILE_GRACE_SECONDS: '10',
   SANDBOX_SUPPLIER_SCRIPT: SOAK_SUPPLIER_SCRIPT,
 };
 

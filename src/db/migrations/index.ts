@@ -10,6 +10,8 @@ import { Migration20261201010000OrderListIndex } from './Migration20261201010000
 import { Migration20261202000000RedemptionSecrets } from './Migration20261202000000RedemptionSecrets';
 import { Migration20261203000000EvmCheckouts } from './Migration20261203000000EvmCheckouts';
 import { Migration20261204000000SupplierPurchases } from './Migration20261204000000SupplierPurchases';
+import { Migration20261205000000Reconciler } from './Migration20261205000000Reconciler';
+import { Migration20261205010000DeliveryAttemptClaim } from './Migration20261205010000DeliveryAttemptClaim';
 import { Migration20261206000000OperatorQueue } from './Migration20261206000000OperatorQueue';
 
 export const migrationsList: MigrationObject[] = [
@@ -24,5 +26,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261202000000RedemptionSecrets', class: Migration20261202000000RedemptionSecrets },
   { name: 'Migration20261203000000EvmCheckouts', class: Migration20261203000000EvmCheckouts },
   { name: 'Migration20261204000000SupplierPurchases', class: Migration20261204000000SupplierPurchases },
+  { name: 'Migration20261205000000Reconciler', class: Migration20261205000000Reconciler },
+  { name: 'Migration20261205010000DeliveryAttemptClaim', class: Migration20261205010000DeliveryAttemptClaim },
   { name: 'Migration20261206000000OperatorQueue', class: Migration20261206000000OperatorQueue },
 ];

@@ -4,6 +4,7 @@ import type { Payload } from '@temporalio/common';
 import { z } from 'zod';
 import { ApiError } from '../../domain/errors';
 import { safeText } from '../../domain/text';
+import { codecUnopenedPayloads } from '../../metrics/registry';
 import { EncryptionCodec, KEY_ID_METADATA, parseKeyRing } from '../../temporal/codec';
 import type { AppContext } from '../context';
 import { notFound } from '../middleware';
@@ -18,6 +19,10 @@ import { notFound } from '../middleware';
 // token set the codec server is off (404).
 
 export const CODEC_PREFIX = '/codec';
+
+/** How many payloads of a decode answer no key opened, and the key ids they named. */
+export const UNOPENED_HEADER = 'X-Codec-Unopened';
+export const UNOPENED_KEYS_HEADER = 'X-Codec-Unopened-Key-Ids';
 
 /** What the Temporal UI is told to call (it cannot send a token, so the path carries it). */
 export const codecEndpoint = (config: Pick<AppContext['config'], 'publicBaseUrl' | 'CODEC_TOKEN'>) =>
@@ -51,6 +56,7 @@ function cors(origin: string | undefined): RequestHandler {
         'Access-Control-Allow-Methods': 'POST, OPTIONS',
         'Access-Control-Allow-Headers': 'content-type, x-namespace, authorization',
         'Access-Control-Max-Age': '600',
+        'Access-Control-Expose-Headers': `${UNOPENED_HEADER}, ${UNOPENED_KEYS_HEADER}`,
         Vary: 'Origin',
       });
       if (req.method === 'OPTIONS') return void res.status(204).end();
@@ -64,6 +70,7 @@ export function codecRoutes(ctx: AppContext): Router {
   const admin = ctx.config.ADMIN_TOKEN ? digest(ctx.config.ADMIN_TOKEN) : undefined;
   const operator = ctx.config.CODEC_TOKEN ? digest(ctx.config.CODEC_TOKEN) : undefined;
   const codec = new EncryptionCodec(parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS));
+  const warnings = new KeyWarnings();
 
   router.use((req, _res, next) => {
     if (!admin && !operator) throw new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}${req.path}`);
@@ -88,16 +95,23 @@ export function codecRoutes(ctx: AppContext): Router {
       const payloads = body.payloads.map(fromJson);
       // A payload no configured key opens (its key was dropped from the ring) is shown as it is,
       // and the operator is told which key ids are missing.
-      const unopened = new Set<string>();
+      const unopened: string[] = [];
       const out = action === 'decode'
-        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => (unopened.add(keyIdOf(p)), p))))
+        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => (unopened.push(keyIdOf(p)), p))))
         : await codec.encode(payloads);
       ctx.logger.info({ requestId: res.locals.requestId, action, count: payloads.length }, 'codec');
-      if (unopened.size > 0) {
-        ctx.logger.warn(
-          { requestId: res.locals.requestId, keyIds: [...unopened] },
-          'codec: no configured key opens these payloads; they are shown encrypted (is a rotated-out key missing from TEMPORAL_PAYLOAD_KEYS?)',
-        );
+      if (unopened.length > 0) {
+        // The UI still renders them; the answer says so, and the operator's log once a minute per key.
+        const keyIds = [...new Set(unopened)];
+        res.set({ [UNOPENED_HEADER]: String(unopened.length), [UNOPENED_KEYS_HEADER]: keyIds.join(',') });
+        codecUnopenedPayloads.inc(unopened.length);
+        const fresh = warnings.due(keyIds);
+        if (fresh.length > 0) {
+          ctx.logger.warn(
+            { requestId: res.locals.requestId, keyIds: fresh },
+            'codec: no configured key opens these payloads; they are shown encrypted (is a rotated-out key missing from TEMPORAL_PAYLOAD_KEYS?)',
+          );
+        }
       }
       res.set('Cache-Control', 'no-store').json({ payloads: out.map(toJson) });
     };
@@ -108,8 +122,29 @@ export function codecRoutes(ctx: AppContext): Router {
   return router;
 }
 
-/** The key id an encrypted payload names (ids are not secret), bounded for the log. */
+/**
+ * The key id an encrypted payload names (ids are not secret), as the ring spells them (letters,
+ * digits, '.', '_', '-'), so it fits a log field and a response header; anything else is `(invalid)`.
+ */
 function keyIdOf(p: Payload): string {
   const raw = p.metadata?.[KEY_ID_METADATA];
-  return raw ? safeText(Buffer.from(raw).toString('utf8'), 64) : '(none)';
+  if (!raw) return '(none)';
+  const id = safeText(Buffer.from(raw).toString('utf8'), 64);
+  return /^[A-Za-z0-9._-]{1,64}$/.test(id) ? id : '(invalid)';
+}
+
+const WARN_EVERY_MS = 60_000;
+
+/** One warning per key id per minute: an operator paging through a history is told once, not per page. */
+class KeyWarnings {
+  private readonly last = new Map<string, number>();
+
+  /** The ids not warned about in the last minute (now marked as warned). */
+  due(keyIds: string[]): string[] {
+    const now = Date.now();
+    if (this.last.size > 1000) for (const [id, at] of this.last) if (now - at >= WARN_EVERY_MS) this.last.delete(id);
+    const fresh = keyIds.filter((id) => now - (this.last.get(id) ?? -Infinity) >= WARN_EVERY_MS);
+    for (const id of fresh) this.last.set(id, now);
+    return fresh;
+  }
 }

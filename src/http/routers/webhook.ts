@@ -64,7 +64,7 @@ export function webhookRoutes(router: Router, registry: OpenAPIRegistry, mount: 
     sendTestEvent(
       {
         em: ctx.orm.em.fork(), temporal: ctx.temporal, config: ctx.config,
-        onStartError: (err) => ctx.logger.warn({ err }, 'webhook.test delivery left for the dispatcher sweep'),
+        onStartError: (err) => ctx.logger.warn({ err }, 'webhook.test delivery left for the reconciler'),
       },
       principal.account.id,
     ));

@@ -107,7 +107,7 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
   router.post('/webhook/test', async (req, res) => {
     const a = area(req, res, ctx);
     try {
-      await sendTestEvent({ ...deps(a), onStartError: (err) => ctx.logger.warn({ err }, 'webhook.test delivery left for the dispatcher sweep') }, a.accountId);
+      await sendTestEvent({ ...deps(a), onStartError: (err) => ctx.logger.warn({ err }, 'webhook.test delivery left for the reconciler') }, a.accountId);
       res.redirect(303, '/account/webhook?notice=test-sent');
     } catch (err) {
       const e = formError(err);

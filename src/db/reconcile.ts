@@ -1,0 +1,175 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+// The reconciler's reads and its record (Migration20261205000000Reconciler). Every page is a
+// keyset query on a partial index of the non-final rows, ordered by id: bounded work per step,
+// whatever the size of the tables. Rows changed within the grace period are left for a later
+// run, their workflow may be starting.
+
+export interface UnsettledPaymentRow {
+  id: string;
+  account_id: string;
+  kind: 'purchase' | 'topup';
+  external_order_id: string | null;
+  external_topup_id: string | null;
+}
+
+/** Orders and top-ups waiting for their payment (an order's workflow is named by its externalOrderId). */
+export function pendingPayments(em: EntityManager, after: string, limit: number, graceSeconds: number) {
+  return em.execute<UnsettledPaymentRow[]>(
+    `select id, account_id, kind, external_order_id, external_topup_id from orders
+      where status = 'pending' and (kind = 'topup' or external_order_id is not null)
+        and id > ? and updated_at < now() - make_interval(secs => ?)
+      order by id limit ?`,
+    [after, graceSeconds, limit],
+  );
+}
+
+/** Paid direct-code orders that procurement has not finished (processing, or waiting for support). */
+export function unfinishedProcurements(em: EntityManager, after: string, limit: number, graceSeconds: number) {
+  return em.execute<{ id: string; account_id: string; external_order_id: string | null }[]>(
+    `select id, account_id, external_order_id from orders
+      where status = 'paid' and delivery_type = 'direct_code' and fulfillment_status in ('processing', 'needs_attention')
+        and id > ? and updated_at < now() - make_interval(secs => ?)
+      order by id limit ?`,
+    [after, graceSeconds, limit],
+  );
+}
+
+/** Redemptions whose current attempt has not ended. */
+export function openRedemptions(em: EntityManager, after: string, limit: number, graceSeconds: number) {
+  return em.execute<{ id: string; attempt: number }[]>(
+    `select id, attempt from redemptions
+      where status in ('pending', 'processing') and id > ? and updated_at < now() - make_interval(secs => ?)
+      order by id limit ?`,
+    [after, graceSeconds, limit],
+  );
+}
+
+/** Pending deliveries past their scheduled attempt by more than the grace period. */
+export function overdueDeliveries(em: EntityManager, after: string, limit: number, graceSeconds: number) {
+  return em.execute<{ id: string; account_id: string }[]>(
+    `select id, account_id from webhook_deliveries
+      where status = 'pending' and id > ? and next_attempt_at < now() - make_interval(secs => ?)
+      order by id limit ?`,
+    [after, graceSeconds, limit],
+  );
+}
+
+/**
+ * EVM checkouts still watched for money: pending, or paid and not yet closed. Keyed by their
+ * deposit index, as their watch is: a checkout's id is the secret half of its URL, and cursors
+ * travel through workflow history.
+ */
+export function openEvmCheckouts(em: EntityManager, afterIndex: number, limit: number, graceSeconds: number) {
+  return em.execute<{ reference: string; derivation_index: number }[]>(
+    `select reference, derivation_index from evm_checkouts
+      where state in ('pending', 'paid') and derivation_index > ? and created_at < now() - make_interval(secs => ?)
+      order by derivation_index limit ?`,
+    [afterIndex, graceSeconds, limit],
+  );
+}
+
+export interface LedgerCheckRow {
+  id: string;
+  balance: string;
+  ledger_sum: string;
+  /** The first ledger row whose balanceAfter is not the previous one plus its amount. */
+  first_break: string | null;
+}
+
+/**
+ * A page of accounts with their balance, the sum of their ledger and the first break in its
+ * balanceAfter chain, read in one statement: one snapshot, so a change in flight (balance and
+ * ledger row are written in one transaction) is seen whole or not at all. Walks each account's
+ * ledger on the (account_id, id) index.
+ */
+export function ledgerChecks(em: EntityManager, after: string, limit: number) {
+  return em.execute<LedgerCheckRow[]>(
+    `with page as (select id, balance from accounts where id > ?::uuid order by id limit ?)
+     select p.id, p.balance::text as balance, coalesce(l.total, 0)::text as ledger_sum, l.first_break::text as first_break
+       from page p
+       left join lateral (
+         select sum(x.amount) as total, min(x.id) filter (where x.balance_after <> x.before + x.amount) as first_break
+           from (select id, amount, balance_after, coalesce(lag(balance_after) over (order by id), 0) as before
+                   from ledger_transactions where account_id = p.id) x
+       ) l on true
+      order by p.id`,
+    [after, limit],
+  );
+}
+
+export interface RepairRecord {
+  kind: string;
+  subjectId: string;
+  observed: string;
+  action: 'started' | 'restarted' | 'gave_up' | 'alerted';
+  workflowId: string | null;
+  detail: Record<string, unknown>;
+}
+
+/**
+ * Claims one repair: false when it was already made (the same orphan seen by another run), or, for
+ * a ledger alert, when the account's alert is still open.
+ */
+export async function claimRepair(em: EntityManager, r: RepairRecord): Promise<boolean> {
+  const rows = await em.execute<{ id: string }[]>(
+    `insert into reconciler_repairs (kind, subject_id, observed, action, workflow_id, detail) values (?, ?, ?, ?, ?, ?::jsonb)
+       on conflict do nothing returning id`,
+    [r.kind, r.subjectId, r.observed, r.action, r.workflowId, JSON.stringify(r.detail)],
+  );
+  return rows.length > 0;
+}
+
+/** Takes back a claimed repair whose start failed, so a later run tries it again. */
+export async function releaseRepair(em: EntityManager, r: Pick<RepairRecord, 'kind' | 'subjectId' | 'observed'>): Promise<void> {
+  await em.execute('delete from reconciler_repairs where kind = ? and subject_id = ? and observed = ?', [r.kind, r.subjectId, r.observed]);
+}
+
+/** How often a subject's workflow was started again. */
+export async function repairsOf(em: EntityManager, kind: string, subjectId: string): Promise<number> {
+  const [row] = await em.execute<{ n: number }[]>(
+    `select count(*)::int as n from reconciler_repairs where kind = ? and subject_id = ? and action in ('started', 'restarted')`,
+    [kind, subjectId],
+  );
+  return row.n;
+}
+
+/** Marks the open ledger alerts of accounts that add up again as resolved; returns those accounts. */
+export async function resolveLedgerAlerts(em: EntityManager, accountIds: string[]): Promise<string[]> {
+  if (accountIds.length === 0) return [];
+  const rows = await em.execute<{ subject_id: string }[]>(
+    `update reconciler_repairs set resolved_at = now()
+      where kind = 'ledger' and resolved_at is null and subject_id = any(?::text[]) returning subject_id`,
+    // A Postgres array literal: the driver would spread a JS array into separate parameters.
+    [`{${accountIds.map((id) => `"${id}"`).join(',')}}`],
+  );
+  return [...new Set(rows.map((r) => r.subject_id))];
+}
+
+/** Accounts whose ledger does not add up, as last seen (the alert's gauge). */
+export async function openLedgerAlerts(em: EntityManager): Promise<number> {
+  const [row] = await em.execute<{ n: number }[]>(
+    `select count(distinct subject_id)::int as n from reconciler_repairs where kind = 'ledger' and resolved_at is null`,
+  );
+  return row.n;
+}
+
+export interface RepairHistoryRow {
+  id: string;
+  kind: string;
+  subject_id: string;
+  action: string;
+  workflow_id: string | null;
+  detail: Record<string, unknown>;
+  created_at: Date;
+  resolved_at: Date | null;
+}
+
+/** The reconciler's record, newest first. */
+export function repairHistory(em: EntityManager, limit: number) {
+  return em.execute<RepairHistoryRow[]>(
+    `select id::text, kind, subject_id, action, workflow_id, detail, created_at, resolved_at
+       from reconciler_repairs order by created_at desc, id desc limit ?`,
+    [limit],
+  );
+}
