@@ -376,7 +376,7 @@ export interface components {
              * @description Stable machine code: branch on this, never on the message
              * @enum {string}
              */
-            error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
+            error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "claim_conflict" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
             /** @description Human readable, may be localized */
             message: string;
             /** @description Also returned in X-Request-Id; quote it to support */

@@ -48,6 +48,11 @@ async function queued(): Promise<{ api: Api; accountId: string; redemptionId: st
   const res = await api.post('/redemptions', { code, redeemInfo: { email, password } });
   expect(res.status).toBe(200);
   await redemptionReaches(api, res.body.redemptionId, 'processing');
+  // `processing` is set as the attempt begins; the queue row is written by the submission just after.
+  await eventually(async () => {
+    const list = await admin().get('/redemptions/queue');
+    return list.body.redemptions?.some((r: { redemptionId: string }) => r.redemptionId === res.body.redemptionId) ? true : undefined;
+  });
   return { api, accountId, redemptionId: res.body.redemptionId, code, email, password };
 }
 
@@ -179,6 +184,7 @@ test('the CLI works a manual product: queue, claim (details shown), fail rejecte
   const res = await api.post('/redemptions', { code, redeemInfo: { telegram_username: '@oq_customer' } });
   const { redemptionId } = res.body;
   await redemptionReaches(api, redemptionId, 'processing');
+  await eventually(async () => ((await admin().get('/redemptions/queue')).body.redemptions?.some((r: { redemptionId: string }) => r.redemptionId === redemptionId) ? true : undefined));
 
   const list = await wholesale(h, 'redemptions', 'queue');
   expect(list.exitCode).toBe(0);
