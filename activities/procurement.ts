@@ -1,7 +1,7 @@
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import type { Supplier } from '../src/providers/supplier';
+import type { Supplier, SupplierPurchase } from '../src/providers/supplier';
 import {
   deliverManually,
   loadFacts,
@@ -14,6 +14,7 @@ import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, Suppor
 import { procurementTiming } from '../src/temporal/timing';
 import { businessErrors } from './errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';
+import { checkSupplierPrice } from '../src/services/supplier-costs';
 
 /** How often a supplier call in flight tells Temporal the worker is still alive. */
 const HEARTBEAT_EVERY_MS = 1000;
@@ -22,6 +23,14 @@ const HEARTBEAT_EVERY_MS = 1000;
 export function createProcurementActivities(deps: { orm: Orm; config: Config; supplier: Supplier }) {
   const { orm, config, supplier } = deps;
   const baseUrl = config.publicBaseUrl;
+  /** Flags a product whose supplier price rose above our Lv1 price; never fails the round that bought. */
+  const checkPrice = async (productId: string, purchase: SupplierPurchase) => {
+    try {
+      await checkSupplierPrice(orm.em.fork(), productId, purchase, config.SUPPLIER_COST_AT_PAR, log);
+    } catch (err) {
+      log.warn('supplier price check failed', { productId, transactionId: purchase.transactionId, error: err instanceof Error ? err.message : String(err) });
+    }
+  };
   return {
     /** The order as it stands, and the bounds of this worker's config. */
     async beginProcurement(orderId: string): Promise<{ facts: OrderFacts; timing: ProcurementTiming }> {
@@ -36,7 +45,7 @@ export function createProcurementActivities(deps: { orm: Orm; config: Config; su
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
-        const round = await businessErrors(() => procureRound(orm.em.fork(), supplier, { ...input, baseUrl }));
+        const round = await businessErrors(() => procureRound(orm.em.fork(), supplier, { ...input, baseUrl }, checkPrice));
         if (round.outcome !== 'not_procuring') {
           procurementRounds.inc({ outcome: round.outcome === 'obtained' ? (round.obtained > 0 ? 'progress' : 'empty') : round.outcome });
           procurementUnits.inc(round.obtained);

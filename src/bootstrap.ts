@@ -15,6 +15,7 @@ import { startOpsServer } from './metrics/ops-server';
 import { createProviders, type Providers } from './providers';
 import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance } from './services/admin';
+import { syncSupplierCatalog } from './services/supplier-costs';
 import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
@@ -61,6 +62,9 @@ export async function startServices(opts: {
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
   const applied = await migrate(orm);
   if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+  // The catalog says which supplier serves each direct-code product, as the supplier's settings do.
+  const remapped = await syncSupplierCatalog(orm.em.fork(), config);
+  if (remapped.length > 0) logger.info({ products: remapped, supplier: config.SUPPLIER_PROVIDER }, 'supplier catalog updated from the supplier settings');
   const temporal = await connectTemporal({
     address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
     placementDeadlineMs: config.PLACEMENT_TIMEOUT_MS,
@@ -150,6 +154,7 @@ export interface Demo {
 export async function prepareDemo(orm: Orm, config: Config): Promise<Demo> {
   const em = orm.em.fork();
   await seedCatalog(em);
+  await syncSupplierCatalog(em, config);
   const keyFile = resolve(config.STATE_DIR, 'demo-account.json');
   const save = (demo: Demo) => {
     mkdirSync(resolve(config.STATE_DIR), { recursive: true });

@@ -7,6 +7,7 @@ import { Client } from 'pg';
 import { ConfigError, loadConfig, type Config } from './config';
 import { initOrm, migrate, type Orm } from './db/orm';
 import { seedCatalog } from './db/seed';
+import { productCostRows } from './db/supplier-catalog';
 import { startEmbeddedPostgres } from './dev/postgres';
 import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance, importStock } from './services/admin';
@@ -26,6 +27,8 @@ import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
 import { OPERATOR_QUEUE_OPTIONS, OPERATOR_QUEUE_USAGE, operatorQueueCommands } from './cli-operator-queue';
 import { listenForWebhooks, WEBHOOKS_USAGE } from './cli-webhooks';
 import { readStateSecrets } from './dev/state-secrets';
+import { PlainText, REPORT_OPTIONS, REPORT_USAGE, reportCommands } from './cli-reports';
+import { syncSupplierCatalog } from './services/supplier-costs';
 
 const USAGE = `usage: wholesale <command>
   accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
@@ -46,6 +49,7 @@ const USAGE = `usage: wholesale <command>
   reconcile                                           reconcile now, from this process (the schedule does it every RECONCILE_SECONDS)
   reconcile --history [--limit N]                     what the reconciler did: repairs, give-ups, ledger alerts, newest first
 ${SUPPORT_USAGE}
+${REPORT_USAGE}
 ${OPERATOR_QUEUE_USAGE}
 ${WEBHOOKS_USAGE}`;
 
@@ -76,9 +80,11 @@ const commands: Record<string, Command> = {
     const em = orm.em.fork();
     const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
     const prices = await em.find(ProductPriceSchema, {});
+    const suppliers = new Map((await productCostRows(em, products.map((p) => p.id))).map((r) => [r.id, r]));
     return products.map((p) => ({
       id: p.id, name: p.nameEn ?? p.name, deliveryType: p.deliveryType, stockMode: p.stockMode, inStock: p.inStock,
       listed: p.listed, active: p.active, productGroupId: p.productGroupId ?? null, denomination: p.denomination ?? null,
+      supplier: suppliers.get(p.id)?.supplier ?? null, supplierProductId: suppliers.get(p.id)?.supplier_product_id ?? null,
       prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))])),
     }));
   },
@@ -86,8 +92,10 @@ const commands: Record<string, Command> = {
     const groupId = positionals[2] ?? need(values, 'group');
     return groupPicker(orm.em.fork(), groupId, Number(values.level ?? 1), config.STOCK_DISPLAY_CAP);
   },
-  'catalog seed': async ({ orm }) => {
+  'catalog seed': async ({ orm, config }) => {
     await seedCatalog(orm.em.fork());
+    // New direct-code products get their supplier now rather than at the service's next start.
+    await syncSupplierCatalog(orm.em.fork(), config);
     return { ok: true };
   },
   'sandbox pay': async ({ orm, config, positionals }) => {
@@ -155,6 +163,7 @@ const commands: Record<string, Command> = {
     }
   },
   ...supportCommands,
+  ...(reportCommands as Record<string, Command>),
   ...(operatorQueueCommands as Record<string, Command>),
 };
 
@@ -187,7 +196,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS,
+      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...REPORT_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
       'dry-run': { type: 'boolean' }, history: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -207,7 +216,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     await migrate(orm);
     const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals });
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(result instanceof PlainText ? result.text : `${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } finally {
     await orm.close();

@@ -30,6 +30,20 @@ const levelThresholds = z
     return cents;
   });
 
+/** `USD=USDT,USD=USDC` as pairs (supplier currency, our currency); `none` for no pairs. */
+const costAtPar = z
+  .string()
+  .default('USD=USDT,USD=USDC')
+  .transform((raw, ctx) => {
+    if (raw.trim() === 'none') return [] as [string, string][];
+    const pairs = raw.split(',').map((p) => p.trim().split('='));
+    if (pairs.some((p) => p.length !== 2 || !p.every((c) => /^[A-Z]{3,8}$/.test(c)))) {
+      ctx.addIssue({ code: 'custom', message: 'expected currency pairs like USD=USDT,USD=USDC (supplier currency=our currency), or none' });
+      return z.NEVER;
+    }
+    return pairs as [string, string][];
+  });
+
 /**
  * Secrets with a built-in value so that `npm start` needs no setup. Production
  * (NODE_ENV=production) refuses to start with any of them; development warns once.
@@ -41,6 +55,8 @@ export const DEV_SECRETS = {
   EVM_XPUB: 'xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr',
   // `npm start` makes its own key under STATE_DIR; this one serves `npm run api|worker` in development.
   TEMPORAL_PAYLOAD_KEYS: 'dev:EHx7rd+fD/56kAg3Le3TasIipbXMOeL0GuBFcdbBIFE=',
+  // Signs the requests to the sandbox upstream (REDEMPTION_UPSTREAM=sandbox) when none is set.
+  REDEMPTION_UPSTREAM_SECRET: 'sandbox-upstream-secret-for-development-only',
 } as const;
 
 export const configSchema = z.object({
@@ -91,7 +107,14 @@ export const configSchema = z.object({
   // invented codes, scripted redemptions): the development default, refused in production.
   PAYMENT_PROVIDER: z.enum(['sandbox', 'evm']).default('sandbox'),
   SUPPLIER_PROVIDER: z.enum(['sandbox', 'reloadly', 'none']).default('sandbox'),
-  REDEMPTION_UPSTREAM: z.enum(['sandbox', 'none', 'operators']).default('sandbox'),
+  REDEMPTION_UPSTREAM: z.enum(['sandbox', 'none', 'operators', 'http']).default('sandbox'),
+  // REDEMPTION_UPSTREAM=http: a partner speaking docs/redemption-upstream.md at this base URL, with
+  // this shared HMAC secret (never logged). The sandbox speaks the same protocol, served by this
+  // service under /sandbox-upstream unless REDEMPTION_UPSTREAM_URL says where. Below the
+  // activities' 30 s deadline.
+  REDEMPTION_UPSTREAM_URL: z.string().url().optional(),
+  REDEMPTION_UPSTREAM_SECRET: z.string().min(32, 'must be at least 32 characters (a random secret shared with the partner)').optional(),
+  REDEMPTION_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
   // PAYMENT_PROVIDER=evm: the chains (JSON, see the README), the extended public key that derives
   // one deposit address per checkout, and how the nodes are asked.
   EVM_CHAINS: z.string().optional(),
@@ -119,6 +142,11 @@ export const configSchema = z.object({
   RELOADLY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   RELOADLY_SENDER_NAME: z.string().min(1).max(100).default('Wholesale'),
   RELOADLY_PRODUCTS: z.string().optional(),
+  // What products cost us (README, *What each product costs us*): a supplier cost in the first
+  // currency of a pair counts 1:1 in the second, to compare it with our Lv1 price and to take it
+  // from revenue in the margin report (a Reloadly account in US dollars, our prices in USDT).
+  // `none`: only equal currencies are compared; other costs are reported, never converted.
+  SUPPLIER_COST_AT_PAR: costAtPar,
   // Hosted checkout: the built-in sandbox provider is served by this service under /sandbox-pay.
   PAYMENT_PROVIDER_URL: z.string().url().optional(),
   PAYMENT_PROVIDER_TIMEOUT_MS: int(10000, 1),
@@ -194,6 +222,9 @@ export type Config = z.infer<typeof configSchema> & {
   /** RELOADLY_PRODUCTS parsed (empty unless SUPPLIER_PROVIDER=reloadly). */
   reloadlyProducts: ReloadlyProducts;
   paymentProviderUrl: string;
+  /** The redemption upstream's base URL and signing secret (REDEMPTION_UPSTREAM=http or sandbox). */
+  redemptionUpstreamUrl: string;
+  redemptionUpstreamSecret: string;
   /** Names of the secrets still at their built-in development value (never their values). */
   devSecrets: string[];
 };
@@ -205,7 +236,7 @@ export function sandboxesInUse(c: Pick<z.infer<typeof configSchema>, 'PAYMENT_PR
   const choices = [
     { name: 'PAYMENT_PROVIDER', value: c.PAYMENT_PROVIDER, alternatives: 'evm (the self-hosted USDT/USDC checkout)' },
     { name: 'SUPPLIER_PROVIDER', value: c.SUPPLIER_PROVIDER, alternatives: "none (no direct-code gift cards are procured) or reloadly (bought from Reloadly's gift-card API, see the README)" },
-    { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (only manual products wait for an operator) or operators (every redemption waits in the operator queue, see the README)' },
+    { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (only manual products wait for an operator), operators (every redemption waits in the operator queue, see the README) or http (a partner speaking docs/redemption-upstream.md)' },
   ];
   return choices.filter((choice) => choice.value === 'sandbox');
 }
@@ -255,6 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       else reloadlyProducts = products.products;
     }
   }
+  problems.push(...upstreamProblems(c));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
     const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);
@@ -266,5 +298,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (lines.length > 0) throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
-  return { ...c, publicBaseUrl, devSecrets, evmChains, reloadlyProducts, paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, '') };
+  return {
+    ...c, publicBaseUrl, devSecrets, evmChains, reloadlyProducts,
+    paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, ''),
+    redemptionUpstreamUrl: (c.REDEMPTION_UPSTREAM_URL ?? `${publicBaseUrl}/sandbox-upstream`).replace(/\/$/, ''),
+    redemptionUpstreamSecret: c.REDEMPTION_UPSTREAM_SECRET ?? DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET,
+  };
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * REDEMPTION_UPSTREAM=http needs where and how to sign. The partner is reached over HTTPS; plain
+ * http only on loopback and outside production (a local partner, the tests).
+ */
+function upstreamProblems(c: z.infer<typeof configSchema>): string[] {
+  const problems: string[] = [];
+  if (c.REDEMPTION_UPSTREAM === 'http') {
+    if (!c.REDEMPTION_UPSTREAM_URL) problems.push("  REDEMPTION_UPSTREAM_URL: required with REDEMPTION_UPSTREAM=http (the partner's base URL, see docs/redemption-upstream.md)");
+    if (!c.REDEMPTION_UPSTREAM_SECRET) problems.push('  REDEMPTION_UPSTREAM_SECRET: required with REDEMPTION_UPSTREAM=http (the HMAC secret shared with the partner, at least 32 characters)');
+  }
+  if (c.REDEMPTION_UPSTREAM_URL && (c.REDEMPTION_UPSTREAM === 'http' || c.REDEMPTION_UPSTREAM === 'sandbox')) {
+    const url = new URL(c.REDEMPTION_UPSTREAM_URL);
+    const plainAllowed = c.NODE_ENV !== 'production' && LOOPBACK.has(url.hostname);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainAllowed)) {
+      problems.push(`  REDEMPTION_UPSTREAM_URL: must be https://${c.NODE_ENV === 'production' ? '' : ' (plain http only on loopback outside production)'}`);
+    }
+    if (url.search || url.hash || url.username || url.password) problems.push('  REDEMPTION_UPSTREAM_URL: a base URL without query, fragment or credentials');
+  }
+  return problems;
 }

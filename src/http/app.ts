@@ -13,6 +13,7 @@ import { orderRoutes } from './routers/orders';
 import { topupRoutes } from './routers/topups';
 import { paymentCallbackRoutes } from './routers/payment-callbacks';
 import { sandboxPaymentApi } from '../providers/sandbox-payments';
+import { sandboxUpstreamApi } from '../providers/sandbox-upstream-server';
 import { checkoutPages } from '../pages/checkout';
 import { evmCheckoutPages } from '../pages/evm-checkout';
 import { redemptionRoutes } from './routers/redemptions';
@@ -77,6 +78,8 @@ export function createApp(ctx: AppContext): Express {
     app.use('/checkout', evmCheckoutPages(ctx));
   }
   app.use('/payments', paymentCallbackRoutes(ctx));
+  // The sandbox redemption upstream, speaking the partner protocol the service's adapter calls.
+  if (ctx.config.REDEMPTION_UPSTREAM === 'sandbox') app.use('/sandbox-upstream', sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret }));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
   // The codec server for the Temporal UI and CLI (ADMIN_TOKEN or CODEC_TOKEN; off without both).

@@ -70,6 +70,12 @@ export const procurementUnits = new Counter({
   help: 'Gift-card units obtained from the supplier',
   registers: [registry],
 });
+export const supplierPriceAboveLv1 = new Gauge({
+  name: 'wholesale_supplier_price_above_lv1',
+  help: "1 while the supplier's last unit cost of a direct-code product was above our Lv1 price for it (it sells at a loss), 0 once a purchase costs no more; by product id (a catalog set)",
+  labelNames: ['product'] as const,
+  registers: [registry],
+});
 export const redemptionOutcomes = new Counter({
   name: 'wholesale_redemptions_total',
   help: 'Redemption attempts that reached an end, by outcome (fulfilled, failed)',

@@ -6,7 +6,8 @@ import { createLogger } from '../logger';
 import { NoSupplier, OperatorOnlyUpstream } from './none';
 import { OperatorQueueUpstream } from './operators';
 import type { PaymentProvider } from './payments';
-import { sandboxRedemptionUpstream, type RedemptionUpstream } from './redemption-upstream';
+import { HttpRedemptionUpstream } from './http-upstream';
+import type { RedemptionUpstream } from './redemption-upstream';
 import { ReloadlySupplier } from './reloadly/supplier';
 import { reloadlySettings } from './reloadly/settings';
 import { SandboxPaymentClient } from './sandbox-payment-client';
@@ -49,8 +50,13 @@ export function createProviders(deps: { orm: Orm; config: Config; temporal: Temp
 
 function upstreamOf({ orm, config }: { orm: Orm; config: Config }): RedemptionUpstream {
   switch (config.REDEMPTION_UPSTREAM) {
+    // The sandbox is served by the API under /sandbox-upstream and reached like a partner.
     case 'sandbox':
-      return sandboxRedemptionUpstream;
+    case 'http':
+      return new HttpRedemptionUpstream(
+        { baseUrl: config.redemptionUpstreamUrl, secret: config.redemptionUpstreamSecret, timeoutMs: config.REDEMPTION_UPSTREAM_TIMEOUT_MS },
+        createLogger(config.LOG_LEVEL).child({ upstream: config.REDEMPTION_UPSTREAM }),
+      );
     case 'operators':
       return new OperatorQueueUpstream(orm);
     case 'none':

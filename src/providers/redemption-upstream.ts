@@ -1,6 +1,7 @@
 // The supplier's redemption upstream (ARCHITECTURE "Providers are ports"): it takes a submission,
-// reports its status, and pre-checks third-party sessions. The built-in sandbox is the only
-// implementation; it is scriptable per product so tests and demos can drive every outcome.
+// reports its status, and pre-checks third-party sessions. Behind it: a partner over HTTP
+// (http-upstream.ts), the operator queue, or the built-in sandbox below, scriptable per product
+// so tests and demos can drive every outcome, and served over the same HTTP protocol.
 
 export type UpstreamFailureCode = 'fulfillment_failed' | 'rejected_by_operator';
 
@@ -67,7 +68,8 @@ const DEFAULT_SCRIPT: SandboxScript = {
 /**
  * In-process sandbox. By default auto products fulfil on the first status refresh, and manual
  * products wait for the operator. Tests script it through `sandboxRedemptionUpstream`, which is
- * the instance the composition root (src/providers/index.ts) hands to the worker and the API.
+ * the instance the API serves under /sandbox-upstream (sandbox-upstream-server.ts); the worker
+ * and the API reach it through the HTTP adapter, as they would reach a partner.
  */
 export class SandboxRedemptionUpstream implements RedemptionUpstream {
   private scripts = new Map<string, Partial<SandboxScript>>();

@@ -2,12 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
 import { ledgerAmountOf } from '../db/ledger';
 import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders';
-import { openPurchaseKey, recordSupplierPurchase } from '../db/supplier-purchases';
+import { openPurchaseKey, recordSupplierPurchase, supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases';
 import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
-import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from '../providers/supplier';
+import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier, type SupplierPurchase } from '../providers/supplier';
 import {
   deliveryAttentionEventId,
   type DeliverRequest,
@@ -99,6 +99,8 @@ export async function procureRound(
   em: EntityManager,
   supplier: Supplier,
   input: { orderId: string; idempotencyKey: string; baseUrl: string },
+  /** Told of each purchase that brought cards, once it is stored (the price check). */
+  onBought?: (productId: string, purchase: SupplierPurchase) => Promise<void>,
 ): Promise<RoundResult> {
   const order = await em.findOne(OrderSchema, { id: input.orderId });
   if (!order) throw new ApiError('not_found', `Order ${input.orderId} not found`);
@@ -116,7 +118,9 @@ export async function procureRound(
     // Anything but a definite refusal may pass: the next round asks again.
     return { ...factsOf(order), outcome: err instanceof SupplierPermanentError ? 'permanent' : 'transient', obtained: 0, error };
   }
-  return storeRound(em, input.orderId, result, input.baseUrl, attempt);
+  const round = await storeRound(em, input.orderId, result, input.baseUrl, attempt);
+  if (result.purchase && onBought) await onBought(order.productId!, result.purchase);
+  return round;
 }
 
 interface PurchaseAttempt {
@@ -287,6 +291,21 @@ export async function deliverManually(em: EntityManager, orderId: string, req: D
   });
 }
 
+/** One purchase from the supplier as a refund reports it: its transaction, what it bought and delivered, and its cost. */
+export function boughtFromSupplier(p: SupplierPurchaseRow) {
+  return {
+    supplier: p.supplier,
+    transactionId: p.transaction_id,
+    state: p.state,
+    /** Units in the supplier's transaction, and the cards of it that came. */
+    quantity: p.quantity,
+    units: p.units,
+    unitCost: p.unit_cost,
+    totalCost: p.total_cost,
+    currency: p.currency,
+  };
+}
+
 /**
  * Support: refund the undelivered units (unit price × units not obtained) to the balance, for
  * intent orders too, as a `refund` ledger row that also gives back the spending. Codes already
@@ -332,10 +351,14 @@ export async function refundUndelivered(
     order.resolution = null;
     order.updatedAt = new Date();
     await tx.flush();
+    // What was bought and what was not: the units refunded and the codes released, and (for a
+    // supplier that reports its purchases) each purchase with its transaction and cost.
+    const purchases = (await supplierPurchasesOf(tx, orderId)).map(boughtFromSupplier);
     await recordSupportAction(tx, orderId, 'refund', who, {
       refundedUnits: undelivered,
       amount: toDecimal(amount),
       releasedCodes: order.qty - undelivered,
+      ...(purchases.length > 0 ? { supplierPurchases: purchases } : {}),
     });
     return { ...factsOf(order), refundedUnits: undelivered, refundedAmount: toDecimal(amount) };
   });

@@ -20,7 +20,7 @@ import {
 } from '../temporal/procurement';
 import { procurementStarter } from '../temporal/starters';
 import { updateWithStart } from '../temporal/update-with-start';
-import { cleanManualCodes, dropManualCodes, stageManualCodes } from './procurement';
+import { boughtFromSupplier, cleanManualCodes, dropManualCodes, stageManualCodes } from './procurement';
 
 // Support tooling for direct-code orders (spec 3.2 needs_attention), shared by the admin HTTP API
 // and `npx wholesale support ...`. Lists come from Postgres; actions go to the order's
@@ -131,8 +131,17 @@ function who(req: SupportRequest): SupportRequest {
 export interface SupportOutcome {
   action: SupportActionName;
   order: SupportOrderView;
-  /** For a refund: the undelivered units and the amount credited to the balance. */
-  refund: { units: number; amount: string } | null;
+  /**
+   * For a refund: the undelivered units and the amount credited to the balance, and what was
+   * bought and what was not: units ordered and delivered, and each supplier purchase.
+   */
+  refund: {
+    units: number;
+    amount: string;
+    requested: number;
+    delivered: number;
+    supplierPurchases: ReturnType<typeof boughtFromSupplier>[];
+  } | null;
 }
 
 /**
@@ -172,7 +181,13 @@ async function act<A extends SupportRequest>(
   let refund: SupportOutcome['refund'] = null;
   if (action === 'refund') {
     const refunded = await ledgerAmountOf(em, `refund:${orderId}`);
-    refund = { units: after.qty - after.fulfilledQuantity, amount: toDecimal(refunded ? fromDb(refunded) : 0) };
+    refund = {
+      units: after.qty - after.fulfilledQuantity,
+      amount: toDecimal(refunded ? fromDb(refunded) : 0),
+      requested: after.qty,
+      delivered: after.fulfilledQuantity,
+      supplierPurchases: (await supplierPurchasesOf(em, orderId)).map(boughtFromSupplier),
+    };
   }
   return { action, order: supportOrderView(after), refund };
 }

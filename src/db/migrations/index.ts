@@ -13,6 +13,7 @@ import { Migration20261204000000SupplierPurchases } from './Migration20261204000
 import { Migration20261205000000Reconciler } from './Migration20261205000000Reconciler';
 import { Migration20261205010000DeliveryAttemptClaim } from './Migration20261205010000DeliveryAttemptClaim';
 import { Migration20261206000000OperatorQueue } from './Migration20261206000000OperatorQueue';
+import { Migration20261207000000SupplierCatalog } from './Migration20261207000000SupplierCatalog';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -29,4 +30,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261205000000Reconciler', class: Migration20261205000000Reconciler },
   { name: 'Migration20261205010000DeliveryAttemptClaim', class: Migration20261205010000DeliveryAttemptClaim },
   { name: 'Migration20261206000000OperatorQueue', class: Migration20261206000000OperatorQueue },
+  { name: 'Migration20261207000000SupplierCatalog', class: Migration20261207000000SupplierCatalog },
 ];

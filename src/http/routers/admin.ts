@@ -15,6 +15,7 @@ import { notFound } from '../middleware';
 import { createRegistry, openApiDocument, z } from '../openapi';
 import { FreeText, IdString } from '../hygiene';
 import { addRoute } from '../route';
+import { marginRoutes } from './admin-margins';
 import { operatorQueueRoutes } from './operator-queue';
 import { Decimal } from '../schemas';
 
@@ -80,6 +81,10 @@ const SupplierPurchase = z
   })
   .openapi('SupplierPurchase');
 
+const SupplierPurchaseBought = SupplierPurchase.pick({
+  supplier: true, transactionId: true, state: true, quantity: true, units: true, unitCost: true, totalCost: true, currency: true,
+}).openapi('SupplierPurchaseBought');
+
 const SupportOrderDetail = SupportOrder.extend({
   supplierPurchases: z.array(SupplierPurchase).describe('What was bought from the supplier for this order: transaction, state, cost'),
   actions: z.array(
@@ -92,7 +97,15 @@ const SupportOutcome = z
   .object({
     action: z.enum(['resume', 'deliver', 'refund']),
     order: SupportOrder,
-    refund: z.object({ units: z.number().int(), amount: Decimal }).nullable(),
+    refund: z
+      .object({
+        units: z.number().int().describe('Units refunded: ordered and not delivered'),
+        amount: Decimal,
+        requested: z.number().int().describe('Units ordered'),
+        delivered: z.number().int().describe('Units delivered: their codes stay with the reseller'),
+        supplierPurchases: z.array(SupplierPurchaseBought).describe('What was bought from the supplier for this order (empty when the supplier reports no purchases)'),
+      })
+      .nullable(),
   })
   .openapi('SupportOutcome');
 
@@ -142,6 +155,7 @@ export function adminRoutes(ctx: AppContext): Router {
   }, async ({ params, body }) => refundOrder(deps(), params.id, body));
 
   operatorQueueRoutes(router, registry, ADMIN_PREFIX, ctx);
+  marginRoutes(router, registry, ADMIN_PREFIX, ctx);
 
   // Paths carry the /admin/v1 prefix, so the server is the service's base URL.
   const document = openApiDocument(registry, ctx.config.publicBaseUrl, { title: 'Wholesale admin API (support and ops)', tags: ['Support'] });
