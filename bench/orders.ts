@@ -4,7 +4,10 @@
 // overhead is a ratio from one run. Each phase is warmed up first (its first requests create task
 // queues, pool connections and JIT state) and starts once the previous one's background work has
 // settled, so the engine's bar is not measured cold or in another phase's wake. Exits non-zero if
-// any order failed. Usage (with `npm start` running):   npm run bench:orders -- [N=300] [C=16]
+// any order failed.
+// Usage (with `npm start` running):   npm run bench:orders -- [N=300] [C=16]
+// Both engines in one command, each on a fresh stack of its own, rounds alternated and medians
+// printed:   npm run bench:orders -- --engines dev,server [--rounds 3] [N=300] [C=1,16]
 import { Agent, request } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
@@ -19,9 +22,11 @@ import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
 import { workflowPolling } from '../src/temporal/worker';
 import { pct, runPool, type Result } from './pool';
+import { compareEngines } from './orders-engines';
 
-const N = Number(process.argv[2] ?? 300);
-const C = Number(process.argv[3] ?? 16);
+const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
+const N = Number(positional[0] ?? 300);
+const C = Number.parseInt(positional[1] ?? '16', 10);
 /**
  * Unmeasured requests before each phase (on a freshly started stack the first hundred orders run
  * before the JIT has compiled their path), and the pause that lets the previous phase's tail settle.
@@ -65,6 +70,14 @@ HTTP order vs empty update-with-start, C=${C}: throughput ${(http.seconds > 0 ? 
   console.log(`payload codec on the empty update-with-start, C=${C}: throughput ${(engine.seconds / encrypted.seconds).toFixed(2)}x, p50 ${(p50(encrypted) / p50(engine)).toFixed(2)}x`);
 }
 
+/** Rate and p50/p99 of each phase, for the engines driver (bench/orders-engines.ts). */
+function summary(results: Result[]) {
+  return Object.fromEntries(results.map((r) => {
+    const s = [...r.latencies].sort((a, b) => a - b);
+    return [r.name.trim(), { rate: N / r.seconds, p50: pct(s, 50), p99: pct(s, 99), failures: r.failures }];
+  }));
+}
+
 async function main() {
   const config = loadConfig();
   const databaseUrl = config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
@@ -103,7 +116,7 @@ async function main() {
       connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue,
       workflowsPath: require.resolve('./workflows'), dataConverter: converter,
       // The service's worker settings, so the bar is the engine as the service runs it.
-      ...workflowPolling,
+      ...workflowPolling(config),
     });
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: converter });
     const uws = (tag: string) => async (i: number) => {
@@ -133,6 +146,7 @@ async function main() {
   });
 
   report([http, temporal, encrypted, pg]);
+  if (process.env.BENCH_JSON) console.log(`BENCH_RESULT ${JSON.stringify(summary([http, temporal, encrypted, pg]))}`);
   agent.destroy();
   await connection.close();
   await nativeConnection.close();
@@ -143,7 +157,8 @@ async function main() {
   }
 }
 
-main().catch((err) => {
+const engines = process.argv.indexOf('--engines');
+(engines >= 0 ? compareEngines(process.argv.slice(2)) : main()).catch((err) => {
   console.error(err);
   process.exit(1);
 });

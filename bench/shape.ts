@@ -59,7 +59,7 @@ async function main() {
   const orderQueue = `order-${runId}`;
   const bar = await Worker.create({
     connection: nativeConnection, namespace: NAMESPACE, taskQueue: barQueue,
-    workflowsPath: require.resolve('./workflows'), activities: { benchNoop: async (x: string) => x }, ...workflowPolling,
+    workflowsPath: require.resolve('./workflows'), activities: { benchNoop: async (x: string) => x }, ...workflowPolling(config),
   });
   const placed = async (): Promise<Placement> => ({ outcome: 'placed', orderId: randomUUID(), reused: false, status: 'paid', fulfillmentStatus: null });
   const order = await Worker.create({
@@ -67,7 +67,7 @@ async function main() {
     workflowBundle: await bundleWorkflows(), dataConverter: codec,
     activities: { placeOrder: placed },
     interceptors: { activity: [safeActivityFailures] },
-    ...workflowPolling,
+    ...workflowPolling(config),
   });
   const barClient = new Client({ connection, namespace: NAMESPACE });
   const orderClient = new Client({ connection, namespace: NAMESPACE, dataConverter: codec });

@@ -67,6 +67,8 @@ export const configSchema = z.object({
   // theirs (a load balancer's 60 s), so the server is never the side that closes a connection
   // a client is about to reuse: a POST sent into that close fails with a reset.
   HTTP_KEEP_ALIVE_SECONDS: z.coerce.number().int().min(1).max(3600).default(65),
+  // A Server-Timing header on API answers, for the latency anatomy (bench/anatomy.ts).
+  SERVER_TIMING: bool(false),
   DATABASE_URL: z.string().url().optional(),
   STATE_DIR: z.string().default('.state'),
   EMBEDDED_PG_PORT: int(54329, 1),
@@ -79,6 +81,12 @@ export const configSchema = z.object({
   // with its Web UI) or `server` (the production server, SQL persistence on the stack's Postgres,
   // no UI; built once by scripts/ensure-temporal-server.mjs).
   DEV_TEMPORAL: z.enum(['dev', 'server']).default('dev'),
+  // Workflow task pollers of each worker: a number, or `autoscaling` (src/temporal/worker.ts).
+  WORKFLOW_TASK_POLLERS: z.union([z.literal('autoscaling'), z.coerce.number().int().min(2).max(100)]).default(10),
+  WORKFLOW_NONSTICKY_POLL_RATIO: z.coerce.number().min(0.05).max(1).default(1),
+  // More dynamic config for the Temporal server `npm start` runs, `name=value` separated by
+  // spaces, on top of the tuned defaults (bench experiments; a real cluster has its own file).
+  DEV_TEMPORAL_DYNAMIC_CONFIG: z.string().optional().transform((v) => (v ? v.split(/\s+/).filter(Boolean) : [])),
   PUBLIC_BASE_URL: z.string().url().optional(),
   // Prometheus metrics (with /healthz and /readyz) on their own port, kept off the public API
   // port; unset, an API process serves /metrics on its own port and a lone worker serves none.

@@ -49,6 +49,7 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
       port: config.TEMPORAL_PORT,
       stateDir: resolve(stateDir, 'temporal-server'),
       namespace: config.TEMPORAL_NAMESPACE,
+      dynamicConfig: config.DEV_TEMPORAL_DYNAMIC_CONFIG,
     });
     temporalAddress = temporal.address;
     stops.unshift(() => temporal.stop());
@@ -61,6 +62,7 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
       dbFilename: resolve(stateDir, 'temporal.db'),
       namespace: config.TEMPORAL_NAMESPACE,
       codecEndpoint: codecEndpoint(config),
+      dynamicConfig: config.DEV_TEMPORAL_DYNAMIC_CONFIG,
     });
     temporalAddress = temporal.address;
     temporalUiUrl = temporal.uiUrl;

@@ -24,6 +24,7 @@ import { ADMIN_PREFIX, adminRoutes } from './routers/admin';
 import { CODEC_PREFIX, codecRoutes } from './routers/codec';
 import { mcpRoutes } from '../mcp/route';
 import { outageLogOf } from './outage-log';
+import { serverTiming } from './server-timing';
 
 export const API_PREFIX = '/wholesale/v1';
 
@@ -46,6 +47,8 @@ export function createApp(ctx: AppContext): Express {
   // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.
   const api = Router({ strict: true });
   api.use(express.json({ limit: '256kb' }));
+  // After the body parser: its callback runs outside the request's async context.
+  api.use(serverTiming(ctx.config.SERVER_TIMING));
   api.use(bearerAuth(ctx));
   api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
   catalogRoutes(api, registry, API_PREFIX, ctx);

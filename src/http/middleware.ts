@@ -7,6 +7,7 @@ import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/errors';
 import { authenticate } from '../services/accounts';
 import { hitRateLimit } from '../services/rate-limit';
+import { timed } from './server-timing';
 import type { AppContext } from './context';
 import { dependencyOf, outageLogOf, type OutageLog } from './outage-log';
 
@@ -54,7 +55,7 @@ export function bearerAuth(ctx: AppContext): RequestHandler {
   return async (req, res, next) => {
     const header = req.header('authorization') ?? '';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const principal = match ? await authenticate(ctx.orm.em.fork(), match[1]) : undefined;
+    const principal = match ? await timed('auth', () => authenticate(ctx.orm.em.fork(), match[1])) : undefined;
     if (!principal) throw new ApiError('unauthorized', 'Missing or invalid API key');
     res.locals.principal = principal;
     next();
@@ -66,7 +67,7 @@ export function rateLimit(ctx: AppContext, opts: { name: string; limit: number; 
   return async (req, res, next) => {
     if (opts.methods && !opts.methods.includes(req.method)) return next();
     const principal = res.locals.principal;
-    const result = await hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${principal.apiKeyId}`, opts.limit, opts.windowSeconds);
+    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${principal.apiKeyId}`, opts.limit, opts.windowSeconds));
     res.setHeader('X-RateLimit-Limit', String(opts.limit));
     res.setHeader('X-RateLimit-Remaining', String(result.remaining));
     res.setHeader('X-RateLimit-Reset', String(result.resetAt));

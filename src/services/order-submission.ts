@@ -8,6 +8,7 @@ import { placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../tem
 import { orderStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { updateWithStart } from '../temporal/update-with-start';
+import { timed, timedAt } from '../http/server-timing';
 import { assertSameRequest, checkTestProductRules, createResponse, findByExternalId, findPurchaseWithCodes, type OrderCreateResponse, type PlaceOrderInput } from './orders';
 
 export interface SubmitDeps {
@@ -40,7 +41,7 @@ export async function submitOrder(deps: SubmitDeps, input: PlaceOrderInput): Pro
 
 async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCreateResponse> {
   checkTestProductRules(input);
-  const existing = await findPurchaseWithCodes(deps.em, { accountId: input.accountId, externalOrderId: input.externalOrderId });
+  const existing = await timed('replay', () => findPurchaseWithCodes(deps.em, { accountId: input.accountId, externalOrderId: input.externalOrderId }));
   if (existing) {
     const { order, codes } = existing;
     assertSameRequest(order, input);
@@ -49,12 +50,12 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
       return createResponse(deps.em, order, { baseUrl: deps.baseUrl, reused: true, withCheckout: input.payment === 'intent', prefetched: { codesFor: order.status, codes } });
     }
   }
-  const placement = await placeThroughWorkflow(deps, input);
+  const placement = await timed('engine', () => placeThroughWorkflow(deps, input));
   if (placement.outcome === 'rejected') {
     throw new ApiError(placement.rejection.code, placement.rejection.message, placement.rejection.details);
   }
   // The order with its codes, in one statement.
-  const placed = await findPurchaseWithCodes(deps.em.fork(), { id: placement.orderId });
+  const placed = await timed('read', () => findPurchaseWithCodes(deps.em.fork(), { id: placement.orderId }));
   if (!placed) throw new Error(`placed order ${placement.orderId} is not in Postgres`);
   return createResponse(deps.em, placed.order, {
     baseUrl: deps.baseUrl,
@@ -76,6 +77,7 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput): P
     source: input.source,
     placementId,
   };
+  timedAt('sent');
   return updateWithStart(deps.temporal, orderStarter(deps.temporal, deps.config, input), placeOrderUpdate, {
     args: [request],
     updateId: placementId,

@@ -1,4 +1,4 @@
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
@@ -17,16 +17,22 @@ import type { TemporalHandle } from './client';
 export const workflowsPath = require.resolve('../../workflows');
 
 /**
- * Workflow task polling. Every order, top-up and delivery starts a new workflow whose first task
- * arrives on the normal (non-sticky) queue, and most finish in that task, so the SDK's 10 pollers
- * are split evenly (5 and 5) instead of its default 2 normal and 8 sticky. With 2 normal pollers,
- * 16 concurrent update-with-starts left tasks in the queue's backlog and some waited about 2 s
- * there. With 5, none did, and the empty update-with-start went from 52–58/s to 67–75/s
- * (README, *Benchmarks*). bench/orders runs its bare-engine worker with the same settings.
- * (SDK 1.24 documents `maxConcurrentWorkflowTaskPolls` but does not read it; the number of
- * pollers is `workflowTaskPollerBehavior`, left at its default of 10.)
+ * Workflow task polling (WORKFLOW_TASK_POLLERS, WORKFLOW_NONSTICKY_POLL_RATIO). With a fixed
+ * number of pollers the SDK core gives `floor(pollers × ratio)` (at least 1) to the normal queue
+ * and the rest (at least 1) to the sticky queue, so ratio 1 means every poller but one waits on
+ * the normal queue. Every order, top-up and delivery starts a new workflow whose first task comes
+ * on the normal queue; the tasks of workflows that wait (intent orders, procurement, redemptions,
+ * deliveries) come later on the sticky one. `autoscaling` lets the server's poll answers decide
+ * (server 1.28 and later). The measured effect of each is in docs/benchmarks.md.
  */
-export const workflowPolling = { nonStickyToStickyPollRatio: 1 } as const;
+export function workflowPolling(c: Pick<Config, 'WORKFLOW_TASK_POLLERS' | 'WORKFLOW_NONSTICKY_POLL_RATIO'>): Pick<WorkerOptions, 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio'> {
+  return {
+    workflowTaskPollerBehavior: c.WORKFLOW_TASK_POLLERS === 'autoscaling'
+      ? { type: 'autoscaling' }
+      : { type: 'simple-maximum', maximum: c.WORKFLOW_TASK_POLLERS },
+    nonStickyToStickyPollRatio: c.WORKFLOW_NONSTICKY_POLL_RATIO,
+  };
+}
 
 /**
  * The service's activities, over the providers the composition root built for this process, and
@@ -83,7 +89,7 @@ export async function createWorker(opts: WorkerActivities & {
       activities: opts.providers ? createActivities({ orm: opts.orm, config: opts.config, providers: opts.providers, temporal: opts.temporal }) : opts.activities,
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
       dataConverter: opts.dataConverter ?? dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS)),
-      ...workflowPolling,
+      ...workflowPolling(opts.config),
       // Let in-flight activities finish on shutdown.
       shutdownGraceTime: '20 seconds',
     });
