@@ -37,6 +37,17 @@ export interface LedgerWrite {
   note: string | null;
 }
 
+/**
+ * The ledger row of a purchase debited in the same statement: an insert to use as a CTE after
+ * `debited` (the account's updated row: id, balance) and `placed` (the order: id). `amount` is
+ * the caller's placeholder for the debited amount. This module is the only writer of the ledger
+ * (test/unit/ledger-writer.test.ts); a statement elsewhere that moves money writes its row here.
+ */
+export function purchaseLedgerInsert(amount: string): string {
+  return `insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
+       select debited.id, 'purchase', -${amount}::numeric, debited.balance, placed.id, 'purchase:' || placed.id, null from debited, placed`;
+}
+
 /** The balance and its ledger row in one statement (one round trip while the account is locked). */
 export async function writeBalanceAndLedger(em: EntityManager, w: LedgerWrite): Promise<void> {
   await em.execute(

@@ -2,6 +2,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isDatabaseUnavailable } from './errors';
 import { EVENTS_CHANNEL } from './events';
+import { purchaseLedgerInsert } from './ledger';
 import { ProductSchema, type Order, type Product } from './entities';
 
 // A balance order's placement in two statements: one read of everything its checks need, with no
@@ -113,9 +114,7 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
               now(), now()
          from debited
        returning id)`,
-    `ledger as (
-       insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
-       select debited.id, 'purchase', -${p(w.amount)}::numeric, debited.balance, placed.id, 'purchase:' || placed.id, null from debited, placed)`,
+    `ledger as (${purchaseLedgerInsert(p(w.amount))})`,
   ];
   if (w.product.stockMode === 'limited') {
     parts.push(`limited as (
