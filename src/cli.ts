@@ -26,6 +26,7 @@ import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
 import { OPERATOR_QUEUE_OPTIONS, OPERATOR_QUEUE_USAGE, operatorQueueCommands } from './cli-operator-queue';
 import { listenForWebhooks, WEBHOOKS_USAGE } from './cli-webhooks';
+import { STAFF_OPTIONS, STAFF_USAGE, staffCommands } from './console/cli';
 import { readStateSecrets } from './dev/state-secrets';
 import { PlainText, REPORT_OPTIONS, REPORT_USAGE, reportCommands } from './cli-reports';
 import { syncSupplierCatalog } from './services/supplier-costs';
@@ -51,7 +52,8 @@ const USAGE = `usage: wholesale <command>
 ${SUPPORT_USAGE}
 ${REPORT_USAGE}
 ${OPERATOR_QUEUE_USAGE}
-${WEBHOOKS_USAGE}`;
+${WEBHOOKS_USAGE}
+${STAFF_USAGE}`;
 
 type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
 
@@ -165,6 +167,7 @@ const commands: Record<string, Command> = {
   ...supportCommands,
   ...(reportCommands as Record<string, Command>),
   ...(operatorQueueCommands as Record<string, Command>),
+  ...(staffCommands as Record<string, Command>),
 };
 
 async function reachable(url: string): Promise<boolean> {
@@ -196,7 +199,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...REPORT_OPTIONS,
+      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
       'dry-run': { type: 'boolean' }, history: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },

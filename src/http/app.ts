@@ -20,6 +20,7 @@ import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
 import { redeemSite } from '../pages/redeem';
 import { accountArea } from '../pages/account';
+import { staffConsole } from '../console';
 import { ADMIN_PREFIX, adminRoutes } from './routers/admin';
 import { CODEC_PREFIX, codecRoutes } from './routers/codec';
 import { mcpRoutes } from '../mcp/route';
@@ -71,6 +72,8 @@ export function createApp(ctx: AppContext): Express {
   app.use('/redeem', redeemSite(ctx));
   // The reseller account area: sign-in sessions and CSRF-protected forms, no bearer key.
   app.use('/account', accountArea(ctx));
+  // The staff console: staff sign-in (password and TOTP), roles, and an audit row per action.
+  app.use('/console', staffConsole(ctx));
   // The built-in sandbox payment provider (its API and hosted checkout, whose Pay button credits
   // for free) exists only while it is the configured provider; and our callback endpoint for
   // whichever provider ctx.providers.payments speaks to.

@@ -17,11 +17,13 @@ import { FreeText, IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { marginRoutes } from './admin-margins';
 import { operatorQueueRoutes } from './operator-queue';
+import { auditedByToken } from '../../services/audit';
 import { Decimal } from '../schemas';
 
 // The admin API for support and ops, under /admin/v1, outside the resellers' bearer keys. It is
 // off unless ADMIN_TOKEN is set (every path is then 404), and takes `Authorization: Bearer
-// <ADMIN_TOKEN>`. Errors use the spec's error body. Codes never appear in its answers.
+// <ADMIN_TOKEN>`. Errors use the spec's error body. Codes never appear in its answers. Every action
+// is an audit row recorded as "token" (src/services/audit.ts).
 
 export const ADMIN_PREFIX = '/admin/v1';
 
@@ -142,17 +144,21 @@ export function adminRoutes(ctx: AppContext): Router {
   addRoute(router, registry, ADMIN_PREFIX, {
     method: 'post', path: '/orders/:id/resume', operationId: 'resumeSupportOrder', tag: 'Support', auth: 'admin', summary: 'Try the supplier again for a needs_attention order',
     params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
-  }, async ({ params, body }) => resumeOrder(deps(), params.id, body));
+  }, async ({ params, body, res }) =>
+    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'order.resume', orderId: params.id, reason: body.reason, typedActor: body.actor }, () => resumeOrder(deps(), params.id, body)));
 
   addRoute(router, registry, ADMIN_PREFIX, {
     method: 'post', path: '/orders/:id/deliver', operationId: 'deliverSupportOrder', tag: 'Support', auth: 'admin', summary: 'Deliver codes obtained by hand for the missing units',
     params: OrderParams, body: DeliverBody, response: SupportOutcome, errors: ['not_found'],
-  }, async ({ params, body }) => deliverOrder(deps(), params.id, body));
+  }, async ({ params, body, res }) =>
+    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'order.deliver', orderId: params.id, reason: body.reason, typedActor: body.actor, details: { codes: body.codes.length } }, () =>
+      deliverOrder(deps(), params.id, body)));
 
   addRoute(router, registry, ADMIN_PREFIX, {
     method: 'post', path: '/orders/:id/refund', operationId: 'refundSupportOrder', tag: 'Support', auth: 'admin', summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
     params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
-  }, async ({ params, body }) => refundOrder(deps(), params.id, body));
+  }, async ({ params, body, res }) =>
+    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'order.refund', orderId: params.id, reason: body.reason, typedActor: body.actor }, () => refundOrder(deps(), params.id, body)));
 
   operatorQueueRoutes(router, registry, ADMIN_PREFIX, ctx);
   marginRoutes(router, registry, ADMIN_PREFIX, ctx);

@@ -2,6 +2,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
 import { claimRedemption, decideQueued, listQueue, releaseQueued, type QueueDeps } from '../../services/operator-queue';
 import { settledRedemption } from '../../services/redemptions';
+import { auditedByToken } from '../../services/audit';
 import { parseKeyRing } from '../../temporal/codec';
 import type { AppContext } from '../context';
 import { FreeText, IdString } from '../hygiene';
@@ -72,7 +73,11 @@ export function operatorQueueRoutes(router: Router, registry: OpenAPIRegistry, m
     params: Params,
     body: z.object({ actor: Actor, reason: Reason.optional() }).strict().openapi('OperatorClaimBody'),
     response: ClaimAnswer, errors: ['not_found', 'claim_conflict'],
-  }, async ({ params, body }) => claimRedemption(deps(), params.id, { actor: body.actor, reason: body.reason ?? 'claimed from the queue' }));
+  }, async ({ params, body, res }) => {
+    const reason = body.reason ?? 'claimed from the queue';
+    return auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'redemption.claim', subjectId: params.id, reason, typedActor: body.actor }, () =>
+      claimRedemption(deps(), params.id, { actor: body.actor, reason }));
+  });
 
   addRoute(router, registry, mount, {
     method: 'post', path: '/redemptions/:id/fulfil', operationId: 'fulfilQueuedRedemption', tag: 'Support', auth: 'admin',
@@ -80,8 +85,9 @@ export function operatorQueueRoutes(router: Router, registry: OpenAPIRegistry, m
     params: Params,
     body: z.object({ actor: Actor, reason: Reason, deliverable: FreeText(2000).pipe(z.string().trim().min(1)) }).strict().openapi('OperatorFulfilBody'),
     response: RedemptionOutcome, errors: ['not_found', 'claim_conflict'],
-  }, async ({ params, body }) =>
-    settled(await decideQueued(deps(), params.id, body, { outcome: 'fulfilled', deliverable: body.deliverable })));
+  }, async ({ params, body, res }) =>
+    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'redemption.fulfil', subjectId: params.id, reason: body.reason, typedActor: body.actor }, async () =>
+      settled(await decideQueued(deps(), params.id, body, { outcome: 'fulfilled', deliverable: body.deliverable }))));
 
   addRoute(router, registry, mount, {
     method: 'post', path: '/redemptions/:id/fail', operationId: 'failQueuedRedemption', tag: 'Support', auth: 'admin',
@@ -97,8 +103,11 @@ export function operatorQueueRoutes(router: Router, registry: OpenAPIRegistry, m
       .strict()
       .openapi('OperatorFailBody'),
     response: RedemptionOutcome, errors: ['not_found', 'claim_conflict'],
-  }, async ({ params, body }) =>
-    settled(await decideQueued(deps(), params.id, body, { outcome: 'failed', failureCode: body.failureCode, holdsResources: body.holdsResources })));
+  }, async ({ params, body, res }) => {
+    const details = { failureCode: body.failureCode, holdsResources: body.holdsResources };
+    return auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'redemption.fail', subjectId: params.id, reason: body.reason, typedActor: body.actor, details }, async () =>
+      settled(await decideQueued(deps(), params.id, body, { outcome: 'failed', failureCode: body.failureCode, holdsResources: body.holdsResources })));
+  });
 
   addRoute(router, registry, mount, {
     method: 'post', path: '/redemptions/:id/release', operationId: 'releaseQueuedRedemption', tag: 'Support', auth: 'admin',
@@ -106,5 +115,7 @@ export function operatorQueueRoutes(router: Router, registry: OpenAPIRegistry, m
     params: Params,
     body: z.object({ actor: Actor, reason: Reason }).strict().openapi('OperatorReleaseBody'),
     response: z.object({ redemptionId: z.string(), attempt: z.number().int() }), errors: ['not_found', 'claim_conflict'],
-  }, async ({ params, body }) => releaseQueued(ctx.orm.em.fork(), params.id, body));
+  }, async ({ params, body, res }) =>
+    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'redemption.release', subjectId: params.id, reason: body.reason, typedActor: body.actor }, () =>
+      releaseQueued(ctx.orm.em.fork(), params.id, body)));
 }
