@@ -1,7 +1,7 @@
 // `npm run bench:orders -- --engines dev,server`: bench/orders on a fresh stack per engine, both
 // stacks up at once and the rounds alternated between them (the first engine of a round changes
 // every round), so a slow minute on the machine lands on both. Prints each engine's medians over
-// the rounds and the ratios the README's table gives.
+// the rounds and the ratios of the README's benchmark table.
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { parseEngines, startStack, type Engine, type Stack } from './stack';

@@ -150,7 +150,7 @@ export const configSchema = z.object({
   RELOADLY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(15_000),
   RELOADLY_SENDER_NAME: z.string().min(1).max(100).default('Wholesale'),
   RELOADLY_PRODUCTS: z.string().optional(),
-  // What products cost us (README, *What each product costs us*): a supplier cost in the first
+  // What products cost us (docs/providers.md, *What each product costs us*): a supplier cost in the first
   // currency of a pair counts 1:1 in the second, to compare it with our Lv1 price and to take it
   // from revenue in the margin report (a Reloadly account in US dollars, our prices in USDT).
   // `none`: only equal currencies are compared; other costs are reported, never converted.

@@ -52,7 +52,7 @@ export async function awaitPlacement(opts: {
    * counted either way; only a run with none in flight arms the timer, and needs no
    * 'placement-recovery' check to do so. The timer was started and cancelled in the same task,
    * so it never reached history, but arming it cost the workflow thread about a quarter of its
-   * promise bookkeeping per order (README, *Benchmarks*).
+   * promise bookkeeping per order (docs/benchmarks.md).
    */
   inFlightPatched?: boolean;
 }): Promise<void> {

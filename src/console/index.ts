@@ -16,7 +16,7 @@ import { searchRoutes } from './search';
 import { consoleSessions, endStaffSession, sessionTooOld } from './session';
 import { staffRoutes } from './staff';
 
-// The staff console under /console (issue 30): people, not a shared token, resolve orders and
+// The staff console under /console: people, not a shared token, resolve orders and
 // redemptions. Server-rendered pages; every form carries a CSRF token (csrf-sync, kept in the
 // console's own Postgres session), every body passes the edge's hygiene rule and a zod schema,
 // every value on a page is escaped, and every action goes through the services the admin API and

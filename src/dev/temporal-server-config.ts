@@ -25,7 +25,7 @@ export function parsePostgresTarget(target: PostgresTarget | string): PostgresTa
   };
 }
 
-/** The dynamic config this project needs from any Temporal server (docs/README "The production Temporal server"). */
+/** The dynamic config this project needs from any Temporal server (docs/operations.md, "The production Temporal server"). */
 export const SERVER_DYNAMIC_CONFIG: Record<string, unknown> = {
   // Order placement is update-with-start: updates plus multi-operation.
   'frontend.enableUpdateWorkflowExecution': true,

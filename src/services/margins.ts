@@ -5,7 +5,7 @@ import { ApiError } from '../domain/errors';
 import { fromMicros, toMicros } from '../domain/micros';
 import { comparableCurrency, type CostAtPar } from './supplier-costs';
 
-// The margin report (issue 26, "what each product costs us"), shared by the admin API and
+// The margin report ("what each product costs us"), shared by the admin API and
 // `npx wholesale report margins`: for the purchase orders paid in [from, to) (UTC days), by
 // product, what resellers paid net of refunds, what the supplier charged for those orders'
 // completed purchases, and the difference. An order's cost counts with the order, in the period

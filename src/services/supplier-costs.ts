@@ -5,7 +5,7 @@ import { toMicros } from '../domain/micros';
 import { supplierPriceAboveLv1 } from '../metrics/registry';
 import type { SupplierPurchase } from '../providers/supplier';
 
-// What each direct-code product costs us (issue 26): which supplier serves it, and whether what
+// What each direct-code product costs us: which supplier serves it, and whether what
 // the supplier charged for it is above our Lv1 price.
 
 /** Pairs of (supplier currency, our currency) whose amounts count 1:1 (SUPPLIER_COST_AT_PAR). */

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The reconciler (issue 27): what it did, one row per repair (a workflow restarted for a row
+ * The reconciler: what it did, one row per repair (a workflow restarted for a row
  * Temporal had lost), per give-up and per ledger alert. `observed` is what a repair answered (the
  * closed run it replaced, or `missing`), unique per subject, so two reconcilers seeing the same
  * orphan repair it once; an account's ledger alert stays open (one per account) until its ledger

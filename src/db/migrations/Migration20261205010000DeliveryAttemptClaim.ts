@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * A webhook delivery's attempt is claimed before its POST and closed when its result is recorded
- * (issue 27 item 2): an attempt still open when its activity runs again (the worker died mid-POST,
+ * A webhook delivery's attempt is claimed before its POST and closed when its result is recorded:
+ * an attempt still open when its activity runs again (the worker died mid-POST,
  * or Postgres failed the recording) is the same attempt, sent again under the same delivery id,
  * not a new one, so `attempts` never counts one POST twice.
  */

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The operator queue (REDEMPTION_UPSTREAM=operators, issue 26): one row per redemption attempt
+ * The operator queue (REDEMPTION_UPSTREAM=operators): one row per redemption attempt
  * submitted to people instead of an automatic upstream. A claim is a holder and an expiry, taken
  * by a conditional update, so one operator works an attempt at a time and an abandoned claim frees
  * itself. The decision (outcome, failure code, whether supplier resources are still held) is kept

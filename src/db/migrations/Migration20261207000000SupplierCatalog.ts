@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * What each direct-code product costs us (issue 26): the catalog says which supplier serves a
+ * What each direct-code product costs us: the catalog says which supplier serves a
  * product and under which of the supplier's product ids. The supplier's own settings stay the
  * source its adapter buys from (RELOADLY_PRODUCTS); these columns are written from them at start,
  * so reports and operators read the mapping beside the product. The margin report reads orders by

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The staff console (issue 30): people who work support, apart from resellers' users. A staff
+ * The staff console: people who work support, apart from resellers' users. A staff
  * member is invited (a one-time setup token, stored as its SHA-256) and sets a password and a
  * TOTP second factor; the TOTP secret is sealed with TEMPORAL_PAYLOAD_KEYS (it must be read back
  * to check a code, so it cannot be hashed), and the last accepted time step is kept so a code is
