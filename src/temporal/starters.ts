@@ -1,8 +1,9 @@
 // How each lifecycle's workflow is started from Node (the API, the dispatcher, the CLI), in one
 // place: the workflow type, its id, the id reuse and conflict policies, the search attributes and
-// the durations from config (./timing) it runs by. Each starter is typed by the workflow function
-// itself, imported as a type only, so Node code never loads workflow code and a changed workflow
-// input fails to compile here instead of at run time. Call sites name no workflow type.
+// the durations from config (./timing) it runs by. Each starter is typed by the workflow's
+// signature (./workflow-types, checked against the workflows themselves), so Node code never
+// imports workflow code and a changed workflow input fails to compile here instead of at run time.
+// Call sites name no workflow type.
 import {
   WithStartWorkflowOperation,
   type WorkflowHandle,
@@ -18,7 +19,6 @@ import type {
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
 } from '@temporalio/common';
-import type * as workflows from '../../workflows';
 import type { TemporalHandle } from './client';
 import { orderWorkflowId } from './orders';
 import { procurementWorkflowId } from './procurement';
@@ -28,8 +28,7 @@ import { deliveryTiming, evmCheckoutTiming, paymentTiming, redemptionTiming, typ
 import { evmCheckoutWorkflowId } from './evm-checkouts';
 import { topupWorkflowId } from './topups';
 import { deliveryWorkflowId } from './webhooks';
-
-type Workflows = typeof workflows;
+import type { Workflows } from './workflow-types';
 
 /** Everything a start says about the run, bar the task queue (the connection's). */
 interface StartPlan<W extends Workflow> {
@@ -76,7 +75,7 @@ export class WorkflowStarter<W extends Workflow> {
   }
 }
 
-/** The workflow type is an export of workflows/index.ts, and the plan's args are that function's. */
+/** The workflow type is one of workflows/index.ts's exports, and the plan's args are its input. */
 function starter<N extends keyof Workflows>(temporal: TemporalHandle, workflowType: N, plan: StartPlan<Workflows[N]>): WorkflowStarter<Workflows[N]> {
   return new WorkflowStarter(temporal, workflowType, plan);
 }

@@ -1,0 +1,23 @@
+// The signature of every workflow the worker runs, as Node code starts it: its type name, input
+// and result, from the lifecycles' contract modules. The starters are typed by these instead of by
+// the workflow functions, so the API side never imports workflows/ (whose code imports the
+// activities' types, which import services: an import loop across the Temporal boundary).
+// workflows/signatures.ts checks at compile time that the workflows match.
+import type { EvmCheckoutWatchState, EvmCheckoutWorkflowInput } from './evm-checkouts';
+import type { OrderWorkflowInput, OrderWorkflowState } from './orders';
+import type { PaymentWorkflowState } from './payments';
+import type { ProcurementState, ProcurementWorkflowInput } from './procurement';
+import type { ReconcileTotals, ReconcileWorkflowInput } from './reconcile';
+import type { RedemptionWorkflowInput, RedemptionWorkflowState } from './redemptions';
+import type { TopupWorkflowInput } from './topups';
+import type { DeliveryWorkflowInput, DeliveryWorkflowResult } from './webhooks';
+
+export interface Workflows {
+  orderWorkflow: (input: OrderWorkflowInput) => Promise<OrderWorkflowState>;
+  topupWorkflow: (input: TopupWorkflowInput) => Promise<PaymentWorkflowState>;
+  webhookDeliveryWorkflow: (input: DeliveryWorkflowInput) => Promise<DeliveryWorkflowResult>;
+  redemptionWorkflow: (input: RedemptionWorkflowInput) => Promise<RedemptionWorkflowState>;
+  procurementWorkflow: (input: ProcurementWorkflowInput) => Promise<ProcurementState>;
+  evmCheckoutWorkflow: (input: EvmCheckoutWorkflowInput) => Promise<EvmCheckoutWatchState>;
+  reconcileWorkflow: (input?: ReconcileWorkflowInput) => Promise<ReconcileTotals>;
+}
