@@ -1,8 +1,7 @@
-import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { csrfSync } from 'csrf-sync';
 import type { AppContext } from '../http/context';
-import { ApiError } from '../domain/errors';
-import { assertCleanInput } from '../http/hygiene';
+import { cleanForms } from '../http/form-pages';
 import { toApiError } from '../http/middleware';
 import { activeStaff } from '../services/staff';
 import { parseKeyRing } from '../temporal/codec';
@@ -21,20 +20,6 @@ import { staffRoutes } from './staff';
 // console's own Postgres session), every body passes the edge's hygiene rule and a zod schema,
 // every value on a page is escaped, and every action goes through the services the admin API and
 // the CLI use, with an audit row naming the person, the reason and the request id.
-
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/** A form body that is not percent-encoded UTF-8 is refused, not silently repaired. */
-function isUtf8Form(raw: Buffer): boolean {
-  try {
-    for (const part of UTF8.decode(raw).split(/[&=]/)) decodeURIComponent(part.replace(/\+/g, ' '));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const malformedForms = new WeakSet<object>();
 
 const { csrfSynchronisedProtection, invalidCsrfTokenError } = csrfSync({
   size: 32,
@@ -61,14 +46,7 @@ export function staffConsole(ctx: AppContext): Router {
   const keys = parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS);
   const router = Router();
   router.use(consoleSessions(ctx));
-  router.use(express.urlencoded({ extended: false, limit: '96kb', parameterLimit: 20, verify: (req, _res, raw) => {
-    if (!isUtf8Form(raw)) malformedForms.add(req);
-  } }));
-  router.use((req, _res, next) => {
-    if (malformedForms.has(req)) throw new ApiError('invalid_input', 'The form is not valid percent-encoded UTF-8', { issues: [{ path: 'body', message: 'is not valid percent-encoded UTF-8' }] });
-    assertCleanInput({ body: req.body });
-    next();
-  });
+  router.use(cleanForms('96kb'));
   router.use(csrfSynchronisedProtection);
 
   authRoutes(router, ctx, keys);

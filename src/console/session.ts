@@ -1,12 +1,8 @@
-import { hkdfSync } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import session from 'express-session';
-import connectPgSimple from 'connect-pg-simple';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
-import { sessionStorePool } from '../db/session-store';
-import { secureCookies } from '../pages/account/session';
+import { derivedSessionSecret, destroySession, postgresSessions, startSessionAs } from '../http/form-pages';
 
 // Console sessions: the account area's recipe (express-session, Postgres store, HttpOnly,
 // SameSite, a new id on sign-in) with everything of their own: the cookie name and path, the
@@ -33,52 +29,25 @@ const ANONYMOUS_TTL_MS = 15 * 60 * 1000;
 export const consoleIdleSeconds = (config: Pick<Config, 'SESSION_TTL_SECONDS'>) =>
   Math.max(60, Math.min(CONSOLE_IDLE_SECONDS, Math.floor(config.SESSION_TTL_SECONDS / 2)));
 
-function consoleSecret(config: Pick<Config, 'SESSION_SECRET' | 'CURSOR_SECRET'>): string {
-  const base = config.SESSION_SECRET ?? config.CURSOR_SECRET;
-  return Buffer.from(hkdfSync('sha256', base, '', 'wholesale staff-console session cookie', 32)).toString('hex');
-}
-
 export function consoleSessions(ctx: { orm: Orm; config: Config; logger: Logger }): RequestHandler {
-  const PgStore = connectPgSimple(session);
-  const store = new PgStore({
-    pgPromise: sessionStorePool(ctx.orm),
-    tableName: 'staff_sessions',
-    createTableIfMissing: false,
-    errorLog: (...args: unknown[]) => ctx.logger.warn({ err: args.find((a) => a instanceof Error) }, 'console session store'),
-  });
-  return session({
-    name: CONSOLE_COOKIE,
-    secret: consoleSecret(ctx.config),
-    store,
-    resave: false,
-    saveUninitialized: false,
-    rolling: true,
-    unset: 'destroy',
-    cookie: {
-      path: '/console',
-      httpOnly: true,
-      // Strict: the console is never entered from a link on another site with a session.
-      sameSite: 'strict',
-      secure: secureCookies(ctx.config.publicBaseUrl),
-      maxAge: ANONYMOUS_TTL_MS,
-    },
+  return postgresSessions(ctx, {
+    table: 'staff_sessions', cookie: CONSOLE_COOKIE, path: '/console',
+    // Strict: the console is never entered from a link on another site with a session.
+    sameSite: 'strict',
+    secret: derivedSessionSecret(ctx.config, 'wholesale staff-console session cookie'),
+    anonymousTtlMs: ANONYMOUS_TTL_MS,
   });
 }
-
-const done = (fn: (cb: (err?: unknown) => void) => void) => new Promise<void>((ok, fail) => fn((err) => (err ? fail(err) : ok())));
 
 /** A new session id for the signed-in member: an id planted before sign-in gets nothing. */
 export async function startStaffSession(req: Request, staffId: string, idleSeconds: number): Promise<void> {
-  await done((cb) => req.session.regenerate(cb));
-  req.session.staffId = staffId;
-  req.session.staffSignedInAt = Date.now();
-  req.session.cookie.maxAge = idleSeconds * 1000;
-  await done((cb) => req.session.save(cb));
+  await startSessionAs(req, (s) => {
+    s.staffId = staffId;
+    s.staffSignedInAt = Date.now();
+  }, idleSeconds);
 }
 
-export async function endStaffSession(req: Request): Promise<void> {
-  await done((cb) => req.session.destroy(cb));
-}
+export const endStaffSession = destroySession;
 
 /** Past the absolute limit, however active the session has been. */
 export const sessionTooOld = (req: Request) => Date.now() - (req.session.staffSignedInAt ?? 0) > CONSOLE_MAX_SECONDS * 1000;

@@ -1,8 +1,7 @@
-import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { csrfSync } from 'csrf-sync';
 import type { AppContext } from '../../http/context';
-import { ApiError } from '../../domain/errors';
-import { assertCleanInput } from '../../http/hygiene';
+import { cleanForms } from '../../http/form-pages';
 import { toApiError } from '../../http/middleware';
 import { findUser } from '../../services/users';
 import { authRoutes } from './auth';
@@ -19,24 +18,6 @@ import { webhookRoutes } from './webhook';
 // CSRF token (csrf-sync, synchronizer tokens kept in the Postgres session), every form body
 // passes the edge's hygiene rule and a zod schema, and every page goes through the same
 // services as REST and MCP, scoped to the signed-in user's account.
-
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * The form parser quietly turns bytes that are not UTF-8 into U+FFFD (as the query parser does);
- * like the query rule in cleanRequest, such a form is refused instead.
- */
-function isUtf8Form(raw: Buffer): boolean {
-  try {
-    for (const part of UTF8.decode(raw).split(/[&=]/)) decodeURIComponent(part.replace(/\+/g, ' '));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Requests whose form body failed that check (marked by the parser's verify hook). */
-const malformedForms = new WeakSet<object>();
 
 const { csrfSynchronisedProtection, invalidCsrfTokenError } = csrfSync({
   size: 32,
@@ -61,15 +42,7 @@ function requireUser(ctx: AppContext): RequestHandler {
 export function accountArea(ctx: AppContext): Router {
   const router = Router();
   router.use(accountSessions(ctx));
-  router.use(express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20, verify: (req, _res, raw) => {
-    if (!isUtf8Form(raw)) malformedForms.add(req);
-  } }));
-  // Every form field keeps the edge's hygiene rule before anything reads it (the CSRF check included).
-  router.use((req, _res, next) => {
-    if (malformedForms.has(req)) throw new ApiError('invalid_input', 'The form is not valid percent-encoded UTF-8', { issues: [{ path: 'body', message: 'is not valid percent-encoded UTF-8' }] });
-    assertCleanInput({ body: req.body });
-    next();
-  });
+  router.use(cleanForms('16kb'));
   router.use(csrfSynchronisedProtection);
 
   authRoutes(router, ctx);
