@@ -1,4 +1,4 @@
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { reconcilerRuns } from '../src/metrics/registry';
@@ -18,10 +18,19 @@ export function createReconcileActivities(deps: { orm: Orm; config: Config; temp
     return deps.temporal;
   };
   return {
-    /** One page of one check, compared with Temporal and repaired; returns the next cursor. */
+    /**
+     * One page of one check, compared with Temporal and repaired; returns the next cursor. It
+     * heartbeats while it works, so a worker that dies mid-step is noticed within the heartbeat timeout.
+     */
     async reconcileStep(step: ReconcileStep): Promise<ReconcileStepResult> {
-      const { findings: _findings, ...result } = await reconcileStep({ orm: deps.orm, temporal: temporal(), config: deps.config, log }, step);
-      return result;
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat(), 1000);
+      try {
+        const { findings: _findings, ...result } = await reconcileStep({ orm: deps.orm, temporal: temporal(), config: deps.config, log }, step);
+        return result;
+      } finally {
+        clearInterval(beat);
+      }
     },
 
     /** The run's one summary line, and its count. */

@@ -2,7 +2,7 @@ import { log } from '@temporalio/activity';
 import { webhookAttempts } from '../src/metrics/registry';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, recordDeliveryAttempt } from '../src/db/webhooks';
+import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, failSpentDelivery, recordDeliveryAttempt } from '../src/db/webhooks';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhooks';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/temporal/webhooks';
@@ -27,7 +27,8 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
      * retry. The attempt is claimed in Postgres before the POST: if this activity runs again before
      * its result was recorded (a database error, a worker that died mid-POST), it is the same
      * attempt, POSTed again under the same delivery id (the receiver dedupes on the event id),
-     * and counted once.
+     * and counted once. The budget of WEBHOOK_MAX_ATTEMPTS is the delivery's, kept in Postgres: a
+     * run started again for it (the reconciler's) makes only the attempts the lost run left.
      */
     async attemptDelivery(input: DeliveryAttemptInput): Promise<DeliveryAttemptResult> {
       const em = deps.orm.em.fork();
@@ -41,7 +42,13 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         return { outcome: 'cancelled', attempts, statusCode: null, error: 'webhook not configured' };
       }
 
-      const attempt = await claimDeliveryAttempt(em, input.deliveryId);
+      const claim = await claimDeliveryAttempt(em, input.deliveryId, deps.config.WEBHOOK_MAX_ATTEMPTS);
+      if (!claim) {
+        const attempts = await failSpentDelivery(em, input.deliveryId);
+        log.info('webhook delivery failed: its attempts were spent by an earlier run', { deliveryId: input.deliveryId, attempts });
+        return { outcome: 'failed', attempts, statusCode: null, error: 'attempt budget spent' };
+      }
+      const { attempt } = claim;
       const body = webhookBody({ id: row.event_id, type: row.type, payload: row.payload, createdAt: new Date(row.created_at) });
       const result = await send({
         url: endpoint.url,
@@ -52,7 +59,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         raw: body.raw,
       });
 
-      const outcome = result.ok ? 'succeeded' : input.retryInSeconds === null ? 'failed' : 'retrying';
+      const outcome = result.ok ? 'succeeded' : input.retryInSeconds === null || claim.left <= 0 ? 'failed' : 'retrying';
       await recordDeliveryAttempt(em, input.deliveryId, {
         status: outcome === 'retrying' ? 'pending' : outcome,
         statusCode: result.statusCode,

@@ -1,11 +1,16 @@
-// bench/soak: the mixed-traffic soak with its invariant checker (issue 15). Balance, intent
+// bench/soak: the mixed-traffic soak with its invariant checker. Balance, intent
 // (paid, paid late, left to expire) and gift-card orders, top-ups, redemptions, webhook receivers
 // that answer 200/500/hang/redirect, racing and duplicate retries across API processes; then a
 // drain and the checker's report (counts and every broken invariant). Exits 1 if any is broken.
+// With the reconciler on (the soak's settings run it every 5 s), the checker also holds every
+// order, top-up, redemption and webhook event to its deadline plus one reconcile period, sampled
+// while the soak runs (injected faults and their recovery excused), and every delivery to
+// WEBHOOK_MAX_ATTEMPTS.
 //
 //   npm run bench:soak -- --minutes 10                  against `npm start`'s stack
 //   npm run bench:soak -- --minutes 10 --topology       on the topology harness: its own Postgres,
 //        [--apis 2] [--workers 2] [--temporal dev|server] [--kill-workers]   Temporal, N APIs, M workers
+//        [--restart-temporal]                         and the Temporal server stopped for 8 s now and then
 //
 // Other flags: --seconds S, --seed N, --accounts N, --concurrency C, --max-ops N, --drain-seconds S.
 // Against `npm start`, the soak reads the stack the way bench/orders does (DATABASE_URL or the
@@ -18,7 +23,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { readStateSecrets } from '../src/dev/state-secrets';
 import { startTopology, type Topology } from '../test/topology/harness';
-import { prng, Soak, SOAK_SERVICE_ENV, soakTargetOf, type SoakTarget } from '../test/topology/soak';
+import { deadlineSettingsOf, prng, Soak, SOAK_SERVICE_ENV, soakTargetOf, type SoakTarget } from '../test/topology/soak';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,6 +39,7 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '2' },
     temporal: { type: 'string', default: 'dev' },
     'kill-workers': { type: 'boolean', default: false },
+    'restart-temporal': { type: 'boolean', default: false },
     'print-env': { type: 'boolean', default: false },
   },
   allowPositionals: false,
@@ -67,6 +73,7 @@ async function main() {
       paymentWindowSeconds: config.PAYMENT_WINDOW_SECONDS,
       lateWatchSeconds: config.LATE_PAYMENT_WATCH_SECONDS,
       webhookMaxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+      deadlines: deadlineSettingsOf(config),
     };
   }
   const drainSeconds = Number(args['drain-seconds']);
@@ -86,19 +93,7 @@ async function main() {
   try {
     await soak.setup();
     const traffic = soak.run();
-    if (topology && args['kill-workers']) {
-      const rnd = prng(seed);
-      let done = false;
-      void traffic.finally(() => (done = true));
-      while (!done) {
-        await new Promise((r) => setTimeout(r, rnd.int(5_000, 30_000)));
-        if (done) break;
-        const victim = rnd.pick(topology.workers);
-        await topology.kill(victim, 'SIGKILL');
-        faults.push(`SIGKILL ${victim.name} at ${new Date().toISOString()}`);
-        await topology.startProc(victim);
-      }
-    }
+    if (topology) await injectFaults(topology, soak, traffic, seed, faults);
     await traffic;
     console.log(`traffic done; draining (up to ${drainSeconds} s) ...`);
     const left = await soak.drain(drainSeconds * 1000);
@@ -115,6 +110,45 @@ async function main() {
     }
   }
   process.exit(exitCode);
+}
+
+/** Until the traffic is done: workers SIGKILLed (--kill-workers) and Temporal stopped (--restart-temporal) at seeded moments. */
+async function injectFaults(topology: Topology, soak: Soak, traffic: Promise<void>, seed: number, faults: string[]) {
+  let done = false;
+  const trafficDone = traffic.finally(() => (done = true));
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  // The next fault, unless the traffic is done first.
+  const until = (ms: number) => Promise.race([sleep(ms), trafficDone]);
+  const kills = async () => {
+    const rnd = prng(seed);
+    while (args['kill-workers'] && !done) {
+      await until(rnd.int(5_000, 30_000));
+      if (done) break;
+      const victim = rnd.pick(topology.workers);
+      const recovered = soak.fault();
+      await topology.kill(victim, 'SIGKILL');
+      faults.push(`SIGKILL ${victim.name} at ${new Date().toISOString()}`);
+      await topology.startProc(victim);
+      recovered();
+    }
+  };
+  const restarts = async () => {
+    const rnd = prng(seed + 1);
+    while (args['restart-temporal'] && !done) {
+      await until(rnd.int(30_000, 90_000));
+      if (done) break;
+      const recovered = soak.fault();
+      await topology.stopTemporal();
+      faults.push(`Temporal stopped for 8 s at ${new Date().toISOString()}`);
+      try {
+        await sleep(8_000);
+      } finally {
+        await topology.startTemporal();
+        recovered();
+      }
+    }
+  };
+  await Promise.all([kills(), restarts()]);
 }
 
 main().catch((err) => {

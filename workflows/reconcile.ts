@@ -10,9 +10,12 @@ import {
 } from '../src/temporal/reconcile';
 
 // A step reads one page from Postgres and asks Temporal about each row: retried a few times (an
-// outage of either), then the check is left for the next run, which starts it over.
+// outage of either), then the check is left for the next run, which starts it over. It heartbeats:
+// a step lost with its worker is retried within seconds, not after the whole start-to-close, since
+// while it hangs the schedule (overlap: skip) starts no other run.
 const { reconcileStep } = proxyActivities<ReconcileActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '15 seconds', maximumAttempts: 5 },
 });
 const { reportReconcile } = proxyActivities<ReconcileActivities>({

@@ -1,9 +1,33 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 // The reconciler's reads and its record (Migration20261205000000Reconciler). Every page is a
-// keyset query on a partial index of the non-final rows, ordered by id: bounded work per step,
-// whatever the size of the tables. Rows changed within the grace period are left for a later
-// run, their workflow may be starting.
+// keyset query over one lifecycle's non-final rows, which partial indexes keep apart from the
+// final ones, in key order: bounded work per step, whatever the size of the tables (bench/reconcile
+// shows each plan at 100k orders). Rows changed within the grace period are left for a later run,
+// their workflow may be starting.
+
+/**
+ * Where one lifecycle's non-final rows are, in the shape every keyset page shares. `unsettled` and
+ * `key` are the predicate and column of the lifecycle's partial index, so a page reads only
+ * non-final rows, in key order; `changedAt` is what the grace period is measured against.
+ */
+interface UnsettledRows {
+  select: string;
+  from: string;
+  unsettled: string;
+  key: string;
+  changedAt: string;
+}
+
+/** One page of a lifecycle's non-final rows after the cursor `after`, leaving those changed within the grace period. */
+function unsettledPage<Row>(em: EntityManager, rows: UnsettledRows, after: string | number, limit: number, graceSeconds: number) {
+  return em.execute<Row[]>(
+    `select ${rows.select} from ${rows.from}
+      where ${rows.unsettled} and ${rows.key} > ? and ${rows.changedAt} < now() - make_interval(secs => ?)
+      order by ${rows.key} limit ?`,
+    [after, graceSeconds, limit],
+  );
+}
 
 export interface UnsettledPaymentRow {
   id: string;
@@ -14,60 +38,67 @@ export interface UnsettledPaymentRow {
 }
 
 /** Orders and top-ups waiting for their payment (an order's workflow is named by its externalOrderId). */
-export function pendingPayments(em: EntityManager, after: string, limit: number, graceSeconds: number) {
-  return em.execute<UnsettledPaymentRow[]>(
-    `select id, account_id, kind, external_order_id, external_topup_id from orders
-      where status = 'pending' and (kind = 'topup' or external_order_id is not null)
-        and id > ? and updated_at < now() - make_interval(secs => ?)
-      order by id limit ?`,
-    [after, graceSeconds, limit],
-  );
-}
+export const pendingPayments = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
+  unsettledPage<UnsettledPaymentRow>(em, {
+    select: 'id, account_id, kind, external_order_id, external_topup_id',
+    from: 'orders',
+    unsettled: `status = 'pending' and (kind = 'topup' or external_order_id is not null)`,
+    key: 'id',
+    changedAt: 'updated_at',
+  }, after, limit, graceSeconds);
 
 /** Paid direct-code orders that procurement has not finished (processing, or waiting for support). */
-export function unfinishedProcurements(em: EntityManager, after: string, limit: number, graceSeconds: number) {
-  return em.execute<{ id: string; account_id: string; external_order_id: string | null }[]>(
-    `select id, account_id, external_order_id from orders
-      where status = 'paid' and delivery_type = 'direct_code' and fulfillment_status in ('processing', 'needs_attention')
-        and id > ? and updated_at < now() - make_interval(secs => ?)
-      order by id limit ?`,
-    [after, graceSeconds, limit],
-  );
-}
+export const unfinishedProcurements = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
+  unsettledPage<{ id: string; account_id: string; external_order_id: string | null }>(em, {
+    select: 'id, account_id, external_order_id',
+    from: 'orders',
+    unsettled: `status = 'paid' and delivery_type = 'direct_code' and fulfillment_status in ('processing', 'needs_attention')`,
+    key: 'id',
+    changedAt: 'updated_at',
+  }, after, limit, graceSeconds);
 
 /** Redemptions whose current attempt has not ended. */
-export function openRedemptions(em: EntityManager, after: string, limit: number, graceSeconds: number) {
-  return em.execute<{ id: string; attempt: number }[]>(
-    `select id, attempt from redemptions
-      where status in ('pending', 'processing') and id > ? and updated_at < now() - make_interval(secs => ?)
-      order by id limit ?`,
-    [after, graceSeconds, limit],
-  );
-}
+export const openRedemptions = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
+  unsettledPage<{ id: string; attempt: number }>(em, {
+    select: 'id, attempt',
+    from: 'redemptions',
+    unsettled: `status in ('pending', 'processing')`,
+    key: 'id',
+    changedAt: 'updated_at',
+  }, after, limit, graceSeconds);
 
 /** Pending deliveries past their scheduled attempt by more than the grace period. */
-export function overdueDeliveries(em: EntityManager, after: string, limit: number, graceSeconds: number) {
-  return em.execute<{ id: string; account_id: string }[]>(
-    `select id, account_id from webhook_deliveries
-      where status = 'pending' and id > ? and next_attempt_at < now() - make_interval(secs => ?)
-      order by id limit ?`,
-    [after, graceSeconds, limit],
-  );
+export const overdueDeliveries = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
+  unsettledPage<{ id: string; account_id: string }>(em, {
+    select: 'id, account_id',
+    from: 'webhook_deliveries',
+    unsettled: `status = 'pending'`,
+    key: 'id',
+    changedAt: 'next_attempt_at',
+  }, after, limit, graceSeconds);
+
+export interface OpenEvmCheckoutRow {
+  reference: string;
+  derivation_index: number;
+  created_at: Date;
+  /** The deadline of the checkout's order or top-up; null when the order never committed. */
+  expires_at: Date | null;
 }
 
 /**
  * EVM checkouts still watched for money: pending, or paid and not yet closed. Keyed by their
  * deposit index, as their watch is: a checkout's id is the secret half of its URL, and cursors
- * travel through workflow history.
+ * travel through workflow history. With their order's deadline, which a watch started again
+ * counts its window from.
  */
-export function openEvmCheckouts(em: EntityManager, afterIndex: number, limit: number, graceSeconds: number) {
-  return em.execute<{ reference: string; derivation_index: number }[]>(
-    `select reference, derivation_index from evm_checkouts
-      where state in ('pending', 'paid') and derivation_index > ? and created_at < now() - make_interval(secs => ?)
-      order by derivation_index limit ?`,
-    [afterIndex, graceSeconds, limit],
-  );
-}
+export const openEvmCheckouts = (em: EntityManager, afterIndex: number, limit: number, graceSeconds: number) =>
+  unsettledPage<OpenEvmCheckoutRow>(em, {
+    select: 'c.reference, c.derivation_index, c.created_at, o.expires_at',
+    from: 'evm_checkouts c left join orders o on o.id = c.reference',
+    unsettled: `c.state in ('pending', 'paid')`,
+    key: 'c.derivation_index',
+    changedAt: 'c.created_at',
+  }, afterIndex, limit, graceSeconds);
 
 export interface LedgerCheckRow {
   id: string;

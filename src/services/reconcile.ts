@@ -146,7 +146,10 @@ function lifecycles(deps: ReconcileDeps) {
       rows: (em, after, limit, grace) => (config.PAYMENT_PROVIDER === 'evm' ? openEvmCheckouts(em, after === null ? -1 : Number(after), limit, grace) : Promise.resolve([])),
       cursor: (r) => String(r.derivation_index),
       plan: (r) => {
-        const starter = evmCheckoutStarter(temporal, config, { orderId: r.reference, depositIndex: r.derivation_index });
+        // The watch's windows are the checkout's, counted from its order's deadline (from its own
+        // creation if the order never committed), not from now: it stops when the lost one would have.
+        const expiresAt = r.expires_at ? new Date(r.expires_at).getTime() : new Date(r.created_at).getTime() + config.PAYMENT_WINDOW_SECONDS * 1000;
+        const starter = evmCheckoutStarter(temporal, config, { orderId: r.reference, depositIndex: r.derivation_index, expiresAt });
         // Named like its watch, never by the checkout id (the secret half of its URL).
         return { kind: 'evm_checkout', subjectId: `${r.reference}:${r.derivation_index}`, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
       },

@@ -168,12 +168,14 @@ export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, 
 /**
  * `checkout-watch:<orderId>:<depositIndex>`, started with the checkout (PAYMENT_PROVIDER=evm). A watch that
  * completed closed its checkout and stays done; one that failed or was terminated may be started
- * again and takes up from Postgres.
+ * again and takes up from Postgres. A watch started again is given its checkout's `expiresAt`
+ * (ms since the epoch): its window, late watch and address watch are counted from it, not from
+ * the restart.
  */
-export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfig, checkout: { orderId: string; depositIndex: number }) {
+export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfig, checkout: { orderId: string; depositIndex: number; expiresAt?: number }) {
   return starter(temporal, 'evmCheckoutWorkflow', {
     workflowId: evmCheckoutWorkflowId(checkout.orderId, checkout.depositIndex),
-    args: [{ depositIndex: checkout.depositIndex, timing: evmCheckoutTiming(config) }],
+    args: [{ depositIndex: checkout.depositIndex, timing: evmCheckoutTiming(config), ...(checkout.expiresAt === undefined ? {} : { expiresAt: checkout.expiresAt }) }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
   });

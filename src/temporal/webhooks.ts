@@ -7,7 +7,11 @@ export const deliveryWorkflowId = (deliveryId: string) => `delivery:${deliveryId
 
 export interface DeliveryWorkflowInput {
   deliveryId: string;
-  /** Attempts per run (WEBHOOK_MAX_ATTEMPTS); a manual retry gives a fresh budget. */
+  /**
+   * The attempt budget (WEBHOOK_MAX_ATTEMPTS); a manual retry gives a fresh one. Postgres holds the
+   * delivery to it across runs (the attempt activity's claim), so a run started again spends only
+   * what an earlier run left.
+   */
   maxAttempts: number;
   retryBaseSeconds: number;
   retryCapSeconds: number;

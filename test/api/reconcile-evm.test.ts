@@ -1,9 +1,11 @@
+import { defaultPayloadConverter } from '@temporalio/common';
 import { evmCheckout } from '../../src/db/evm';
-import { evmCheckoutWorkflowId } from '../../src/temporal/evm-checkouts';
+import { evmCheckoutWorkflowId, type EvmCheckoutWorkflowInput } from '../../src/temporal/evm-checkouts';
 import { reconcileScheduleId } from '../../src/temporal/reconcile';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { evmEnv, units6 } from '../helpers/evm-checkout';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
+import { decodeHistory, rawHistory } from '../helpers/history';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { checkoutIdOf, waitForOrderStatus } from '../helpers/payments';
@@ -11,7 +13,7 @@ import { checkoutIdOf, waitForOrderStatus } from '../helpers/payments';
 // Issue 27 item 1, PAYMENT_PROVIDER=evm: an EVM checkout still open whose watch Temporal lost is
 // watched again. Without its watch nothing reads the chain for that address (the order's own
 // status sync reads what the watch recorded), so the payment delivers the order only because the
-// reconciler, on its schedule, started the watch again.
+// reconciler, on its schedule, started the watch again, with the checkout's own deadline.
 const PERIOD_S = 2;
 const GRACE_S = 1;
 let chain: DevChain;
@@ -32,7 +34,14 @@ afterAll(async () => {
   await chain?.stop();
 });
 
-test('a pending checkout whose watch was terminated: the watch is started again and the payment delivers the order, charged once', async () => {
+/** The input the current run of `workflowId` was started with, decoded as an operator sees it. */
+async function watchInput(workflowId: string): Promise<EvmCheckoutWorkflowInput> {
+  const history = await decodeHistory(await rawHistory(h.services.temporal.client, workflowId), h.config.TEMPORAL_PAYLOAD_KEYS);
+  const [input] = history.events![0].workflowExecutionStartedEventAttributes!.input!.payloads!;
+  return defaultPayloadConverter.fromPayload(input);
+}
+
+test('a pending checkout whose watch was terminated: the watch is started again, its window counted from the order expiresAt, and the payment delivers the order, charged once', async () => {
   const { api, accountId } = await reseller(h);
   const placed = await api.post('/orders', { externalOrderId: 'rec-evm', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' });
   expect(placed.body.status).toBe('pending');
@@ -52,6 +61,10 @@ test('a pending checkout whose watch was terminated: the watch is started again 
   expect(new Date(repair.created_at).getTime() - lostAt).toBeLessThan((GRACE_S + PERIOD_S) * 1000 + 6000);
   // The repair names the watch as the watch is named: never by the checkout id (half of its URL).
   expect(JSON.stringify(repair)).not.toContain(checkout.id);
+  // The new watch counts its window from the order's deadline, not from its own start: it stops
+  // when the lost one would have (its late and address watches follow from expiresAt).
+  const [order] = await h.services.orm.em.fork().execute<{ expires_at: Date }[]>('select expires_at from orders where id = ?', [orderId]);
+  expect((await watchInput(watchId)).expiresAt).toBe(new Date(order.expires_at).getTime());
 
   await chain.pay(checkout.address, 'USDT', units6(placed.body.amount));
   await chain.mine(2);

@@ -1,6 +1,6 @@
 import { defineFaultTests } from './faults';
 
-// Issue 15 item 3 and 4: the fault tests on the Temporal dev server, then on the production
+// The fault tests on the Temporal dev server, then on the production
 // Temporal server (SQL persistence on the topology's Postgres), one after the other in this file so
 // that the two topologies never share the machine's two cores. TOPOLOGY_TEMPORAL=dev|server runs one.
 const only = process.env.TOPOLOGY_TEMPORAL;

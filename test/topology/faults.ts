@@ -1,4 +1,4 @@
-// Fault tests on the topology harness (issue 15, item 3): 2 API processes and 2 worker processes
+// Fault tests on the topology harness: 2 API processes and 2 worker processes
 // (`npm run api`, `npm run worker`), their own Postgres and Temporal, under the mixed soak.
 // One topology serves the tests, in order (each with its own accounts); the destructive ones come
 // last. The same tests run on the Temporal dev server and on the production Temporal server with
@@ -155,11 +155,14 @@ export function defineFaultTests(mode: TemporalMode): void {
             const victim = t.workers[kills % t.workers.length];
             await Promise.all(t.workers.filter((w) => w !== victim).map((w) => t.waitReady(w)));
             if (trafficDone) break;
+            // The deadline invariant excuses the kill and its recovery (see soak-deadlines).
+            const recovered = soak.fault();
             await t.kill(victim, 'SIGKILL');
             kills++;
             faults.push(`SIGKILL ${victim.name} at ${new Date().toISOString()} (kill #${kills})`);
             await sleep(rnd.int(0, 1500));
             await t.startProc(victim, { waitReady: false });
+            recovered();
           }
           await traffic;
           await Promise.all(t.workers.map((w) => t.waitReady(w)));
@@ -168,6 +171,7 @@ export function defineFaultTests(mode: TemporalMode): void {
           // Every worker down: workflows wait in Temporal (timers come due, payments arrive as
           // signals) and all of it resumes when the workers are back. One placement is tried
           // meanwhile; what it answered is asserted by the next test.
+          const workersBack = soak.fault();
           await Promise.all(t.workers.map((w) => t.kill(w, 'SIGKILL')));
           faults.push(`SIGKILL all ${t.workers.length} workers for ${WORKERS_DOWN_S} s`);
           const downAt = Date.now();
@@ -180,6 +184,7 @@ export function defineFaultTests(mode: TemporalMode): void {
           await sleep(Math.max(0, WORKERS_DOWN_S * 1000 - (Date.now() - downAt)));
           workersBackAfterMs = Date.now() - downAt;
           await Promise.all(t.workers.map((w) => t.startProc(w)));
+          workersBack();
           await probe;
 
           const report = await expectInvariants(soak, `worker kills (seed ${SEED}, ${kills} kills)`);
@@ -223,6 +228,7 @@ export function defineFaultTests(mode: TemporalMode): void {
           // placement's local activity) when the server goes away in the middle of their workflow task.
           const burst = Promise.all(Array.from({ length: 12 }, (_, i) => soak.runOp(i % 3 === 0 ? 'intentOrder' : 'balanceOrder')));
           await sleep(400);
+          const temporalBack = soak.fault();
           await t.stopTemporal();
           const downAt = Date.now();
           let placement: HttpStat;
@@ -235,6 +241,7 @@ export function defineFaultTests(mode: TemporalMode): void {
             await sleep(Math.max(0, TEMPORAL_DOWN_S * 1000 - (Date.now() - downAt)));
           } finally {
             await t.startTemporal();
+            temporalBack();
           }
           faults.push(`Temporal was down ${Math.round((Date.now() - downAt) / 1000)} s; a placement meanwhile answered ${placement.status} in ${placement.ms} ms`);
           expect(placement.status).toBe(503);
@@ -267,6 +274,7 @@ export function defineFaultTests(mode: TemporalMode): void {
           const starts = t.all.map((p) => p.starts);
           const traffic = soak.run();
           await sleep(6_000);
+          const postgresBack = soak.fault();
           await t.stopPostgres();
           const down = { from: Date.now(), to: 0 };
           faults.push(`Postgres stopped (fast shutdown) for ${POSTGRES_DOWN_S} s`);
@@ -280,6 +288,7 @@ export function defineFaultTests(mode: TemporalMode): void {
           }
           down.to = Date.now();
           await t.startPostgres();
+          postgresBack();
           await traffic;
 
           expect(probes.length).toBeGreaterThan(6);

@@ -1,4 +1,4 @@
-// The topology harness (issue 15, item 1): one Postgres, one Temporal, N API processes and M
+// The topology harness: one Postgres, one Temporal, N API processes and M
 // worker processes, all real, on loopback, under one temp dir. Every piece can be killed with a
 // real signal and brought back: kill(proc, 'SIGKILL') / restart(proc), stopPostgres() /
 // startPostgres(), restartTemporal(). teardown() stops everything (call it in afterAll: it also
@@ -173,7 +173,7 @@ async function startTemporal(mode: TemporalMode, opts: { port: number; dir: stri
   if (mode === 'dev') {
     return startDevTemporal({ port: opts.port, uiPort: 0, namespace: 'default', dbFilename: join(opts.dir, 'temporal.sqlite') });
   }
-  // Item 4 of issue 15: the real Temporal server on Postgres.
+  // The real Temporal server on Postgres.
   return startTemporalServer({
     port: opts.port,
     namespace: 'default',

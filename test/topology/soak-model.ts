@@ -1,6 +1,8 @@
-// The soak's vocabulary (issue 15, item 2): the products and service settings it runs with, its
+// The soak's vocabulary: the products and service settings it runs with, its
 // plan and target, what it records per request, and its seeded PRNG. Shared by the traffic
-// (./soak), the invariant checker (./soak-invariants) and the report (./soak-report).
+// (./soak), the invariant checker (./soak-invariants, ./soak-deadlines) and the report (./soak-report).
+import { loadConfig, type Config } from '../../src/config';
+import type { DeadlineSettings } from './soak-deadlines';
 
 export const PRODUCTS = {
   /** Redemption code, on demand: balance and intent orders. */
@@ -61,6 +63,19 @@ export interface SoakTarget {
   paymentWindowSeconds: number;
   lateWatchSeconds: number;
   webhookMaxAttempts: number;
+  /** What the deadline invariant allows (./soak-deadlines). */
+  deadlines: DeadlineSettings;
+}
+
+/** The deadline invariant's settings, from the service's config. */
+export function deadlineSettingsOf(c: Pick<Config, 'RECONCILE_SECONDS' | 'RECONCILE_GRACE_SECONDS' | 'WEBHOOK_TIMEOUT_MS' | 'REDEMPTION_REFRESH_SECONDS' | 'PROCUREMENT_DEADLINE_SECONDS'>): DeadlineSettings {
+  return {
+    reconcileSeconds: c.RECONCILE_SECONDS,
+    reconcileGraceSeconds: c.RECONCILE_GRACE_SECONDS,
+    webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
+    redemptionRefreshSeconds: c.REDEMPTION_REFRESH_SECONDS,
+    procurementDeadlineSeconds: c.PROCUREMENT_DEADLINE_SECONDS,
+  };
 }
 
 /** The target of a topology started with SOAK_SERVICE_ENV (test/topology/harness.ts startTopology). */
@@ -73,6 +88,7 @@ export function soakTargetOf(t: { apis: { apiUrl: string }[]; databaseUrl: strin
     paymentWindowSeconds: Number(SOAK_SERVICE_ENV.PAYMENT_WINDOW_SECONDS),
     lateWatchSeconds: Number(SOAK_SERVICE_ENV.LATE_PAYMENT_WATCH_SECONDS),
     webhookMaxAttempts: Number(SOAK_SERVICE_ENV.WEBHOOK_MAX_ATTEMPTS),
+    deadlines: deadlineSettingsOf(loadConfig(SOAK_SERVICE_ENV)),
   };
 }
 

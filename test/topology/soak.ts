@@ -1,8 +1,9 @@
-// The mixed-traffic soak (issue 15, item 2). Used by bench/soak.ts and by the fault tests in this
+// The mixed-traffic soak. Used by bench/soak.ts and by the fault tests in this
 // directory. It talks to the service only the way clients do (HTTP to any of the API processes, the
 // hosted checkout's Pay button, webhook receivers), creates its accounts through the operators'
 // services (as `npx wholesale accounts create` / `balance adjust` do), and checks at the end from
-// Postgres, from the API and from Temporal's visibility (./soak-invariants, ./soak-report).
+// Postgres, from the API and from Temporal's visibility (./soak-invariants, ./soak-report), and
+// while it runs, every row's deadline (./soak-deadlines).
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient } from 'pg';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
@@ -15,6 +16,7 @@ import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { orderWorkflowId } from '../../src/temporal/orders';
 import { topupWorkflowId } from '../../src/temporal/topups';
 import { HookReceivers } from './hook-receivers';
+import { DeadlineWatch } from './soak-deadlines';
 import { checkApiReadback, checkStoredState, checkWorkflows, readSnapshot, type Findings, type ListedWorkflow, type Snapshot } from './soak-invariants';
 import { PRODUCTS, prng, type Account, type Ack, type HttpStat, type Op, type Report, type SoakPlan, type SoakTarget } from './soak-model';
 import { soakReport } from './soak-report';
@@ -41,10 +43,21 @@ export class Soak {
   private startedAt = new Date();
   private temporal?: { client: TemporalClient; connection: Connection };
   private readonly runId = randomBytes(3).toString('hex');
+  private readonly deadlines: DeadlineWatch;
   stopRequested = false;
 
   constructor(readonly target: SoakTarget, readonly plan: SoakPlan) {
     this.rnd = prng(plan.seed);
+    this.deadlines = new DeadlineWatch(target.deadlines, () => this.accounts.map((a) => a.accountId), (fn) => this.pg(fn));
+  }
+
+  /**
+   * A fault the driver injects (a worker killed, every worker down, Temporal or Postgres stopped)
+   * begins now; call the returned function when it is over. The deadline invariant excuses its
+   * time and its recovery.
+   */
+  fault(): () => void {
+    return this.deadlines.fault();
   }
 
   private log(line: string) {
@@ -286,6 +299,7 @@ export class Soak {
 
   /** The traffic: `concurrency` clients issuing operations until the duration or count is reached. */
   async run(): Promise<void> {
+    this.deadlines.start();
     const until = Date.now() + this.plan.durationMs;
     let issued = 0;
     const started = Date.now();
@@ -384,7 +398,10 @@ export class Soak {
     }
   }
 
-  /** Every invariant, from Postgres, the API and Temporal. `strict`: every workflow must be closed. */
+  /**
+   * Every invariant, from Postgres, the API and Temporal, and the deadlines sampled while it ran.
+   * `strict`: every workflow must be closed.
+   */
   async check(opts: { strict?: boolean; faults?: string[] } = {}): Promise<Report> {
     const findings: Findings = { violations: [...this.violations], counts: { ...this.counts } };
     const db = await this.pg((c) => readSnapshot(c, this.accounts.map((a) => a.accountId)));
@@ -397,6 +414,8 @@ export class Soak {
       strict: !!opts.strict,
     };
     checkStoredState(db, record, findings);
+    await this.deadlines.stop();
+    await this.deadlines.check(findings);
     await checkApiReadback(db, record, (account, path) => this.request(account, 'GET', path, undefined, { retries: 10 }), findings);
     const client = await this.temporalClient();
     const workflows = await checkWorkflows(db, await this.workflows(), async (w) => {
@@ -434,6 +453,7 @@ export class Soak {
 
   async close(): Promise<void> {
     this.stopRequested = true;
+    await this.deadlines.stop();
     await this.receivers.close().catch(() => undefined);
     await this.temporal?.connection.close().catch(() => undefined);
   }

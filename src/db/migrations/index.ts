@@ -14,6 +14,7 @@ import { Migration20261205000000Reconciler } from './Migration20261205000000Reco
 import { Migration20261205010000DeliveryAttemptClaim } from './Migration20261205010000DeliveryAttemptClaim';
 import { Migration20261206000000OperatorQueue } from './Migration20261206000000OperatorQueue';
 import { Migration20261207000000SupplierCatalog } from './Migration20261207000000SupplierCatalog';
+import { Migration20261208010000DeliveryAttemptBudget } from './Migration20261208010000DeliveryAttemptBudget';
 import { Migration20261209000000StaffConsole } from './Migration20261209000000StaffConsole';
 
 export const migrationsList: MigrationObject[] = [
@@ -32,5 +33,6 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261205010000DeliveryAttemptClaim', class: Migration20261205010000DeliveryAttemptClaim },
   { name: 'Migration20261206000000OperatorQueue', class: Migration20261206000000OperatorQueue },
   { name: 'Migration20261207000000SupplierCatalog', class: Migration20261207000000SupplierCatalog },
+  { name: 'Migration20261208010000DeliveryAttemptBudget', class: Migration20261208010000DeliveryAttemptBudget },
   { name: 'Migration20261209000000StaffConsole', class: Migration20261209000000StaffConsole },
 ];
