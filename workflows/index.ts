@@ -1,8 +1,8 @@
 // Every workflow the worker runs; the bundler starts here.
-export { orderWorkflow } from './order';
-export { topupWorkflow } from './topup';
-export { webhookDeliveryWorkflow } from './webhook-delivery';
-export { redemptionWorkflow } from './redemption';
-export { procurementWorkflow } from './procurement';
-export { evmCheckoutWorkflow } from './evm-checkout';
-export { reconcileWorkflow } from './reconcile';
+export { orderWorkflow } from './order-workflow';
+export { topupWorkflow } from './topup-workflow';
+export { webhookDeliveryWorkflow } from './webhook-delivery-workflow';
+export { redemptionWorkflow } from './redemption-workflow';
+export { procurementWorkflow } from './procurement-workflow';
+export { evmCheckoutWorkflow } from './evm-checkout-workflow';
+export { reconcileWorkflow } from './reconcile-workflow';

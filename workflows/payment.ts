@@ -1,5 +1,5 @@
 import { condition, isCancellation, log, proxyActivities } from '@temporalio/workflow';
-import type { PaymentActivities } from '../activities/payments';
+import type { PaymentActivities } from '../activities/payments-activities';
 import type { PaymentNotice, PaymentTiming, PaymentWorkflowState } from '../src/temporal/payments';
 
 // The provider's status endpoint: a few tries per sync tick (a failed sync is caught and the next

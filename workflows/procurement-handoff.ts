@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, startChild, upsertSearchAttributes } from '@temporalio/workflow';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey } from '../src/temporal/search-attributes';
 import { procurementWorkflowId } from '../src/temporal/procurement';
-import { procurementWorkflow } from './procurement';
+import { procurementWorkflow } from './procurement-workflow';
 
 /**
  * Hands a paid direct-code order to its procurement workflow, `procure:<orderId>`, and leaves it

@@ -3,7 +3,7 @@
 // a TOTP app; the command itself never sees either.
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
-import { STAFF_ROLES, type StaffRole } from '../db/staff';
+import { STAFF_ROLES, type StaffRole } from '../db/staff-store';
 import { ApiError } from '../domain/errors';
 import { actorLabel, audited, type Actor } from '../services/audit';
 import { inviteStaff, setupUrl } from '../services/staff';

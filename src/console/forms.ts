@@ -1,4 +1,4 @@
-import { STAFF_ROLES } from '../db/staff';
+import { STAFF_ROLES } from '../db/staff-store';
 import { FreeText, IdString } from '../http/hygiene';
 import { z } from '../http/openapi';
 

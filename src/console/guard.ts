@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { StaffRole, StaffRow } from '../db/staff';
+import type { StaffRole, StaffRow } from '../db/staff-store';
 import type { AppContext } from '../http/context';
 import { audited, type Actor, type AuditContext, type AuditEntry } from '../services/audit';
 import { allows, type Viewer } from './layout';

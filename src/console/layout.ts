@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import type { StaffRole } from '../db/staff';
+import type { StaffRole } from '../db/staff-store';
 import type { ApiError } from '../domain/errors';
 import { html, page, SafeHtml, sendPage } from '../pages/layout';
 import { plainMessage as accountMessage, when } from '../pages/account/layout';

@@ -1,6 +1,6 @@
 import type { Request, Response, Router } from 'express';
 import { OrderSchema, type Order } from '../db/entities';
-import { supportActionsOf } from '../db/support';
+import { supportActionsOf } from '../db/support-store';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/area';
 import { actorLabel, listAudit, type AuditView } from '../services/audit';

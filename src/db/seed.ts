@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { insertPriceIfNew, insertProductIfNew } from './catalog';
+import { insertPriceIfNew, insertProductIfNew } from './catalog-store';
 import type { Product, RedeemField } from './entities';
 import { TEST_PRODUCT_ID } from '../services/catalog';
 

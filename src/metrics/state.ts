@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { evmCheckoutCounts } from '../db/evm';
-import { stateGaugeRow } from '../db/metrics';
-import { openLedgerAlerts } from '../db/reconcile';
+import { evmCheckoutCounts } from '../db/evm-store';
+import { stateGaugeRow } from '../db/metrics-store';
+import { openLedgerAlerts } from '../db/reconcile-store';
 import {
   accountsNearTopupLimit,
   evmCheckouts,

@@ -1,6 +1,6 @@
 import type { Orm } from '../db/orm';
-import { decisionOf, enqueueAttempt } from '../db/operator-queue';
-import { attemptRow } from '../db/redemption-attempts';
+import { decisionOf, enqueueAttempt } from '../db/operator-queue-store';
+import { attemptRow } from '../db/redemption-attempts-store';
 import type { RedemptionUpstream, UpstreamFailureCode, UpstreamStatus, UpstreamSubmission } from './redemption-upstream';
 
 // REDEMPTION_UPSTREAM=operators: the upstream is people working a durable queue in Postgres

@@ -3,7 +3,7 @@ import express, { Router } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
-import { insertSandboxCheckout, markSandboxCheckoutAbandoned, markSandboxCheckoutPaid, sandboxCheckout, type SandboxCheckoutRow } from '../db/sandbox';
+import { insertSandboxCheckout, markSandboxCheckoutAbandoned, markSandboxCheckoutPaid, sandboxCheckout, type SandboxCheckoutRow } from '../db/sandbox-store';
 import type { CheckoutRequest } from './payments';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 

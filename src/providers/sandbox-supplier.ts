@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import type { Orm } from '../db/orm';
-import { insertSupplierPurchase, supplierPurchase } from '../db/sandbox';
+import { insertSupplierPurchase, supplierPurchase } from '../db/sandbox-store';
 import { CODE_ALPHABET } from '../domain/codes';
 import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from './supplier';
 

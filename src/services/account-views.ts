@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { accountSummaryRow } from '../db/accounts';
-import { deliveryRow } from '../db/webhooks';
+import { accountSummaryRow } from '../db/accounts-store';
+import { deliveryRow } from '../db/webhooks-store';
 import { ApiError } from '../domain/errors';
 import { LEVELS } from '../domain/levels';
 import { fromDb, toDecimal, type Cents } from '../domain/money';

@@ -11,7 +11,7 @@ import {
   usableKeyByHash,
   usableKeyRows,
   type KeyRow,
-} from '../db/accounts';
+} from '../db/accounts-store';
 import { AccountSchema, ApiKeySchema, type Account } from '../db/entities';
 import { ApiError } from '../domain/errors';
 

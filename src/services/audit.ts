@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ZodError } from 'zod';
-import { accountOfOrder, auditPage, insertAuditOutcome, insertAuditRow, type AuditFilter, type AuditRow } from '../db/audit';
-import type { StaffRole } from '../db/staff';
+import { accountOfOrder, auditPage, insertAuditOutcome, insertAuditRow, type AuditFilter, type AuditRow } from '../db/audit-store';
+import type { StaffRole } from '../db/staff-store';
 import { ApiError } from '../domain/errors';
 
 // Who did what, for every console and admin-API action: one append-only row, written before the

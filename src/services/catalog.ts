@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { pendingOrderUnits, unsoldStockCounts } from '../db/catalog';
+import { pendingOrderUnits, unsoldStockCounts } from '../db/catalog-store';
 import { ProductPriceSchema, ProductSchema, type Product } from '../db/entities';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';

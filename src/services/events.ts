@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { insertEvent } from '../db/events';
+import { insertEvent } from '../db/events-store';
 import { newId } from '../domain/codes';
 
 export type EventType =

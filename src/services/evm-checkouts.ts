@@ -12,7 +12,7 @@ import {
   setEvmTransferState,
   type EvmCheckoutRow,
   type EvmTransferRow,
-} from '../db/evm';
+} from '../db/evm-store';
 import { OrderSchema, type Order } from '../db/entities';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } from '../domain/token-amounts';

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel } from '../db/ledger';
+import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel } from '../db/ledger-store';
 import { ApiError } from '../domain/errors';
 import { raisedLevel, type Level } from '../domain/levels';
 import { fromDb, toDecimal, toSignedDecimal, type Cents } from '../domain/money';

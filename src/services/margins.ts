@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { marginCosts, marginRevenue, type MarginCostRow } from '../db/margins';
-import { productCostRows } from '../db/supplier-catalog';
+import { marginCosts, marginRevenue, type MarginCostRow } from '../db/margins-store';
+import { productCostRows } from '../db/supplier-catalog-store';
 import { ApiError } from '../domain/errors';
 import { fromMicros, toMicros } from '../domain/micros';
 import { comparableCurrency, type CostAtPar } from './supplier-costs';

@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProductSchema } from '../db/entities';
-import { currentRow, decide, releaseHeld, takeClaim, waitingRows, type QueueRow } from '../db/operator-queue';
-import { attemptRow, setUpstreamDeliverable } from '../db/redemption-attempts';
-import { insertSupportAction } from '../db/support';
+import { currentRow, decide, releaseHeld, takeClaim, waitingRows, type QueueRow } from '../db/operator-queue-store';
+import { attemptRow, setUpstreamDeliverable } from '../db/redemption-attempts-store';
+import { insertSupportAction } from '../db/support-store';
 import { ApiError } from '../domain/errors';
 import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamFailureCode } from '../providers/redemption-upstream';

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
-import { evmCheckoutReceipts } from '../db/evm';
-import { ledgerPage } from '../db/ledger';
+import { evmCheckoutReceipts } from '../db/evm-store';
+import { ledgerPage } from '../db/ledger-store';
 import { scaledToCents, toScaled } from '../domain/token-amounts';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, toSignedDecimal } from '../domain/money';

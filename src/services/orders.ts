@@ -1,14 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../db/catalog';
+import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../db/catalog-store';
 import { IssuedCodeSchema, OrderSchema, ProductSchema, type Order, type Product } from '../db/entities';
-import { insertPlatformCodes, purchaseWithCodes } from '../db/orders';
+import { insertPlatformCodes, purchaseWithCodes } from '../db/orders-store';
 import { generateCode, newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
 import { findActiveProduct, listingBlock, priceAt, priceTable, sellableUnits, TEST_PRODUCT_ID } from './catalog';
 import { recordEvent } from './events';
 import { lockAccount, type LockedAccount } from './ledger';
-import { currentBalanceAndLevel, readPlacement, writeBalanceOrder } from '../db/placement';
+import { currentBalanceAndLevel, readPlacement, writeBalanceOrder } from '../db/placement-store';
 import { raisedLevel, type Level } from '../domain/levels';
 
 export type PaymentMode = 'balance' | 'intent';
@@ -342,7 +342,7 @@ class CodeCollision extends Error {}
  * A balance order (spec 4.3) in two statements: everything the checks need read at once with no
  * row locked, then one write that debits the account only if its balance covers the amount and its
  * level (the price's) is unchanged, and in the same statement inserts the order, the ledger row,
- * the codes and `order.delivered` (src/db/placement.ts). For an on-demand product that statement is
+ * the codes and `order.delivered` (src/db/placement-store.ts). For an on-demand product that statement is
  * the whole transaction, so the account row is locked only while Postgres runs it. A stock-bounded
  * product is locked by `reserveStock` first, in a transaction around the checks and the write. A
  * level raised in between (a concurrent top-up) or a colliding new code reads and writes again.

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { unsoldStockCount } from '../db/catalog';
+import { unsoldStockCount } from '../db/catalog-store';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
-import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } from '../db/orders';
+import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } from '../db/orders-store';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { recordEvent } from './events';
 import { addSpending, applyBalanceChange, lockAccount } from './ledger';

@@ -1,9 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
-import { ledgerAmountOf } from '../db/ledger';
-import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders';
-import { openPurchaseKey, recordSupplierPurchase, supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases';
-import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support';
+import { ledgerAmountOf } from '../db/ledger-store';
+import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders-store';
+import { openPurchaseKey, recordSupplierPurchase, supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases-store';
+import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support-store';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';

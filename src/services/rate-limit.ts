@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { countHit, pruneRateLimits } from '../db/rate-limits';
+import { countHit, pruneRateLimits } from '../db/rate-limits-store';
 
 export interface RateLimitResult {
   allowed: boolean;

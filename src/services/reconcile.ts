@@ -15,7 +15,7 @@ import {
   resolveLedgerAlerts,
   unfinishedProcurements,
   type RepairRecord,
-} from '../db/reconcile';
+} from '../db/reconcile-store';
 import { fromDb } from '../domain/money';
 import { reconcilerRepairs } from '../metrics/registry';
 import type { TemporalHandle } from '../temporal/client';

@@ -15,7 +15,7 @@ import {
   secretsRow,
   setUpstreamDeliverable,
   setUpstreamRef,
-} from '../db/redemption-attempts';
+} from '../db/redemption-attempts-store';
 import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamStatus } from '../providers/redemption-upstream';
 import { seal, unseal, type KeyRing } from '../temporal/codec';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ProductSchema, type Product } from '../db/entities';
-import { insertAttempt } from '../db/redemption-attempts';
+import { insertAttempt } from '../db/redemption-attempts-store';
 import {
   codeRow,
   insertRedemption,
@@ -12,8 +12,8 @@ import {
   type CodeRow,
   type RedemptionRow,
   type ViewRow,
-} from '../db/redemptions';
-import { insertSupportAction } from '../db/support';
+} from '../db/redemptions-store';
+import { insertSupportAction } from '../db/support-store';
 import { CODE_RE, newId, normalizeCode } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { displayFields, validateRedeemInfo, type RedeemFieldDef, type ValidatedRedeemInfo } from '../domain/redeem-info';

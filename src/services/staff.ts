@@ -23,7 +23,7 @@ import {
   unusedRecoveryCodes,
   type StaffRole,
   type StaffRow,
-} from '../db/staff';
+} from '../db/staff-store';
 import { ApiError } from '../domain/errors';
 import { isUuid } from '../domain/redeem-info';
 import { seal, unseal, type KeyRing } from '../temporal/codec';
@@ -37,7 +37,7 @@ import { normalizeEmail } from './users';
 // recovery codes once. Signing in takes email, password and a TOTP code (or a recovery code);
 // each TOTP time step is accepted once, so a code seen over someone's shoulder cannot be replayed.
 
-export { STAFF_ROLES, type StaffRole } from '../db/staff';
+export { STAFF_ROLES, type StaffRole } from '../db/staff-store';
 
 const totpCrypto = new NodeCryptoPlugin();
 /** Codes of the neighbouring 30-second steps are accepted too: phone clocks drift. */

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
-import { directCodeProductIds, productCostRows, writeSupplierMappings, type SupplierMapping } from '../db/supplier-catalog';
+import { directCodeProductIds, productCostRows, writeSupplierMappings, type SupplierMapping } from '../db/supplier-catalog-store';
 import { toMicros } from '../domain/micros';
 import { supplierPriceAboveLv1 } from '../metrics/registry';
 import type { SupplierPurchase } from '../providers/supplier';

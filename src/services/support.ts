@@ -1,9 +1,9 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
-import { ledgerAmountOf } from '../db/ledger';
-import { supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases';
-import { supportActionsOf } from '../db/support';
+import { ledgerAmountOf } from '../db/ledger-store';
+import { supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases-store';
+import { supportActionsOf } from '../db/support-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';
 import type { TemporalHandle } from '../temporal/client';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
-import { countPendingTopups } from '../db/orders';
+import { countPendingTopups } from '../db/orders-store';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal } from '../domain/money';

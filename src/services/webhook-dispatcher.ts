@@ -1,7 +1,7 @@
 import { Client as PgClient } from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config';
-import { claimUndispatchedEvents, listenForEvents, markEventsDispatched } from '../db/events';
+import { claimUndispatchedEvents, listenForEvents, markEventsDispatched } from '../db/events-store';
 import type { Orm } from '../db/orm';
 import type { TemporalHandle } from '../temporal/client';
 import { insertDelivery, startDeliveryWorkflow } from './webhooks';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
-import { markEventDispatched } from '../db/events';
+import { markEventDispatched } from '../db/events-store';
 import {
   deleteEndpoint,
   deliveryPage,
@@ -12,7 +12,7 @@ import {
   resetDelivery,
   upsertEndpoint,
   type DeliveryRow,
-} from '../db/webhooks';
+} from '../db/webhooks-store';
 import { newId } from '../domain/codes';
 import { ApiError } from '../domain/errors';
 import { isCleanId } from '../domain/text';

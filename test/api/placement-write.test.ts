@@ -1,10 +1,10 @@
-import { currentBalanceAndLevel, readPlacement, writeBalanceOrder, type BalanceOrderWrite } from '../../src/db/placement';
+import { currentBalanceAndLevel, readPlacement, writeBalanceOrder, type BalanceOrderWrite } from '../../src/db/placement-store';
 import { newId } from '../../src/domain/codes';
 import { placeOrder } from '../../src/services/orders';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 
-// The balance placement's write (src/db/placement.ts) against real Postgres: it debits only if the
+// The balance placement's write (src/db/placement-store.ts) against real Postgres: it debits only if the
 // balance and the level read still hold, and otherwise writes nothing at all; a collision of a new
 // code or a second placement of one externalOrderId also leaves nothing behind. The HTTP order
 // tests cover the paths a request takes; these pin the branches a race takes.

@@ -1,5 +1,5 @@
 import { defaultPayloadConverter } from '@temporalio/common';
-import { evmCheckout } from '../../src/db/evm';
+import { evmCheckout } from '../../src/db/evm-store';
 import { evmCheckoutWorkflowId, type EvmCheckoutWorkflowInput } from '../../src/temporal/evm-checkouts';
 import { reconcileScheduleId } from '../../src/temporal/reconcile';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';

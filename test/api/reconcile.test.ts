@@ -9,7 +9,7 @@ import { reconcileScheduleId, reconcileWorkflowId, type ReconcileTotals } from '
 import { ensureReconcileSchedule } from '../../src/temporal/reconcile-schedule';
 import { redemptionWorkflowId } from '../../src/temporal/redemptions';
 import { topupWorkflowId } from '../../src/temporal/topups';
-import type { reconcileWorkflow } from '../../workflows/reconcile';
+import type { reconcileWorkflow } from '../../workflows/reconcile-workflow';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

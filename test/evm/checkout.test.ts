@@ -1,6 +1,6 @@
 import { createWalletClient, defineChain, erc20Abi, http, encodeFunctionData } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { evmCheckout } from '../../src/db/evm';
+import { evmCheckout } from '../../src/db/evm-store';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';
 import { reseller, startHarness, type Harness } from '../helpers/harness';

@@ -1,4 +1,4 @@
-import { evmCheckout } from '../../src/db/evm';
+import { evmCheckout } from '../../src/db/evm-store';
 import { evmCheckoutWorkflowId } from '../../src/temporal/evm-checkouts';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { StaffRole } from '../../src/db/staff';
+import type { StaffRole } from '../../src/db/staff-store';
 import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
 import { completeSetup, inviteStaff, setupDetails } from '../../src/services/staff';
 import { parseKeyRing } from '../../src/temporal/codec';

@@ -1,4 +1,4 @@
-import { evmCheckout, evmTransfers } from '../../src/db/evm';
+import { evmCheckout, evmTransfers } from '../../src/db/evm-store';
 import type { DevChain } from './evm-chain';
 import { evmChainsEnv } from './evm-chain';
 import type { Harness } from './harness';

@@ -12,7 +12,7 @@ import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { startDevTemporal } from '../../src/dev/temporal';
 import { reconcileWorkflowId } from '../../src/temporal/reconcile';
-import type { reconcileWorkflow } from '../../workflows/reconcile';
+import type { reconcileWorkflow } from '../../workflows/reconcile-workflow';
 import { freePort } from '../helpers/ports';
 import { startHarness } from '../helpers/harness';
 import { writeFixtures } from './capture';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-// The ledger has one writer: src/db/ledger.ts. Every statement that adds, changes or removes a
+// The ledger has one writer: src/db/ledger-store.ts. Every statement that adds, changes or removes a
 // ledger row is written there (the placement statement takes its ledger insert from it), so the
 // rules of a ledger row (balanceAfter, its idempotency key) live in one place. (The benches seed
 // ledgers in bulk for their own databases; they are not the service.)
@@ -17,7 +17,7 @@ function sources(dir: string): string[] {
   });
 }
 
-test('only src/db/ledger.ts writes ledger_transactions', () => {
+test('only src/db/ledger-store.ts writes ledger_transactions', () => {
   const writers = ['src', 'activities', 'workflows']
     .flatMap((dir) => sources(join(root, dir)))
     .filter((file) => {
@@ -25,7 +25,7 @@ test('only src/db/ledger.ts writes ledger_transactions', () => {
       return WRITES.test(text) || ORM_WRITES.test(text);
     })
     .map((file) => relative(root, file));
-  expect(writers).toEqual(['src/db/ledger.ts']);
+  expect(writers).toEqual(['src/db/ledger-store.ts']);
 });
 
 test('the check sees a write when there is one', () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { HDKey } from '@scure/bip32';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
-import { evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex } from '../../db/evm';
+import { evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex } from '../../db/evm-store';
 import type { Orm } from '../../db/orm';
 import { OrderSchema } from '../../db/entities';
 import { paymentProviderErrors } from '../../metrics/registry';

@@ -12,7 +12,7 @@ import {
 } from '../src/services/procurement';
 import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/temporal/procurement';
 import { procurementTiming } from '../src/temporal/timing';
-import { businessErrors } from './errors';
+import { businessErrors } from './activity-errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';
 import { checkSupplierPrice } from '../src/services/supplier-costs';
 

@@ -8,7 +8,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
-import type { OrderActivities } from '../activities/orders';
+import type { OrderActivities } from '../activities/orders-activities';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { placementOptions, postgresReadOptions } from './activity-options';
 import { awaitPayment, queueNotice, type Notices } from './payment';

@@ -1,5 +1,5 @@
 import { condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import type { RedemptionActivities } from '../activities/redemptions';
+import type { RedemptionActivities } from '../activities/redemptions-activities';
 import {
   operatorDecisionSignal,
   redemptionStateQuery,

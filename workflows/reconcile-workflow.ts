@@ -1,5 +1,5 @@
 import { continueAsNew, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { ReconcileActivities } from '../activities/reconcile';
+import type { ReconcileActivities } from '../activities/reconcile-activities';
 import {
   DEFAULT_STEPS_PER_RUN,
   RECONCILE_CHECKS,

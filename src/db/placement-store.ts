@@ -1,8 +1,8 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isDatabaseUnavailable } from './errors';
-import { EVENTS_CHANNEL } from './events';
-import { purchaseLedgerInsert } from './ledger';
+import { EVENTS_CHANNEL } from './events-store';
+import { purchaseLedgerInsert } from './ledger-store';
 import { ProductSchema, type Order, type Product } from './entities';
 
 // A balance order's placement in two statements: one read of everything its checks need, with no

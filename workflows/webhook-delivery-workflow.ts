@@ -1,5 +1,5 @@
 import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { WebhookActivities } from '../activities/webhooks';
+import type { WebhookActivities } from '../activities/webhooks-activities';
 import {
   backoffSeconds,
   retryNowSignal,

@@ -8,7 +8,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
-import type { PaymentActivities } from '../activities/payments';
+import type { PaymentActivities } from '../activities/payments-activities';
 import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
 import { OrderStatusKey } from '../src/temporal/search-attributes';
 import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/temporal/topups';

@@ -4,7 +4,7 @@ import type { PaymentProvider, PaymentStatus } from '../src/providers/payments';
 import { expirePayment, paymentState, settlePayment, type SettleOutcome } from '../src/services/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/topups';
 import type { OpenTopupRequest, TopupOpening } from '../src/temporal/topups';
-import { asRejection } from './errors';
+import { asRejection } from './activity-errors';
 import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
 
 /** What confirmed a payment: the provider's callback, our status sync, or either after expiry. */

@@ -2,7 +2,7 @@ import { log } from '@temporalio/activity';
 import { webhookAttempts } from '../src/metrics/registry';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, failSpentDelivery, recordDeliveryAttempt } from '../src/db/webhooks';
+import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, failSpentDelivery, recordDeliveryAttempt } from '../src/db/webhooks-store';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhooks';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/temporal/webhooks';

@@ -1,5 +1,5 @@
 import { continueAsNew, isCancellation, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import type { EvmCheckoutActivities } from '../activities/evm-checkouts';
+import type { EvmCheckoutActivities } from '../activities/evm-checkouts-activities';
 import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/temporal/evm-checkouts';
 
 // A scan asks every chain's nodes (each with its own timeout and failover): a failed scan is not

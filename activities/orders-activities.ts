@@ -6,8 +6,8 @@ import type { PaymentProvider } from '../src/providers/payments';
 import { findByExternalId, placeOrder, type OpenCheckout } from '../src/services/orders';
 import { attachCheckout } from '../src/services/payments';
 import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/temporal/orders';
-import { asRejection } from './errors';
-import { paymentCallbackUrl } from './payments';
+import { asRejection } from './activity-errors';
+import { paymentCallbackUrl } from './payments-activities';
 
 export function createOrderActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
   const { orm, config, payments } = deps;

@@ -11,7 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
-import type { ProcurementActivities } from '../activities/procurement';
+import type { ProcurementActivities } from '../activities/procurement-activities';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
 import {
   deliverManuallyUpdate,
