@@ -11,6 +11,7 @@ import { html, plainMessage, publicConsolePage, send } from './layout';
 import { orderRoutes } from './orders';
 import { redemptionRoutes } from './redemptions';
 import { resellerRoutes } from './resellers';
+import { productRoutes } from './products';
 import { searchRoutes } from './search';
 import { consoleSessions, endStaffSession, sessionTooOld } from './session';
 import { staffRoutes } from './staff';
@@ -55,6 +56,7 @@ export function staffConsole(ctx: AppContext): Router {
   redemptionRoutes(router, ctx, keys);
   resellerRoutes(router, ctx);
   searchRoutes(router, ctx);
+  productRoutes(router, ctx);
   staffRoutes(router, ctx, keys);
 
   const back = html`<p><a href="/console">Back to the console</a></p>`;

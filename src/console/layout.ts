@@ -40,12 +40,13 @@ export interface Viewer {
   csrf: string;
 }
 
-type Section = 'queue' | 'redemptions' | 'search' | 'audit' | 'staff';
+type Section = 'queue' | 'redemptions' | 'search' | 'prices' | 'audit' | 'staff';
 
 const SECTIONS: [Section, string, string, StaffRole][] = [
   ['queue', 'Needs attention', '/console', 'viewer'],
   ['redemptions', 'Redemption queue', '/console/redemptions', 'viewer'],
   ['search', 'Search', '/console/search', 'viewer'],
+  ['prices', 'Prices', '/console/prices', 'viewer'],
   ['audit', 'Audit log', '/console/audit', 'admin'],
   ['staff', 'Staff', '/console/staff', 'admin'],
 ];
