@@ -389,6 +389,9 @@ test.concurrent('a second hand-off finds the procurement running and starts noth
     expect(await result(id)).toMatchObject({ orderId, status: 'paid' });
     const latest = await env.client.workflow.getHandle(procurementWorkflowId(orderId)).describe();
     expect({ runId: latest.runId, status: latest.status.name }).toEqual({ runId: running.firstExecutionRunId, status: 'RUNNING' });
+    // The running procurement's own first activity, before it is ended (on a loaded machine the
+    // order can be placed and handed off before that run's first task has run).
+    await until(() => procurement.beginProcurement.mock.calls.length > 0, 'the running procurement begins');
     await running.terminate('test done');
   });
   expect(procurement.beginProcurement).toHaveBeenCalledTimes(1);
