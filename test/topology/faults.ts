@@ -10,8 +10,8 @@
 //   WORKERS_DOWN_SECONDS    all workers down this long (default 20, as the fault plan says)
 //   POSTGRES_DOWN_SECONDS   Postgres stopped this long (default 15)
 //   TEMPORAL_DOWN_SECONDS   Temporal stopped this long (default 8)
-import { Client as PgClient } from 'pg';
 import { prng, Soak, SOAK_SERVICE_ENV, PRODUCTS, soakTargetOf, type Account, type HttpStat } from './soak';
+import { withPg } from './pg-once';
 import { startTopology, type TemporalMode, type Topology } from './harness';
 
 const SCALE = Math.max(1, Number(process.env.SOAK_SCALE ?? 1));
@@ -348,13 +348,7 @@ export function defineFaultTests(mode: TemporalMode): void {
     }
 
     async function pgQuery(sql: string, params: unknown[]): Promise<any[]> {
-      const c = new PgClient({ connectionString: t.databaseUrl });
-      await c.connect();
-      try {
-        return (await c.query(sql, params)).rows;
-      } finally {
-        await c.end();
-      }
+      return withPg(t.databaseUrl, async (c) => (await c.query(sql, params)).rows);
     }
   });
 }

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client as PgClient } from 'pg';
+import { withPg } from './pg-once';
 import { initOrm } from '../../src/db/orm';
 import { seedCatalog } from '../../src/db/seed';
 import { startDevTemporal } from '../../src/dev/temporal';
@@ -143,10 +143,7 @@ export class StoppablePostgres {
     const opts = `-c listen_addresses=127.0.0.1 -c port=${this.port} -c unix_socket_directories='' -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
     this.run('pg_ctl', ['-D', this.dataDir, '-l', this.logFile, '-o', opts, '-w', '-t', '60', 'start']);
     await eventually(async () => {
-      const c = new PgClient({ connectionString: this.adminUrl });
-      await c.connect();
-      await c.end();
-      return true;
+      return withPg(this.adminUrl, async () => true);
     }, 30_000, 200, 'postgres accepting connections');
   }
 
@@ -157,13 +154,7 @@ export class StoppablePostgres {
   }
 
   async createDatabase(name: string): Promise<string> {
-    const c = new PgClient({ connectionString: this.adminUrl });
-    await c.connect();
-    try {
-      await c.query(`create database "${name}"`);
-    } finally {
-      await c.end();
-    }
+    await withPg(this.adminUrl, (c) => c.query(`create database "${name}"`));
     return this.urlFor(name);
   }
 }

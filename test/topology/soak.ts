@@ -5,7 +5,7 @@
 // Postgres, from the API and from Temporal's visibility (./soak-invariants, ./soak-report), and
 // while it runs, every row's deadline (./soak-deadlines).
 import { randomBytes } from 'node:crypto';
-import { Client as PgClient } from 'pg';
+import type { Client as PgClient } from 'pg';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { loadConfig } from '../../src/config';
@@ -16,6 +16,7 @@ import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { orderWorkflowId } from '../../src/temporal/orders';
 import { topupWorkflowId } from '../../src/temporal/topups';
 import { HookReceivers } from './hook-receivers';
+import { withPg } from './pg-once';
 import { DeadlineWatch } from './soak-deadlines';
 import { checkApiReadback, checkStoredState, checkWorkflows, readSnapshot, type Findings, type ListedWorkflow, type Snapshot } from './soak-invariants';
 import { PRODUCTS, prng, type Account, type Ack, type HttpStat, type Op, type Report, type SoakPlan, type SoakTarget } from './soak-model';
@@ -338,14 +339,8 @@ export class Soak {
     return this.temporal.client;
   }
 
-  private async pg<T>(fn: (c: PgClient) => Promise<T>): Promise<T> {
-    const c = new PgClient({ connectionString: this.target.databaseUrl });
-    await c.connect();
-    try {
-      return await fn(c);
-    } finally {
-      await c.end();
-    }
+  private pg<T>(fn: (c: PgClient) => Promise<T>): Promise<T> {
+    return withPg(this.target.databaseUrl, fn);
   }
 
   /** The soak's workflows as Temporal lists them: id, run, status. */
