@@ -1,6 +1,6 @@
 import { Context, log } from '@temporalio/activity';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
-import type { SettlePhase } from '../src/temporal/evm-checkouts';
+import type { SettlePhase } from '../src/contracts/evm-checkouts';
 
 // The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
 // addresses, transaction hashes and node URLs stay in Postgres and config, out of history.

@@ -5,7 +5,7 @@ import { fromDb, toDecimal } from '../src/domain/money';
 import type { PaymentProvider } from '../src/providers/payments';
 import { findByExternalId, placeOrder, type OpenCheckout } from '../src/services/orders';
 import { attachCheckout } from '../src/services/payments';
-import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/temporal/orders';
+import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/contracts/orders';
 import { asRejection } from './activity-errors';
 import { paymentCallbackUrl } from './payments-activities';
 

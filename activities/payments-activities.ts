@@ -3,7 +3,7 @@ import type { Orm } from '../src/db/orm';
 import type { PaymentProvider, PaymentStatus } from '../src/providers/payments';
 import { expirePayment, paymentState, settlePayment, type SettleOutcome } from '../src/services/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/topups';
-import type { OpenTopupRequest, TopupOpening } from '../src/temporal/topups';
+import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups';
 import { asRejection } from './activity-errors';
 import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
 

@@ -10,7 +10,7 @@ import {
   refundUndelivered,
   resumeProcurement,
 } from '../src/services/procurement';
-import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/temporal/procurement';
+import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/contracts/procurement';
 import { procurementTiming } from '../src/temporal/timing';
 import { businessErrors } from './activity-errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';

@@ -11,7 +11,7 @@ import {
   releaseAttemptResources,
   upstreamSubmission,
 } from '../src/services/redemption-attempts';
-import type { AttemptOutcome, AttemptRef, UpstreamState } from '../src/temporal/redemptions';
+import type { AttemptOutcome, AttemptRef, UpstreamState } from '../src/contracts/redemptions';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */
 export function createRedemptionActivities(deps: { orm: Orm; config: Config; upstream: RedemptionUpstream }) {

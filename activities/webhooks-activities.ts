@@ -5,7 +5,7 @@ import type { Orm } from '../src/db/orm';
 import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, failSpentDelivery, recordDeliveryAttempt } from '../src/db/webhooks-store';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhooks';
-import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/temporal/webhooks';
+import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/contracts/webhooks';
 
 export interface WebhookActivityDeps {
   orm: Orm;

@@ -17,7 +17,7 @@ import { loadConfig } from '../src/config';
 import { initOrm, type Orm } from '../src/db/orm';
 import { createAccount, createApiKey } from '../src/services/accounts';
 import { adjustBalance } from '../src/services/admin';
-import { orderWorkflowId } from '../src/temporal/orders';
+import { orderWorkflowId } from '../src/contracts/orders';
 import { workflowPolling } from '../src/temporal/worker';
 import { freeLoopbackPort } from '../src/temporal/runtime';
 import { benchUpdate } from './workflows';

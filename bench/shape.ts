@@ -20,7 +20,7 @@ import { bundleWorkflows, workflowPolling } from '../src/temporal/worker';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
 import { safeActivityFailures } from '../src/temporal/safe-failures';
 import { orderStarter } from '../src/temporal/starters';
-import { placeOrderUpdate, type Placement } from '../src/temporal/orders';
+import { placeOrderUpdate, type Placement } from '../src/contracts/orders';
 import { loadConfig } from '../src/config';
 import { benchUpdate } from './workflows';
 import { pct, runPool, type Result } from './pool';

@@ -1,6 +1,6 @@
 import { continueAsNew, isCancellation, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { EvmCheckoutActivities } from '../activities/evm-checkouts-activities';
-import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/temporal/evm-checkouts';
+import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/contracts/evm-checkouts';
 
 // A scan asks every chain's nodes (each with its own timeout and failover): a failed scan is not
 // retried here, the next tick asks again, so a node that is down delays a payment and fails nothing.

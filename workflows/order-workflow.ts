@@ -9,12 +9,12 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { OrderActivities } from '../activities/orders-activities';
-import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
+import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/contracts/payments';
 import { placementOptions, postgresReadOptions } from './activity-options';
 import { awaitPayment, queueNotice, type Notices } from './payment';
 import { awaitInFlightPatch, awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
-import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
+import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/contracts/search-attributes';
 import {
   orderStateQuery,
   placeOrderUpdate,
@@ -22,7 +22,7 @@ import {
   type OrderWorkflowState,
   type Placement,
   type PlaceOrderRequest,
-} from '../src/temporal/orders';
+} from '../src/contracts/orders';
 
 // The placement the caller waits for runs as a local activity in the update handler, so the
 // update completes in the first workflow task ("early return"); an intent order's checkout call

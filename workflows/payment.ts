@@ -1,6 +1,6 @@
 import { condition, isCancellation, log, proxyActivities } from '@temporalio/workflow';
 import type { PaymentActivities } from '../activities/payments-activities';
-import type { PaymentNotice, PaymentTiming, PaymentWorkflowState } from '../src/temporal/payments';
+import type { PaymentNotice, PaymentTiming, PaymentWorkflowState } from '../src/contracts/payments';
 
 // The provider's status endpoint: a few tries per sync tick (a failed sync is caught and the next
 // tick asks again).

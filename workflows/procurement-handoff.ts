@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, startChild, upsertSearchAttributes } from '@temporalio/workflow';
-import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey } from '../src/temporal/search-attributes';
-import { procurementWorkflowId } from '../src/temporal/procurement';
+import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey } from '../src/contracts/search-attributes';
+import { procurementWorkflowId } from '../src/contracts/procurement';
 import { procurementWorkflow } from './procurement-workflow';
 
 /**

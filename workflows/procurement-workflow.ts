@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { ProcurementActivities } from '../activities/procurement-activities';
-import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/temporal/search-attributes';
+import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/contracts/search-attributes';
 import {
   deliverManuallyUpdate,
   procurementStateQuery,
@@ -27,7 +27,7 @@ import {
   type RoundResult,
   type SupportActionName,
   type SupportRequest,
-} from '../src/temporal/procurement';
+} from '../src/contracts/procurement';
 import { updateFailure } from './update-failure';
 
 // Postgres steps retry until the database is back; support actions fail fast on business errors.

@@ -7,7 +7,7 @@ import {
   type ReconcileCheck,
   type ReconcileTotals,
   type ReconcileWorkflowInput,
-} from '../src/temporal/reconcile';
+} from '../src/contracts/reconcile';
 
 // A step reads one page from Postgres and asks Temporal about each row: retried a few times (an
 // outage of either), then the check is left for the next run, which starts it over. It heartbeats:

@@ -8,7 +8,7 @@ import {
   type RedemptionWorkflowInput,
   type RedemptionWorkflowState,
   type UpstreamState,
-} from '../src/temporal/redemptions';
+} from '../src/contracts/redemptions';
 
 /**
  * One redemption attempt, keyed by `redemption:<redemptionId>:<attempt>` (spec 3.4):

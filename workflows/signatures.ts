@@ -1,7 +1,7 @@
 // Compile time only: the workflows the worker runs (./index) are exactly those Node code starts
-// (src/temporal/workflow-types.ts), each with the same input and result. A workflow whose input
+// (src/contracts/workflow-types.ts), each with the same input and result. A workflow whose input
 // changed, or one added on one side only, fails the type-check here.
-import type { Workflows } from '../src/temporal/workflow-types';
+import type { Workflows } from '../src/contracts/workflow-types';
 import type * as workflows from './index';
 
 type Exported = typeof workflows;

@@ -9,9 +9,9 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { PaymentActivities } from '../activities/payments-activities';
-import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/temporal/payments';
-import { OrderStatusKey } from '../src/temporal/search-attributes';
-import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/temporal/topups';
+import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/contracts/payments';
+import { OrderStatusKey } from '../src/contracts/search-attributes';
+import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/contracts/topups';
 import { placementOptions, postgresReadOptions } from './activity-options';
 import { awaitPayment, queueNotice, type Notices } from './payment';
 import { awaitPlacement, latePlacementPatch, placeExclusively } from './placement';

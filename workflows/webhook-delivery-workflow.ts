@@ -5,7 +5,7 @@ import {
   retryNowSignal,
   type DeliveryWorkflowInput,
   type DeliveryWorkflowResult,
-} from '../src/temporal/webhooks';
+} from '../src/contracts/webhooks';
 
 /**
  * One webhook delivery, keyed by `delivery:<deliveryId>` (spec part 6). Each attempt is one

@@ -3,9 +3,9 @@ import type { Config } from '../config';
 import type { Order } from '../db/entities';
 import { isUuid } from '../domain/redeem-info';
 import type { TemporalHandle } from '../temporal/client';
-import { orderWorkflowId } from '../temporal/orders';
-import { procurementStateQuery, procurementWorkflowId, type ProcurementState } from '../temporal/procurement';
-import { topupWorkflowId } from '../temporal/topups';
+import { orderWorkflowId } from '../contracts/orders';
+import { procurementStateQuery, procurementWorkflowId, type ProcurementState } from '../contracts/procurement';
+import { topupWorkflowId } from '../contracts/topups';
 
 // Read models only the console needs: an order's webhook deliveries, search across orders,
 // accounts and reseller emails, the workflows of an order and where the Temporal UI shows them.

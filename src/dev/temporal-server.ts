@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { CUSTOM_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../contracts/search-attributes';
 import { registerSearchAttributes, type DevTemporal } from './temporal';
 import { ensureTemporalServerBinaries } from './temporal-server-binaries';
 import {

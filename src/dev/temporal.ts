@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { CUSTOM_SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
+import { CUSTOM_SEARCH_ATTRIBUTES } from '../contracts/search-attributes';
 
 export interface DevTemporal {
   address: string;

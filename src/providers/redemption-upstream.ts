@@ -3,7 +3,9 @@
 // (http-upstream.ts), the operator queue, or the built-in sandbox below, scriptable per product
 // so tests and demos can drive every outcome, and served over the same HTTP protocol.
 
-export type UpstreamFailureCode = 'fulfillment_failed' | 'rejected_by_operator';
+import type { UpstreamFailureCode } from '../contracts/redemptions';
+
+export type { UpstreamFailureCode };
 
 export type UpstreamStatus =
   | { state: 'processing' }

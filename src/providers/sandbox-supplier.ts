@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { z } from 'zod';
 import type { Orm } from '../db/orm';
 import { insertSupplierPurchase, supplierPurchase } from '../db/sandbox-store';
-import { CODE_ALPHABET } from '../domain/codes';
+import { CODE_ALPHABET } from '../codes';
 import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from './supplier';
 
 // The built-in sandbox gift-card supplier. Like a real supplier it remembers each purchase by its

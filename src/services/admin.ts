@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertStockCodes } from '../db/catalog-store';
-import { normalizeCode, CODE_RE } from '../domain/codes';
+import { normalizeCode, CODE_RE } from '../codes';
 import { parseDecimal, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
 import { ApiError } from '../domain/errors';
 import { findActiveProduct } from './catalog';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertEvent } from '../db/events-store';
-import { newId } from '../domain/codes';
+import { newId } from '../codes';
 
 export type EventType =
   | 'order.delivered'

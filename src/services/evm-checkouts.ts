@@ -19,7 +19,7 @@ import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } fr
 import { TOKEN_SYMBOLS, type ChainSettings, type TokenSymbol } from '../providers/evm/settings';
 import { evmConfirmationLag, evmExcessCredited, evmTransfersCredited } from '../metrics/registry';
 import type { ChainRpc } from '../providers/evm/rpc';
-import type { SettlePhase } from '../temporal/evm-checkouts';
+import type { SettlePhase } from '../contracts/evm-checkouts';
 import { applyBalanceChange, lockAccount } from './ledger';
 
 // What the chain says about one checkout, made into facts: transfers to its deposit address are

@@ -8,7 +8,7 @@ import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamFailureCode } from '../providers/redemption-upstream';
 import type { TemporalHandle } from '../temporal/client';
 import type { KeyRing } from '../temporal/codec';
-import { operatorDecisionSignal, redemptionWorkflowId, type AttemptRef, type OperatorDecision } from '../temporal/redemptions';
+import { operatorDecisionSignal, redemptionWorkflowId, type AttemptRef, type OperatorDecision } from '../contracts/redemptions';
 import { upstreamSubmission } from './redemption-attempts';
 
 // The operator queue (REDEMPTION_UPSTREAM=operators), shared by `npx wholesale redemptions ...`

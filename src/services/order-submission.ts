@@ -4,7 +4,7 @@ import { ProductSchema } from '../db/entities';
 import { codeLabel, ordersPlaced } from '../metrics/registry';
 import { ApiError } from '../domain/errors';
 import type { TemporalHandle } from '../temporal/client';
-import { placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../temporal/orders';
+import { placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../contracts/orders';
 import { orderStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { updateWithStart } from '../temporal/update-with-start';

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../db/catalog-store';
 import { IssuedCodeSchema, OrderSchema, ProductSchema, type Order, type Product } from '../db/entities';
 import { insertPlatformCodes, purchaseWithCodes } from '../db/orders-store';
-import { generateCode, newId } from '../domain/codes';
+import { generateCode, newId } from '../codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
 import { findActiveProduct, listingBlock, priceAt, priceTable, sellableUnits, TEST_PRODUCT_ID } from './catalog';
@@ -11,7 +11,7 @@ import { lockAccount, type LockedAccount } from './ledger';
 import { currentBalanceAndLevel, readPlacement, writeBalanceOrder } from '../db/placement-store';
 import { raisedLevel, type Level } from '../domain/levels';
 
-export type PaymentMode = 'balance' | 'intent';
+import type { PaymentMode } from '../contracts/orders';
 
 export interface PlaceOrderInput {
   accountId: string;

@@ -4,7 +4,7 @@ import { ledgerAmountOf } from '../db/ledger-store';
 import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders-store';
 import { openPurchaseKey, recordSupplierPurchase, supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases-store';
 import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support-store';
-import { newId } from '../domain/codes';
+import { newId } from '../codes';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier, type SupplierPurchase } from '../providers/supplier';
@@ -15,7 +15,7 @@ import {
   type RoundResult,
   type SupportActionName,
   type SupportRequest,
-} from '../temporal/procurement';
+} from '../contracts/procurement';
 import { recordEvent } from './events';
 import { applyBalanceChange, lockAccount } from './ledger';
 import { recordDelivered } from './orders';

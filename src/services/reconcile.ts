@@ -27,7 +27,7 @@ import {
   type ReconcileStepResult,
   type ReconcileTotals,
   type RepairKind,
-} from '../temporal/reconcile';
+} from '../contracts/reconcile';
 import { deliveryStarter, evmCheckoutStarter, procurementStarter, redemptionStarter } from '../temporal/starters';
 
 // The reconciler: Postgres owns the facts, Temporal the time, and here the two are compared. For

@@ -19,7 +19,7 @@ import {
 import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamStatus } from '../providers/redemption-upstream';
 import { seal, unseal, type KeyRing } from '../temporal/codec';
-import { redemptionEventId, type AttemptOutcome, type AttemptRef, type UpstreamState } from '../temporal/redemptions';
+import { redemptionEventId, type AttemptOutcome, type AttemptRef, type UpstreamState } from '../contracts/redemptions';
 import { recordEvent } from './events';
 
 // The steps of one redemption attempt, run by redemptionWorkflow's activities (and, for test

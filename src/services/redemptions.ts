@@ -14,7 +14,7 @@ import {
   type ViewRow,
 } from '../db/redemptions-store';
 import { insertSupportAction } from '../db/support-store';
-import { CODE_RE, newId, normalizeCode } from '../domain/codes';
+import { CODE_RE, newId, normalizeCode } from '../codes';
 import { ApiError } from '../domain/errors';
 import { displayFields, validateRedeemInfo, type RedeemFieldDef, type ValidatedRedeemInfo } from '../domain/redeem-info';
 import { UpstreamUnavailableError, type RedemptionUpstream } from '../providers/redemption-upstream';
@@ -26,7 +26,7 @@ import {
   type AttemptRef,
   type OperatorDecision,
   type RedemptionStatus,
-} from '../temporal/redemptions';
+} from '../contracts/redemptions';
 import { redemptionStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { finishAttempt, stageSecrets } from './redemption-attempts';

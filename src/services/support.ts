@@ -17,7 +17,7 @@ import {
   type ProcurementState,
   type SupportActionName,
   type SupportRequest,
-} from '../temporal/procurement';
+} from '../contracts/procurement';
 import { procurementStarter } from '../temporal/starters';
 import { updateWithStart } from '../temporal/update-with-start';
 import { boughtFromSupplier, cleanManualCodes, dropManualCodes, stageManualCodes } from './procurement';

@@ -13,13 +13,13 @@ import {
   upsertEndpoint,
   type DeliveryRow,
 } from '../db/webhooks-store';
-import { newId } from '../domain/codes';
+import { newId } from '../codes';
 import { ApiError } from '../domain/errors';
 import { isCleanId } from '../domain/text';
 import type { UrlPolicy } from '../domain/webhook-url';
 import type { TemporalHandle } from '../temporal/client';
 import { deliveryStarter } from '../temporal/starters';
-import { retryNowSignal } from '../temporal/webhooks';
+import { retryNowSignal } from '../contracts/webhooks';
 import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
 import { recordEvent } from './events';
 import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sender';

@@ -1,5 +1,5 @@
 import type { Order } from '../db/entities';
-import { paymentNotifiedSignal } from './payments';
+import { paymentNotifiedSignal } from '../contracts/payments';
 import { orderStarter, topupStarter } from './starters';
 import type { TemporalHandle } from './client';
 import type { TimingConfig } from './timing';

@@ -2,7 +2,7 @@ import { ScheduleAlreadyRunning, type ScheduleOptionsStartWorkflowAction } from 
 import type { Logger } from 'pino';
 import type * as workflows from '../../workflows';
 import type { TemporalHandle } from './client';
-import { reconcileScheduleId, reconcileWorkflowId } from './reconcile';
+import { reconcileScheduleId, reconcileWorkflowId } from '../contracts/reconcile';
 
 // The reconciler's Temporal Schedule: one per deployment (namespace and task queue), created by
 // whichever worker process starts first and kept as it is by the others. Temporal, not a timer in

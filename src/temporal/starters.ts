@@ -20,15 +20,15 @@ import type {
   WorkflowIdReusePolicy,
 } from '@temporalio/common';
 import type { TemporalHandle } from './client';
-import { orderWorkflowId } from './orders';
-import { procurementWorkflowId } from './procurement';
-import { redemptionWorkflowId, type AttemptRef } from './redemptions';
-import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from './search-attributes';
+import { orderWorkflowId } from '../contracts/orders';
+import { procurementWorkflowId } from '../contracts/procurement';
+import { redemptionWorkflowId, type AttemptRef } from '../contracts/redemptions';
+import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../contracts/search-attributes';
 import { deliveryTiming, evmCheckoutTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
-import { evmCheckoutWorkflowId } from './evm-checkouts';
-import { topupWorkflowId } from './topups';
-import { deliveryWorkflowId } from './webhooks';
-import type { Workflows } from './workflow-types';
+import { evmCheckoutWorkflowId } from '../contracts/evm-checkouts';
+import { topupWorkflowId } from '../contracts/topups';
+import { deliveryWorkflowId } from '../contracts/webhooks';
+import type { Workflows } from '../contracts/workflow-types';
 
 /** Everything a start says about the run, bar the task queue (the connection's). */
 interface StartPlan<W extends Workflow> {

@@ -3,7 +3,7 @@ import { demoCatalog, seedCatalog } from '../../src/db/seed';
 import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
-import { redemptionWorkflowId } from '../../src/temporal/redemptions';
+import { redemptionWorkflowId } from '../../src/contracts/redemptions';
 import { CONSOLE_COOKIE } from '../../src/console/session';
 import { signedUp, type AccountSession } from '../helpers/account-session';
 import { auditRows, consoleSession, freshCode, postFrom, roomInStep, signedIn, signInWith, staffMember, stuckOrder, STUCK_ORDER_ENV, totp, type Member } from '../helpers/console';

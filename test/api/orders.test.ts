@@ -1,7 +1,7 @@
-import { CODE_RE } from '../../src/domain/codes';
+import { CODE_RE } from '../../src/codes';
 import { adjustBalance, importStock } from '../../src/services/admin';
-import { orderStateQuery, orderWorkflowId } from '../../src/temporal/orders';
-import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey, FulfillmentStatusKey } from '../../src/temporal/search-attributes';
+import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
+import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey, FulfillmentStatusKey } from '../../src/contracts/search-attributes';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

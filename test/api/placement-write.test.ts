@@ -1,5 +1,5 @@
 import { currentBalanceAndLevel, readPlacement, writeBalanceOrder, type BalanceOrderWrite } from '../../src/db/placement-store';
-import { newId } from '../../src/domain/codes';
+import { newId } from '../../src/codes';
 import { placeOrder } from '../../src/services/orders';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';

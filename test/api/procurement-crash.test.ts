@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { procurementWorkflowId } from '../../src/temporal/procurement';
+import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

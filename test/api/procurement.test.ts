@@ -1,9 +1,9 @@
 import { payCheckout } from '../../src/providers/sandbox-payments';
 import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
-import { orderWorkflowId } from '../../src/temporal/orders';
-import { paymentNotifiedSignal } from '../../src/temporal/payments';
-import { procurementWorkflowId } from '../../src/temporal/procurement';
-import { FulfillmentStatusKey, OrderStatusKey } from '../../src/temporal/search-attributes';
+import { orderWorkflowId } from '../../src/contracts/orders';
+import { paymentNotifiedSignal } from '../../src/contracts/payments';
+import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { FulfillmentStatusKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

@@ -3,12 +3,12 @@ import { payCheckout, sandboxControl, resetSandboxControl } from '../../src/prov
 import { sandboxRedemptionUpstream as upstream } from '../../src/providers/redemption-upstream';
 import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
 import { reconcileNow } from '../../src/services/reconcile';
-import { orderWorkflowId } from '../../src/temporal/orders';
-import { procurementWorkflowId } from '../../src/temporal/procurement';
-import { reconcileScheduleId, reconcileWorkflowId, type ReconcileTotals } from '../../src/temporal/reconcile';
+import { orderWorkflowId } from '../../src/contracts/orders';
+import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { reconcileScheduleId, reconcileWorkflowId, type ReconcileTotals } from '../../src/contracts/reconcile';
 import { ensureReconcileSchedule } from '../../src/temporal/reconcile-schedule';
-import { redemptionWorkflowId } from '../../src/temporal/redemptions';
-import { topupWorkflowId } from '../../src/temporal/topups';
+import { redemptionWorkflowId } from '../../src/contracts/redemptions';
+import { topupWorkflowId } from '../../src/contracts/topups';
 import type { reconcileWorkflow } from '../../workflows/reconcile-workflow';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

@@ -1,8 +1,8 @@
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
-import { generateCode } from '../../src/domain/codes';
+import { generateCode } from '../../src/codes';
 import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
 import { TEST_DELIVERABLE } from '../../src/services/redemptions';
-import { redemptionStateQuery, redemptionWorkflowId } from '../../src/temporal/redemptions';
+import { redemptionStateQuery, redemptionWorkflowId } from '../../src/contracts/redemptions';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -1,4 +1,4 @@
-import { procurementWorkflowId } from '../../src/temporal/procurement';
+import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { adminApi, eventsOfOrder, fulfillmentIs, historyText, orderUntil, procurementState, reseller, storedCodes } from '../helpers/procurement';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient } from 'pg';
-import { CODE_RE } from '../../src/domain/codes';
+import { CODE_RE } from '../../src/codes';
 import { ensureTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../../src/dev/temporal-server';
-import { orderWorkflowId } from '../../src/temporal/orders';
-import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../../src/temporal/search-attributes';
+import { orderWorkflowId } from '../../src/contracts/orders';
+import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

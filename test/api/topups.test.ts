@@ -1,6 +1,6 @@
 import { OrderSchema } from '../../src/db/entities';
 import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox-payments';
-import { topupStateQuery, topupWorkflowId } from '../../src/temporal/topups';
+import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

@@ -3,7 +3,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
-import { orderWorkflowId, placeOrderUpdate } from '../../src/temporal/orders';
+import { orderWorkflowId, placeOrderUpdate } from '../../src/contracts/orders';
 import { bundleWorkflows, createActivities, createWorker } from '../../src/temporal/worker';
 import { WorkerSupervisor } from '../../src/temporal/worker-supervisor';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';

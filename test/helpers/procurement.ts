@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { procurementStateQuery, procurementWorkflowId } from '../../src/temporal/procurement';
+import { procurementStateQuery, procurementWorkflowId } from '../../src/contracts/procurement';
 import { reseller as newReseller, type Harness } from './harness';
 import { decodedHistoryText } from './history';
 import { call, client, eventually } from './http';

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../src/config';
-import { CODE_ALPHABET, CODE_RE, generateCode, normalizeCode } from '../../src/domain/codes';
+import { CODE_ALPHABET, CODE_RE, generateCode, normalizeCode } from '../../src/codes';
 import { levelFor, raisedLevel } from '../../src/domain/levels';
 import { fromDb, parseDecimal, toDecimal, toSignedDecimal } from '../../src/domain/money';
 import { decodeCursor, encodeCursor, rowNumberPosition } from '../../src/services/cursor';

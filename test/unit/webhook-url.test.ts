@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { ApiError } from '../../src/domain/errors';
 import { checkWebhookUrl, classifyAddress, type AddressClass } from '../../src/domain/webhook-url';
 import { sendWebhook, signBody, validateWebhookUrl, webhookBody, type Resolver } from '../../src/services/webhook-sender';
-import { backoffSeconds } from '../../src/temporal/webhooks';
+import { backoffSeconds } from '../../src/contracts/webhooks';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/webhook-receiver';
 
 // Spec 4.5: PUT /webhook takes "a public https:// URL". Issue 5: reject what would let a caller

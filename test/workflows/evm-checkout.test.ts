@@ -1,4 +1,4 @@
-import { evmCheckoutWorkflowId, type EvmCheckoutTiming, type SettlePhase } from '../../src/temporal/evm-checkouts';
+import { evmCheckoutWorkflowId, type EvmCheckoutTiming, type SettlePhase } from '../../src/contracts/evm-checkouts';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // evmCheckoutWorkflow with stubbed activities (issue 25): the phases it settles in (open within

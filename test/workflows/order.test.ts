@@ -1,8 +1,8 @@
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { orderStateQuery, orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../../src/temporal/orders';
-import { paymentNotifiedSignal, type PaymentTiming } from '../../src/temporal/payments';
-import { procurementWorkflowId } from '../../src/temporal/procurement';
+import { orderStateQuery, orderWorkflowId, placeOrderUpdate, type Placement, type PlaceOrderRequest } from '../../src/contracts/orders';
+import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments';
+import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { timersOf, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),

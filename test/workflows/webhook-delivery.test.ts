@@ -1,5 +1,5 @@
 import { temporal } from '@temporalio/proto';
-import { deliveryWorkflowId, retryNowSignal, type DeliveryAttemptInput, type DeliveryOutcome } from '../../src/temporal/webhooks';
+import { deliveryWorkflowId, retryNowSignal, type DeliveryAttemptInput, type DeliveryOutcome } from '../../src/contracts/webhooks';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // webhookDeliveryWorkflow's state table with a stubbed attempt (spec 6, issue 17): the backoff

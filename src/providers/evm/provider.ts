@@ -9,7 +9,7 @@ import { paymentProviderErrors } from '../../metrics/registry';
 import { scanCheckout, settleCheckout, type CheckoutSettlement } from '../../services/evm-checkouts';
 import type { TemporalHandle } from '../../temporal/client';
 import { notifyPaid } from '../../temporal/payment-notices';
-import type { SettlePhase } from '../../temporal/evm-checkouts';
+import type { SettlePhase } from '../../contracts/evm-checkouts';
 import { evmCheckoutStarter } from '../../temporal/starters';
 import { depositAddress, receivingKey } from './addresses';
 import { providerError, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from '../payments';

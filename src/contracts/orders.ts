@@ -2,8 +2,10 @@
 // (no Node modules), imported by workflows, activities and HTTP handlers alike.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { ErrorCode } from '../domain/errors';
-import type { PaymentMode } from '../services/orders';
 import type { PaymentTiming, PaymentWorkflowState } from './payments';
+
+/** How an order is paid: from the prepaid balance, or through a hosted checkout (spec part 3). */
+export type PaymentMode = 'balance' | 'intent';
 
 export const orderWorkflowId = (accountId: string, externalOrderId: string) => `order:${accountId}:${externalOrderId}`;
 

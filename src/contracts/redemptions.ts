@@ -1,7 +1,9 @@
 // The redemption lifecycle's shared contract: ids, signal/query definitions and types.
 // Workflow-safe (no Node modules), imported by the workflow, its activities, the service and the CLI.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { UpstreamFailureCode } from '../providers/redemption-upstream';
+
+/** How an upstream (partner, operator, sandbox) says a redemption failed: the spec's failure codes. */
+export type UpstreamFailureCode = 'fulfillment_failed' | 'rejected_by_operator';
 
 export type RedemptionStatus = 'pending' | 'processing' | 'fulfilled' | 'failed';
 export type RedemptionEventType = 'redemption.fulfilled' | 'redemption.failed';
