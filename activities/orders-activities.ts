@@ -2,12 +2,12 @@ import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { OrderSchema } from '../src/db/entities';
 import { fromDb, toDecimal } from '../src/domain/money';
-import type { PaymentProvider } from '../src/providers/payments';
-import { findByExternalId, placeOrder, type OpenCheckout } from '../src/services/orders';
+import { paymentCallbackUrl, type PaymentProvider } from '../src/providers/payments';
+import { findByExternalId } from '../src/services/orders';
+import { placeOrder, type OpenCheckout } from '../src/services/order-placement';
 import { attachCheckout } from '../src/services/payments';
 import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/contracts/orders';
 import { asRejection } from './activity-errors';
-import { paymentCallbackUrl } from './payments-activities';
 
 export function createOrderActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
   const { orm, config, payments } = deps;

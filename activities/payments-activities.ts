@@ -1,8 +1,8 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import type { PaymentProvider, PaymentStatus } from '../src/providers/payments';
+import { paymentCallbackUrl, type PaymentProvider, type PaymentStatus } from '../src/providers/payments';
 import { expirePayment, paymentState, settlePayment, type SettleOutcome } from '../src/services/payments';
-import { findTopupByWorkflowKey, openTopup } from '../src/services/topups';
+import { findTopupByWorkflowKey, openTopup } from '../src/services/topup-opening';
 import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups';
 import { asRejection } from './activity-errors';
 import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
@@ -10,7 +10,6 @@ import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
 /** What confirmed a payment: the provider's callback, our status sync, or either after expiry. */
 export type ConfirmationPath = 'callback' | 'status_sync' | 'late';
 
-export const paymentCallbackUrl = (config: Config) => `${config.publicBaseUrl}/payments/callback`;
 
 export function createPaymentActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
   const { orm, config, payments } = deps;

@@ -4,7 +4,7 @@ import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, failSpentDelivery, recordDeliveryAttempt } from '../src/db/webhooks-store';
 import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
-import { findEndpoint, urlPolicy } from '../src/services/webhooks';
+import { findEndpoint, urlPolicy } from '../src/services/webhook-endpoints';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/contracts/webhooks';
 
 export interface WebhookActivityDeps {

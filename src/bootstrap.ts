@@ -20,6 +20,7 @@ import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
+import { createActivities } from '../activities/all-activities';
 import { bundleWorkflows, createWorker } from './temporal/worker';
 import { WorkerSupervisor } from './temporal/worker-supervisor';
 
@@ -85,9 +86,10 @@ export async function startServices(opts: {
   let stopReconcileSchedule: (() => void) | undefined;
   if (opts.worker) {
     const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
+    const activities = createActivities({ orm, config, providers, temporal });
     supervisor = new WorkerSupervisor({
       create: () =>
-        createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, orm, config, providers, temporal, workflowBundle }),
+        createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, config, activities, workflowBundle }),
       logger,
       maxConsecutiveFailures: opts.workerMaxFailures,
       onGiveUp: opts.onWorkerGiveUp,

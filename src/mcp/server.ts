@@ -13,7 +13,7 @@ import { checkAvailability, listProducts } from '../services/catalog';
 import { getBalance } from '../services/ledger';
 import { listOrders, listTransactions, orderDetail } from '../services/order-queries';
 import { submitOrder } from '../services/order-submission';
-import { submitTopup } from '../services/topups';
+import { submitTopup } from '../services/topup-submission';
 
 /** One MCP POST: the authenticated caller and the request id every error carries. */
 export interface McpCall {

@@ -5,7 +5,7 @@ import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } fr
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { recordEvent } from './events';
 import { addSpending, applyBalanceChange, lockAccount } from './ledger';
-import { fulfilPaidOrder } from './orders';
+import { fulfilPaidOrder } from './order-placement';
 
 // What happens to a hosted-checkout order (intent purchase or top-up) when its payment is
 // confirmed, when its window passes, or when the payer abandons the checkout. Every step is a

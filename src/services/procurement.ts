@@ -3,8 +3,7 @@ import { OrderSchema, type Order } from '../db/entities';
 import { ledgerAmountOf } from '../db/ledger-store';
 import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders-store';
 import { openPurchaseKey, recordSupplierPurchase, supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases-store';
-import { codeBatchOf, deleteCodeBatch, insertCodeBatch, insertSupportAction } from '../db/support-store';
-import { newId } from '../codes';
+import { codeBatchOf, insertSupportAction } from '../db/support-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier, type SupplierPurchase } from '../providers/supplier';
@@ -18,15 +17,14 @@ import {
 } from '../contracts/procurement';
 import { recordEvent } from './events';
 import { applyBalanceChange, lockAccount } from './ledger';
-import { recordDelivered } from './orders';
+import { cleanManualCodes, dropManualCodes, withCodes } from './manual-codes';
+import { recordDelivered } from './order-placement';
 
 // Direct-code procurement (spec 2.4, 3.1, 3.2) and its support actions. Postgres holds the facts:
 // each code is stored in issued_codes as it arrives and counted in fulfilled_quantity, but shown
 // only once the whole quantity is in. Every step locks the order row and moves it on only from
 // the state it expects, so a retried activity never stores a unit twice, delivers twice, or
 // refunds twice.
-
-export const MAX_MANUAL_CODE_LENGTH = 255;
 
 async function lockOrder(em: EntityManager, orderId: string): Promise<Order> {
   await lockOrderRow(em, orderId);
@@ -41,22 +39,6 @@ const needsAttention = (o: Order) => isDirectCodePurchase(o) && o.status === 'pa
 
 export function factsOf(order: Order): OrderFacts {
   return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null, qty: order.qty, fulfilledQuantity: order.fulfilledQuantity };
-}
-
-/**
- * Runs a statement whose parameters are codes. A driver error quotes the statement with its
- * parameters, so it is replaced by one that names only the step and the SQLSTATE: codes are
- * secrets and never reach a log.
- */
-export async function withCodes<T>(step: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    const sqlState = (err as { code?: unknown }).code;
-    // The driver's error is left out on purpose: its message quotes the codes.
-    // eslint-disable-next-line preserve-caught-error
-    throw new Error(`${step} failed (${typeof sqlState === 'string' ? `SQLSTATE ${sqlState}` : 'database error'})`);
-  }
 }
 
 async function insertGiftCardCodes(em: EntityManager, order: Order, codes: string[]): Promise<string[]> {
@@ -236,30 +218,6 @@ export async function resumeProcurement(em: EntityManager, orderId: string, who:
     await recordSupportAction(tx, orderId, 'resume', who, { fulfilledQuantity: order.fulfilledQuantity, qty: order.qty });
     return factsOf(order);
   });
-}
-
-/** Trims and checks codes typed or pasted by support: non-empty, unique, of a sane length. */
-export function cleanManualCodes(codes: string[]): string[] {
-  const cleaned = codes.map((c) => c.trim());
-  if (cleaned.some((c) => c.length === 0 || c.length > MAX_MANUAL_CODE_LENGTH)) {
-    throw new ApiError('invalid_input', `Every code must be 1 to ${MAX_MANUAL_CODE_LENGTH} characters`);
-  }
-  if (new Set(cleaned).size !== cleaned.length) throw new ApiError('invalid_input', 'The same code is given more than once');
-  return cleaned;
-}
-
-/** Stages codes obtained by hand for an order's deliver step; returns the batch id the workflow is sent. */
-export async function stageManualCodes(em: EntityManager, orderId: string, codes: string[]): Promise<string> {
-  const batchId = newId('mcb');
-  await withCodes('staging codes', () =>
-    insertCodeBatch(em, batchId, orderId, cleanManualCodes(codes)),
-  );
-  return batchId;
-}
-
-/** A staged batch that was delivered (already gone) or refused. */
-export async function dropManualCodes(em: EntityManager, batchId: string): Promise<void> {
-  await deleteCodeBatch(em, batchId);
 }
 
 /** Support: deliver codes obtained by hand for exactly the missing units; the order is delivered with all its codes. */

@@ -20,7 +20,8 @@ import {
 } from '../contracts/procurement';
 import { procurementStarter } from '../temporal/starters';
 import { updateWithStart } from '../temporal/update-with-start';
-import { boughtFromSupplier, cleanManualCodes, dropManualCodes, stageManualCodes } from './procurement';
+import { cleanManualCodes, dropManualCodes, stageManualCodes } from './manual-codes';
+import { boughtFromSupplier } from './procurement';
 
 // Support tooling for direct-code orders (spec 3.2 needs_attention), shared by the admin HTTP API
 // and `npx wholesale support ...`. Lists come from Postgres; actions go to the order's

@@ -5,7 +5,6 @@ import { markEventDispatched } from '../db/events-store';
 import {
   deleteEndpoint,
   deliveryPage,
-  endpointOf,
   holdEndpoint,
   insertDeliveryRow,
   lockDelivery,
@@ -22,6 +21,7 @@ import { deliveryStarter } from '../temporal/starters';
 import { retryNowSignal } from '../contracts/webhooks';
 import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
 import { recordEvent } from './events';
+import { findEndpoint } from './webhook-endpoints';
 import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sender';
 
 // Webhook endpoint configuration and delivery records (spec 4.5, 3.5). Deliveries are created
@@ -29,19 +29,6 @@ import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sen
 // one webhookDeliveryWorkflow each.
 
 export const TEST_EVENT_MESSAGE = 'This is a test event from the Wholesale API.';
-
-export const urlPolicy = (config: Pick<Config, 'WEBHOOK_ALLOW_INSECURE_URLS'>): UrlPolicy => ({
-  allowInsecure: config.WEBHOOK_ALLOW_INSECURE_URLS,
-});
-
-export interface Endpoint {
-  url: string;
-  secret: string;
-}
-
-export async function findEndpoint(em: EntityManager, accountId: string): Promise<Endpoint | undefined> {
-  return endpointOf(em, accountId);
-}
 
 /**
  * PUT /webhook: `""` clears it; otherwise the URL is validated (including where its name

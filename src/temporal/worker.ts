@@ -1,18 +1,8 @@
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
-import type { Orm } from '../db/orm';
-import type { Providers } from '../providers';
-import { createOrderActivities } from '../../activities/orders-activities';
-import { createPaymentActivities } from '../../activities/payments-activities';
-import { createRedemptionActivities } from '../../activities/redemptions-activities';
-import { createWebhookActivities } from '../../activities/webhooks-activities';
-import { createProcurementActivities } from '../../activities/procurement-activities';
-import { createEvmCheckoutActivities } from '../../activities/evm-checkouts-activities';
-import { createReconcileActivities } from '../../activities/reconcile-activities';
 import { safeActivityFailures } from './safe-failures';
 import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
-import type { TemporalHandle } from './client';
 
 export const workflowsPath = require.resolve('../../workflows');
 
@@ -34,27 +24,8 @@ export function workflowPolling(c: Pick<Config, 'WORKFLOW_TASK_POLLERS' | 'WORKF
   };
 }
 
-/**
- * The service's activities, over the providers the composition root built for this process, and
- * its Temporal client (the reconciler describes and starts workflows with it).
- */
-export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle }) {
-  const d = { orm: deps.orm, config: deps.config, ...deps.providers };
-  return {
-    ...createOrderActivities(d),
-    ...createPaymentActivities(d),
-    ...createEvmCheckoutActivities(d),
-    ...createRedemptionActivities(d),
-    ...createWebhookActivities(d),
-    ...createProcurementActivities(d),
-    ...createReconcileActivities({ orm: deps.orm, config: deps.config, temporal: deps.temporal }),
-  };
-}
-
-type ActivityMap = Record<string, (...args: never[]) => unknown>;
-
-/** What the worker runs: the service's activities over `providers`, or a test's own `activities`. */
-export type WorkerActivities = { providers: Providers; activities?: undefined } | { activities: ActivityMap; providers?: undefined };
+/** What a worker runs: the activity functions by name (the composition root builds them). */
+export type ActivityMap = Record<string, (...args: never[]) => unknown>;
 
 export const workflowInterceptorsPath = require.resolve('../../workflows/interceptors');
 
@@ -65,14 +36,12 @@ export async function bundleWorkflows(): Promise<WorkflowBundle> {
 const noop = () => undefined;
 const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
-export async function createWorker(opts: WorkerActivities & {
+export async function createWorker(opts: {
   address: string;
   namespace: string;
   taskQueue: string;
-  orm: Orm;
   config: Config;
-  /** The process's Temporal client, for the activities that start workflows (the reconciler's). */
-  temporal?: TemporalHandle;
+  activities: ActivityMap;
   workflowBundle?: WorkflowBundle;
   /** Defaults to the safe-failure activity interceptor; tests may replace it. */
   interceptors?: WorkerInterceptors;
@@ -86,7 +55,7 @@ export async function createWorker(opts: WorkerActivities & {
       namespace: opts.namespace,
       taskQueue: opts.taskQueue,
       workflowBundle: opts.workflowBundle ?? (await bundleWorkflows()),
-      activities: opts.providers ? createActivities({ orm: opts.orm, config: opts.config, providers: opts.providers, temporal: opts.temporal }) : opts.activities,
+      activities: opts.activities,
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
       dataConverter: opts.dataConverter ?? dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS)),
       ...workflowPolling(opts.config),

@@ -1,6 +1,6 @@
 import { currentBalanceAndLevel, readPlacement, writeBalanceOrder, type BalanceOrderWrite } from '../../src/db/placement-store';
 import { newId } from '../../src/codes';
-import { placeOrder } from '../../src/services/orders';
+import { placeOrder } from '../../src/services/order-placement';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 

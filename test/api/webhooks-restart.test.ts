@@ -1,4 +1,5 @@
 import type { WorkflowBundle } from '@temporalio/worker';
+import { createActivities } from '../../activities/all-activities';
 import { bundleWorkflows, createWorker } from '../../src/temporal/worker';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
@@ -50,7 +51,8 @@ test('a delivery survives a worker restart mid-backoff and is delivered by the n
 
   const replacement = await createWorker({
     address: h.config.TEMPORAL_ADDRESS!, namespace: h.config.TEMPORAL_NAMESPACE, taskQueue: h.config.TEMPORAL_TASK_QUEUE,
-    orm: h.services.orm, config: h.config, providers: h.services.providers, workflowBundle: bundle,
+    config: h.config, workflowBundle: bundle,
+    activities: createActivities({ orm: h.services.orm, config: h.config, providers: h.services.providers, temporal: h.services.temporal }),
   });
   const run = replacement.worker.run();
   try {

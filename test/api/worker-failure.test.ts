@@ -4,7 +4,8 @@ import type { WorkflowBundle } from '@temporalio/worker';
 import { createApp } from '../../src/http/app';
 import { createLogger } from '../../src/logger';
 import { orderWorkflowId, placeOrderUpdate } from '../../src/contracts/orders';
-import { bundleWorkflows, createActivities, createWorker } from '../../src/temporal/worker';
+import { createActivities } from '../../activities/all-activities';
+import { bundleWorkflows, createWorker } from '../../src/temporal/worker';
 import { WorkerSupervisor } from '../../src/temporal/worker-supervisor';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { freePort, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
@@ -44,7 +45,7 @@ test('a worker that fails in the core is restarted with backoff while the API in
         : activities.placeOrder;
       return createWorker({
         address: h.config.TEMPORAL_ADDRESS!, namespace: h.config.TEMPORAL_NAMESPACE, taskQueue: h.config.TEMPORAL_TASK_QUEUE,
-        orm: h.services.orm, config: h.config, workflowBundle: bundle,
+        config: h.config, workflowBundle: bundle,
         activities: { ...activities, placeOrder }, interceptors: {},
         dataConverter: { payloadCodecs: dataConverter(parseKeyRing(h.config.TEMPORAL_PAYLOAD_KEYS)).payloadCodecs },
       });

@@ -1,7 +1,8 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../domain/webhook-url';
-import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent, urlPolicy } from '../../services/webhooks';
+import { urlPolicy } from '../../services/webhook-endpoints';
+import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent } from '../../services/webhooks';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { isCleanId } from '../../domain/text';

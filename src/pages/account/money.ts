@@ -4,7 +4,7 @@ import type { AppContext } from '../../http/context';
 import { COMPLIANCE_NOTICE } from '../../providers/payments';
 import { accountSummary } from '../../services/account-views';
 import { listTransactions } from '../../services/order-queries';
-import { submitTopup } from '../../services/topups';
+import { submitTopup } from '../../services/topup-submission';
 import { html } from '../layout';
 import { area, formError, noticeFrom, type Area } from './area';
 import { ListQuery, TopupForm } from './forms';

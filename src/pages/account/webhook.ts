@@ -1,7 +1,8 @@
 import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../../http/context';
 import { findDelivery } from '../../services/account-views';
-import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent, urlPolicy } from '../../services/webhooks';
+import { urlPolicy } from '../../services/webhook-endpoints';
+import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent } from '../../services/webhooks';
 import { html, type SafeHtml } from '../layout';
 import { area, formError, noticeFrom, type Area } from './area';
 import { IdParams, ListQuery, WebhookForm } from './forms';

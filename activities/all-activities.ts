@@ -1,0 +1,28 @@
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
+import type { Providers } from '../src/providers';
+import type { TemporalHandle } from '../src/temporal/client';
+import { createEvmCheckoutActivities } from './evm-checkouts-activities';
+import { createOrderActivities } from './orders-activities';
+import { createPaymentActivities } from './payments-activities';
+import { createProcurementActivities } from './procurement-activities';
+import { createReconcileActivities } from './reconcile-activities';
+import { createRedemptionActivities } from './redemptions-activities';
+import { createWebhookActivities } from './webhooks-activities';
+
+/**
+ * The service's activities, over the providers the composition root built for this process, and
+ * its Temporal client (the reconciler describes and starts workflows with it).
+ */
+export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle }) {
+  const d = { orm: deps.orm, config: deps.config, ...deps.providers };
+  return {
+    ...createOrderActivities(d),
+    ...createPaymentActivities(d),
+    ...createEvmCheckoutActivities(d),
+    ...createRedemptionActivities(d),
+    ...createWebhookActivities(d),
+    ...createProcurementActivities(d),
+    ...createReconcileActivities({ orm: deps.orm, config: deps.config, temporal: deps.temporal }),
+  };
+}
