@@ -1,19 +1,13 @@
 import { continueAsNew, isCancellation, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { EvmCheckoutActivities } from '../activities/evm-checkouts-activities';
+import { fewTries, untilPostgresAnswers } from './activity-options';
 import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/contracts/evm-checkouts';
 
 // A scan asks every chain's nodes (each with its own timeout and failover): a failed scan is not
 // retried here, the next tick asks again, so a node that is down delays a payment and fails nothing.
-const chain = proxyActivities<EvmCheckoutActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '2 seconds', maximumInterval: '30 seconds', maximumAttempts: 3 },
-});
+const chain = proxyActivities<EvmCheckoutActivities>(fewTries('2 minutes', { heartbeatTimeout: '10 seconds', retry: { initialInterval: '2 seconds' } }));
 // Postgres and the Temporal signal: retried until they answer, so settlement is never given up.
-const always = proxyActivities<EvmCheckoutActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const always = proxyActivities<EvmCheckoutActivities>(untilPostgresAnswers);
 
 /**
  * Watches one deposit address, keyed `checkout-watch:<orderId>:<depositIndex>`. Within the payment window and

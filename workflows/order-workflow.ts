@@ -1,18 +1,9 @@
-import {
-  allHandlersFinished,
-  condition,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  setHandler,
-  upsertSearchAttributes,
-} from '@temporalio/workflow';
-import { Mutex } from 'async-mutex';
+import { patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { OrderActivities } from '../activities/orders-activities';
-import { paymentNotifiedSignal, type PaymentWorkflowState } from '../src/contracts/payments';
-import { placementOptions, postgresReadOptions } from './activity-options';
-import { awaitPayment, queueNotice, type Notices } from './payment';
-import { awaitInFlightPatch, awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
+import type { PaymentWorkflowState } from '../src/contracts/payments';
+import { placementOptions, untilPostgresAnswers } from './activity-options';
+import { awaitPayment, PaymentLifecycle, runPaymentLifecycle } from './payment';
+import { awaitInFlightPatch } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/contracts/search-attributes';
 import {
@@ -29,7 +20,7 @@ import {
 // (bounded by PAYMENT_PROVIDER_TIMEOUT_MS) happens inside it. Only unexpected errors retry.
 const { placeOrder } = proxyLocalActivities<OrderActivities>(placementOptions);
 // Postgres reads (idempotent): retried until the database answers, so an outage never fails the order.
-const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>(postgresReadOptions);
+const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>(untilPostgresAnswers);
 
 /**
  * One order, keyed by `order:<accountId>:<externalOrderId>`. Placement arrives as an update
@@ -40,29 +31,32 @@ const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>(postgr
  */
 export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWorkflowState> {
   const order = new Order(input);
-  order.register();
-  await order.awaitPlacement();
-  await order.follow();
-  if (order.placedLate() && patched(latePlacementPatch)) await order.follow();
+  await runPaymentLifecycle(order);
   return order.state;
 }
 
 /** The order's state, and its message handlers: placements one at a time, payment callbacks queued. */
-class Order {
+class Order extends PaymentLifecycle {
   readonly state: OrderWorkflowState = { orderId: null, status: 'new', fulfillmentStatus: null, placementAttempts: 0, lastError: null };
   private readonly payment: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
-  private readonly notices: Notices = { queue: [] };
-  /**
-   * Placements that arrive together wait their turn (a flag checked by `condition` let them all
-   * through, since every waiting condition is checked in one pass).
-   */
-  private readonly placement = new Mutex();
-  /** This run was started under `awaitInFlightPatch` (see register and awaitPlacement). */
+  /** This run was started under `awaitInFlightPatch` (see register and awaitAnswer). */
   private inFlightPatched = false;
-  /** The order `follow` set out with (null: the run had settled for no order). */
-  private followed: string | null = null;
 
-  constructor(private readonly input: OrderWorkflowInput) {}
+  constructor(private readonly input: OrderWorkflowInput) {
+    super();
+  }
+
+  protected subjectId(): string | null {
+    return this.state.orderId;
+  }
+
+  protected tries(): number {
+    return this.state.placementAttempts;
+  }
+
+  protected countTry(): void {
+    this.state.placementAttempts++;
+  }
 
   register(): void {
     // Runs under the patch were started with AccountId, ExternalOrderId and OrderStatus "new"
@@ -74,14 +68,13 @@ class Order {
       { key: OrderStatusKey, value: this.state.status },
     ]);
     setHandler(orderStateQuery, () => ({ ...this.state, payment: this.payment }));
-    setHandler(paymentNotifiedSignal, (notice) => queueNotice(this.state, this.notices, notice));
+    this.queueNotices(this.state);
     setHandler(placeOrderUpdate, (request) => this.place(request));
   }
 
   /** The update: one placement at a time, answered with the placement or its rejection. */
   place(request: PlaceOrderRequest): Promise<Placement> {
-    return placeExclusively(
-      this.placement,
+    return this.exclusive(
       async () => {
         const res = await placeOrder({ ...this.input, ...request });
         if (res.outcome === 'rejected') {
@@ -92,18 +85,13 @@ class Order {
         this.track(res.status, res.fulfillmentStatus);
         return res;
       },
-      {
-        failed: (err) => (this.state.lastError = err instanceof Error ? err.message : String(err)),
-        tried: () => this.state.placementAttempts++,
-      },
+      (err) => (this.state.lastError = err instanceof Error ? err.message : String(err)),
     );
   }
 
   /** Until a placement answered (or, with recovery on, Postgres showed the order placed). */
-  awaitPlacement(): Promise<void> {
-    return awaitPlacement({
-      answered: () => this.state.orderId !== null || (this.state.placementAttempts > 0 && !this.placement.isLocked() && allHandlersFinished()),
-      inFlight: () => this.placement.isLocked(),
+  awaitAnswer(): Promise<void> {
+    return this.awaitPlaced({
       recoverAfterSeconds: this.input.timing?.placementRecoverySeconds,
       inFlightPatched: this.inFlightPatched,
       recover: async () => {
@@ -116,21 +104,10 @@ class Order {
     });
   }
 
-  /**
-   * The order this run settled on (or none) to its end: its payment, its hand-off, and every
-   * handler finished. A placement can answer only then: one that arrived while the recovery was
-   * asking Postgres, and wrote the order after Postgres answered "none" (see placedLate).
-   */
-  async follow(): Promise<void> {
-    this.followed = this.state.orderId;
+  /** Its payment, then its hand-off. */
+  protected async followSubject(): Promise<void> {
     await this.followPayment();
     await this.handOff();
-    await condition(allHandlersFinished);
-  }
-
-  /** A placement answered with an order after the run had settled for none: it is followed too. */
-  placedLate(): boolean {
-    return this.state.orderId !== null && this.followed === null;
   }
 
   /** An intent order's payment window, expiry and late payment; then the order as Postgres has it. */

@@ -1,19 +1,16 @@
-import { condition, isCancellation, log, proxyActivities } from '@temporalio/workflow';
+import { allHandlersFinished, condition, isCancellation, log, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import { Mutex } from 'async-mutex';
 import type { PaymentActivities } from '../activities/payments-activities';
-import type { PaymentNotice, PaymentTiming, PaymentWorkflowState } from '../src/contracts/payments';
+import { paymentNotifiedSignal, type PaymentNotice, type PaymentTiming, type PaymentWorkflowState } from '../src/contracts/payments';
+import { fewTries, untilPostgresAnswers } from './activity-options';
+import { awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
 
 // The provider's status endpoint: a few tries per sync tick (a failed sync is caught and the next
 // tick asks again).
-const provider = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5 },
-});
+const provider = proxyActivities<PaymentActivities>(fewTries('30 seconds', { retry: { maximumAttempts: 5 } }));
 // Postgres steps (idempotent): retried until the database answers, however long it is down, so an
 // outage delays a payment's settlement or expiry but never fails the order's workflow.
-const db = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
+const db = proxyActivities<PaymentActivities>(untilPostgresAnswers);
 
 export type PaymentOutcome = 'paid' | 'paid_late' | 'expired' | 'already_settled';
 
@@ -83,4 +80,75 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
     if (outcome) return outcome;
   }
   return 'expired';
+}
+
+/**
+ * What an order and a top-up have in common: an update places it (one at a time, under a mutex),
+ * the run waits for that answer or finds it in Postgres, then follows it (its payment, and what a
+ * subclass adds); a placement that answers after the run had settled for none is followed too.
+ * Each subclass registers its own handlers and says where its id and counters live.
+ */
+export abstract class PaymentLifecycle {
+  protected readonly notices: Notices = { queue: [] };
+  /**
+   * Placements that arrive together wait their turn (a flag checked by `condition` let them all
+   * through, since every waiting condition is checked in one pass).
+   */
+  protected readonly turns = new Mutex();
+  /** The subject `follow` set out with (null: the run had settled for none). */
+  private followed: string | null = null;
+
+  /** The order or top-up this run placed or found (null: none yet). */
+  protected abstract subjectId(): string | null;
+  /** Placements tried so far, answered or failed. */
+  protected abstract tries(): number;
+  protected abstract countTry(): void;
+  /** What follows the answer: the payment window, expiry, late payment, and the subclass's next step. */
+  protected abstract followSubject(): Promise<void>;
+
+  abstract register(): void;
+  abstract awaitAnswer(): Promise<void>;
+
+  /** Payment callbacks (signals) are queued for the payment loop; the first names the subject. */
+  protected queueNotices(holder: { orderId: string | null }): void {
+    setHandler(paymentNotifiedSignal, (notice) => queueNotice(holder, this.notices, notice));
+  }
+
+  /** One placement at a time; a failure becomes the update's failure, never the workflow's. */
+  protected exclusive<T>(place: () => Promise<T>, failed?: (err: unknown) => void): Promise<T> {
+    return placeExclusively(this.turns, place, { failed, tried: () => this.countTry() });
+  }
+
+  /** Until a placement answered, or (with recovery on) `recover` found the subject in Postgres. */
+  protected awaitPlaced(opts: { recoverAfterSeconds: number | undefined; recover: () => Promise<void>; inFlightPatched?: boolean }): Promise<void> {
+    return awaitPlacement({
+      answered: () => this.subjectId() !== null || (this.tries() > 0 && !this.turns.isLocked() && allHandlersFinished()),
+      inFlight: () => this.turns.isLocked(),
+      ...opts,
+    });
+  }
+
+  /**
+   * The subject this run settled on (or none) to its end, and every handler finished. A
+   * placement can answer only then: one that arrived while the recovery was asking Postgres, and
+   * wrote after Postgres answered "none" (see answeredLate).
+   */
+  async follow(): Promise<void> {
+    this.followed = this.subjectId();
+    await this.followSubject();
+    await condition(allHandlersFinished);
+  }
+
+  /** A placement answered after the run had settled for none: it is followed too. */
+  answeredLate(): boolean {
+    return this.subjectId() !== null && this.followed === null;
+  }
+}
+
+/** A payment lifecycle's run: register, await the placement, follow it, and a late one too. */
+export async function runPaymentLifecycle(lifecycle: PaymentLifecycle): Promise<void> {
+  lifecycle.register();
+  await lifecycle.awaitAnswer();
+  await lifecycle.follow();
+  if (lifecycle.answeredLate() && patched(latePlacementPatch)) await lifecycle.follow();
 }

@@ -28,19 +28,13 @@ import {
   type SupportActionName,
   type SupportRequest,
 } from '../src/contracts/procurement';
+import { fewTries, untilPostgresAnswersOrRefuses } from './activity-options';
 import { updateFailure } from './update-failure';
 
 // Postgres steps retry until the database is back; support actions fail fast on business errors.
-const db = proxyActivities<ProcurementActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes: ['invalid_input', 'not_found'] },
-});
+const db = proxyActivities<ProcurementActivities>(untilPostgresAnswersOrRefuses('invalid_input', 'not_found'));
 // A supplier round heartbeats; a lost worker is noticed in seconds and the round retried with its key.
-const supplier = proxyActivities<ProcurementActivities>({
-  startToCloseTimeout: '5 minutes',
-  heartbeatTimeout: '5 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const supplier = proxyActivities<ProcurementActivities>(fewTries('5 minutes', { heartbeatTimeout: '5 seconds', retry: { maximumAttempts: 10 } }));
 
 const MAX_ACTIONS_KEPT = 20;
 

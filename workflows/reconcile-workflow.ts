@@ -8,20 +8,16 @@ import {
   type ReconcileTotals,
   type ReconcileWorkflowInput,
 } from '../src/contracts/reconcile';
+import { fewTries } from './activity-options';
 
 // A step reads one page from Postgres and asks Temporal about each row: retried a few times (an
 // outage of either), then the check is left for the next run, which starts it over. It heartbeats:
 // a step lost with its worker is retried within seconds, not after the whole start-to-close, since
 // while it hangs the schedule (overlap: skip) starts no other run.
-const { reconcileStep } = proxyActivities<ReconcileActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '10 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '15 seconds', maximumAttempts: 5 },
-});
-const { reportReconcile } = proxyActivities<ReconcileActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumAttempts: 3 },
-});
+const { reconcileStep } = proxyActivities<ReconcileActivities>(
+  fewTries('2 minutes', { heartbeatTimeout: '10 seconds', retry: { maximumInterval: '15 seconds', maximumAttempts: 5 } }),
+);
+const { reportReconcile } = proxyActivities<ReconcileActivities>(fewTries('30 seconds'));
 
 /**
  * One reconciliation, started by the reconciler's schedule (overlap: skip) every

@@ -1,5 +1,6 @@
 import { condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { RedemptionActivities } from '../activities/redemptions-activities';
+import { fewTries, untilPostgresAnswers } from './activity-options';
 import {
   operatorDecisionSignal,
   redemptionStateQuery,
@@ -64,18 +65,13 @@ class RedemptionAttempt {
       refreshes: 0,
       decision: input.resume?.decision ?? null,
     };
-    this.db = proxyActivities<RedemptionActivities>({
-      startToCloseTimeout: '30 seconds',
-      retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-    });
-    this.visibility = proxyActivities<RedemptionActivities>({
-      startToCloseTimeout: '30 seconds',
-      retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 12 },
-    });
-    this.supplier = proxyActivities<RedemptionActivities>({
-      startToCloseTimeout: '30 seconds',
-      retry: { initialInterval: this.refreshMs, backoffCoefficient: 2, maximumInterval: this.refreshMs * 10, maximumAttempts: 10 },
-    });
+    this.db = proxyActivities<RedemptionActivities>(untilPostgresAnswers);
+    this.visibility = proxyActivities<RedemptionActivities>(
+      fewTries('30 seconds', { retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 12 } }),
+    );
+    this.supplier = proxyActivities<RedemptionActivities>(
+      fewTries('30 seconds', { retry: { initialInterval: this.refreshMs, maximumInterval: this.refreshMs * 10, maximumAttempts: 10 } }),
+    );
   }
 
   register(): void {

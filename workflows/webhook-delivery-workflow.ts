@@ -6,6 +6,7 @@ import {
   type DeliveryWorkflowInput,
   type DeliveryWorkflowResult,
 } from '../src/contracts/webhooks';
+import { untilPostgresAnswers } from './activity-options';
 
 /**
  * One webhook delivery, keyed by `delivery:<deliveryId>` (spec part 6). Each attempt is one
@@ -14,13 +15,9 @@ import {
  * retry) cuts the wait short and grants a fresh budget.
  */
 export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {
-  const { attemptDelivery } = proxyActivities<WebhookActivities>({
-    // The POST is bounded by the receiver's deadline; the rest is a few small queries.
-    startToCloseTimeout: input.timeoutMs + 30_000,
-    // Retries here are for database or worker trouble only (HTTP failures are results), so they go
-    // on until the database answers: an outage delays a delivery, never fails it.
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-  });
+  // Retries are for database or worker trouble only (HTTP failures are results). The POST is
+  // bounded by the receiver's deadline; the rest is a few small queries.
+  const { attemptDelivery } = proxyActivities<WebhookActivities>({ ...untilPostgresAnswers, startToCloseTimeout: input.timeoutMs + 30_000 });
 
   let usedThisRun = 0;
   let retryRequested = false;
