@@ -3,7 +3,10 @@
 // kind of operation, then for each workflow type the histories of distinct shapes (different
 // sets of event types), longest first, at most MAX_PER_TYPE each.
 //
-//   node --import tsx test/replay/capture.ts [--seed N]
+//   node --import tsx test/replay/capture.ts [--seed N] [--add]
+//
+// --add keeps the fixtures there are and adds the new histories after them (numbered on): a
+// refactor of a workflow is checked against the histories of the code before it and after it.
 //
 // The server stores every payload encrypted with the run's own key; the fixtures hold them decoded
 // (plain JSON payloads), so they need no key and the replay test uses the plain data converter.
@@ -37,7 +40,7 @@ const EventType = temporal.api.enums.v1.EventType;
 export const SECRET_PATTERNS = [/wsk_[A-Za-z0-9_-]{8,}/, /whsec_[A-Za-z0-9_-]{8,}/, /\/checkout\/chk_/, /eyJ[A-Za-z0-9_-]{10,}/];
 
 async function main() {
-  const { values } = parseArgs({ options: { seed: { type: 'string', default: '20261123' } } });
+  const { values } = parseArgs({ options: { seed: { type: 'string', default: '20261123' }, add: { type: 'boolean', default: false } } });
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const keys = `capture:${randomBytes(32).toString('base64')}`;
   process.env.TEMPORAL_PAYLOAD_KEYS = keys;
@@ -58,7 +61,7 @@ async function main() {
     const connection = await Connection.connect({ address: t.temporalAddress });
     const client = new Client({ connection, dataConverter: dataConverter(parseKeyRing(keys)) });
     const closed = (await soak.workflows()).filter((w) => w.status === 'COMPLETED');
-    await writeFixtures(client, keys, SOAK_TYPES, closed, { seed: Number(values.seed) });
+    await writeFixtures(client, keys, SOAK_TYPES, closed, { seed: Number(values.seed) }, { add: values.add });
     await connection.close();
   } finally {
     await soak.close();
@@ -70,7 +73,8 @@ type IndexEntry = { file: string; workflowType: string; events: number; shape: s
 
 /**
  * For each of `types`, the completed histories of distinct shapes, longest first, at most
- * MAX_PER_TYPE, written as fixtures (replacing that type's earlier ones; other types' stay).
+ * MAX_PER_TYPE, written as fixtures (replacing that type's earlier ones, or with `add` after them;
+ * other types' stay).
  */
 export async function writeFixtures(
   client: Client,
@@ -78,12 +82,13 @@ export async function writeFixtures(
   types: string[],
   closed: { workflowId: string; runId: string; type: string }[],
   meta: Record<string, unknown>,
+  opts: { add?: boolean } = {},
 ): Promise<void> {
   mkdirSync(FIXTURE_DIR, { recursive: true });
   const indexFile = join(FIXTURE_DIR, 'index.json');
   const prior = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')) as Record<string, unknown> & { histories: IndexEntry[] }) : { histories: [] };
-  const index: IndexEntry[] = prior.histories.filter((e) => !types.includes(e.workflowType));
-  for (const f of readdirSync(FIXTURE_DIR)) if (types.some((t) => f.startsWith(`${t}-`)) && f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
+  const index: IndexEntry[] = prior.histories.filter((e) => opts.add || !types.includes(e.workflowType));
+  if (!opts.add) for (const f of readdirSync(FIXTURE_DIR)) if (types.some((t) => f.startsWith(`${t}-`)) && f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
   for (const type of types) {
     const candidates: { id: string; events: number; shape: string; json: string }[] = [];
     for (const w of closed.filter((x) => x.type === type)) {
@@ -104,8 +109,9 @@ export async function writeFixtures(
       if (chosen.length < MAX_PER_TYPE && !chosen.some((x) => x.shape === c.shape)) chosen.push(c);
     }
     if (!chosen.length) throw new Error(`no completed ${type} to capture`);
+    const first = 1 + Math.max(0, ...index.filter((e) => e.workflowType === type).map((e) => Number(/-(\d+)\.json$/.exec(e.file)?.[1] ?? 0)));
     for (const [i, c] of chosen.entries()) {
-      const file = `${type}-${i + 1}.json`;
+      const file = `${type}-${first + i}.json`;
       writeFileSync(join(FIXTURE_DIR, file), `${c.json}\n`);
       index.push({ file, workflowType: type, events: c.events, shape: c.shape });
     }
