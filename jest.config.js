@@ -9,5 +9,7 @@ module.exports = {
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
   testTimeout: 90_000,
   maxWorkers: 2,
+  // The suites that take minutes first (test/sequencer.js).
+  testSequencer: '<rootDir>/test/sequencer.js',
   verbose: true,
 };
