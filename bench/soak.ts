@@ -100,6 +100,7 @@ async function main() {
     if (left.length) console.log(`still running after the drain: ${left.length} (${left.slice(0, 5).join(', ')} ...)`);
     const report = await soak.check({ strict, faults: [...faults, ...(topology?.crashes() ?? []).map((c) => `crash: ${c}`)] });
     console.log(`\n${report.text}`);
+    if (topology) console.log(`\n${await backlogWaits(topology)}`);
     if (!strict) console.log('\n(not strict: the stack\'s payment window and late watch are longer than the drain, so open workflows were not required to be closed)');
     exitCode = report.violations.length ? 1 : 0;
   } finally {
@@ -110,6 +111,31 @@ async function main() {
     }
   }
   process.exit(exitCode);
+}
+
+/**
+ * How long tasks waited in a task queue before a worker took them, from each worker's SDK metrics
+ * (schedule-to-start histograms): the count over the first bucket bound of 1 s or more. A worker
+ * restarted during the soak counts from its restart.
+ */
+async function backlogWaits(topology: Topology): Promise<string> {
+  const lines = ['task queue waits (schedule-to-start, from the workers\' SDK metrics):'];
+  for (const kind of ['workflow_task', 'activity']) {
+    const buckets = new Map<number, number>();
+    for (const w of topology.workers) {
+      const text = await (await fetch(`${w.baseUrl}/metrics`)).text();
+      const re = new RegExp(`^temporal_${kind}_schedule_to_start_latency(?:_seconds)?_bucket\\{[^}]*le="([^"]+)"[^}]*\\} ([0-9.eE+]+)$`, 'gm');
+      for (const m of text.matchAll(re)) {
+        const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
+        buckets.set(le, (buckets.get(le) ?? 0) + Number(m[2]));
+      }
+    }
+    const total = buckets.get(Infinity) ?? 0;
+    const bound = [...buckets.keys()].filter((le) => le >= 1).sort((a, b) => a - b)[0];
+    const over = bound === undefined || bound === Infinity ? 'n/a' : String(total - (buckets.get(bound) ?? 0));
+    lines.push(`  ${kind.replace('_', ' ')}s: ${total}, of which waited over ${bound ?? '?'} s: ${over}`);
+  }
+  return lines.join('\n');
 }
 
 /** Until the traffic is done: workers SIGKILLed (--kill-workers) and Temporal stopped (--restart-temporal) at seeded moments. */

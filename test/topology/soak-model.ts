@@ -139,6 +139,8 @@ export interface HttpStat {
   status: number | 'timeout' | 'network';
   ms: number;
   path: string;
+  /** Set on the soak's own log of requests (the report's placement latencies). */
+  method?: string;
   api: number;
   at: number;
   body?: any;

@@ -129,7 +129,7 @@ export class Soak {
         const name = (err as Error).name;
         stat = { status: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'network', ms: Date.now() - t0, path, api, at: t0 };
       }
-      this.http.push({ ...stat, body: undefined });
+      this.http.push({ ...stat, method, body: undefined });
       this.count(`http ${stat.status}`);
       if (stat.status === 'timeout') this.violation(`${method} ${path} on api-${api}: no answer within ${this.plan.requestTimeoutMs ?? 30_000} ms`);
       if (typeof stat.status === 'number' && stat.status >= 500) {
