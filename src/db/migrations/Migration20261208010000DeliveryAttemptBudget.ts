@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * A webhook delivery's attempt budget lives with the delivery, not in the run of its workflow
- * (issue 27 item 2): `budget_start` is the attempt count when the current budget of
+ * A webhook delivery's attempt budget lives with the delivery, not in the run of its workflow,
+ * so that attempts never exceed the maximum: `budget_start` is the attempt count when the current budget of
  * WEBHOOK_MAX_ATTEMPTS began (0, or the count at its last manual retry). A run started again for a
  * delivery still pending (the reconciler's, after Temporal lost the first) spends what is left of
  * that budget instead of a fresh one.
