@@ -10,7 +10,6 @@ import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
 /** What confirmed a payment: the provider's callback, our status sync, or either after expiry. */
 export type ConfirmationPath = 'callback' | 'status_sync' | 'late';
 
-
 export function createPaymentActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
   const { orm, config, payments } = deps;
   const settings = { levelThresholds: config.LEVEL_THRESHOLDS, publicBaseUrl: config.publicBaseUrl };

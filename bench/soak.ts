@@ -120,7 +120,7 @@ async function main() {
  */
 async function backlogWaits(topology: Topology): Promise<string> {
   const lines = ['task queue waits (schedule-to-start, from the workers\' SDK metrics):'];
-  for (const kind of ['workflow_task', 'activity']) {
+  for (const [kind, label] of [['workflow_task', 'workflow tasks'], ['activity', 'activity tasks']]) {
     const buckets = new Map<number, number>();
     for (const w of topology.workers) {
       const text = await (await fetch(`${w.baseUrl}/metrics`)).text();
@@ -133,7 +133,7 @@ async function backlogWaits(topology: Topology): Promise<string> {
     const total = buckets.get(Infinity) ?? 0;
     const bound = [...buckets.keys()].filter((le) => le >= 1).sort((a, b) => a - b)[0];
     const over = bound === undefined || bound === Infinity ? 'n/a' : String(total - (buckets.get(bound) ?? 0));
-    lines.push(`  ${kind.replace('_', ' ')}s: ${total}, of which waited over ${bound ?? '?'} s: ${over}`);
+    lines.push(`  ${label}: ${total}, of which waited over ${bound ?? '?'} s: ${over}`);
   }
   return lines.join('\n');
 }

@@ -20,7 +20,7 @@ export interface Notices {
 }
 
 /** A verified provider callback, queued for the payment loop; it names the order if nothing has yet. */
-export function queueNotice(holder: { orderId: string | null }, notices: Notices, notice: PaymentNotice): void {
+function queueNotice(holder: { orderId: string | null }, notices: Notices, notice: PaymentNotice): void {
   holder.orderId ??= notice.orderId;
   notices.queue.push(notice);
 }
