@@ -43,6 +43,12 @@ const workflowForbiddenPatterns = [
   },
 ];
 
+const sharedModuleMessage = 'Workflow modules are loaded once per worker and shared by every run: no mutable state at module scope.';
+const moduleStateSelectors = ['Program', 'Program > ExportNamedDeclaration'].flatMap((scope) => [
+  `${scope} > VariableDeclaration[kind!='const']`,
+  `${scope} > VariableDeclaration > VariableDeclarator > NewExpression[callee.name=/^(Map|Set|WeakMap|WeakSet)$/]`,
+]);
+
 export default defineConfig(
   globalIgnores([
     'dist/', 'coverage/', '.state/', '.tools/',
@@ -98,6 +104,9 @@ export default defineConfig(
     files: ['workflows/**/*.ts', 'src/contracts/**/*.ts', 'src/domain/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { paths: workflowForbiddenModules, patterns: workflowForbiddenPatterns }],
+      // The worker preloads these modules once (src/temporal/worker.ts, preloadModules) and every
+      // run shares them, so module scope holds no state: a run's state lives in its workflow.
+      'no-restricted-syntax': ['error', ...moduleStateSelectors.map((selector) => ({ selector, message: sharedModuleMessage }))],
     },
   },
   {

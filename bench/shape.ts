@@ -1,10 +1,11 @@
 // bench/shape: what the order workflow's own shape costs the engine, with no HTTP and no Postgres.
 // Starts its own dev server (the `npm start` settings, its own SQLite file), and in this one
-// process a client and a worker. It alternates three phases of N update-with-starts at concurrency C:
+// process a client and a worker. It alternates five phases of N update-with-starts at concurrency C:
 //   - the bar: bench/workflows' empty update-with-start (the same as bench/orders' engine row);
 //   - the same workflow answering its update through a no-op local activity (the shape, bare);
-//   - `orderWorkflow` from the service's bundle, with its interceptors, the service's payload codec
-//     and search attributes, its placement local activity stubbed to answer "placed" at once.
+//   - that shape again with the service's payload codec on client and worker (the codec's share);
+//   - `orderWorkflow` from the service's bundle, with its interceptors and search attributes, its
+//     placement local activity stubbed to answer "placed" at once, without the codec and with it.
 // For each it prints the rate, the p50, and the CPU per operation of this process and of the dev
 // server. Usage:   npm run bench:shape -- [N=400] [C=16] [rounds=2]
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -57,8 +58,14 @@ async function main() {
 
   const barQueue = `bar-${runId}`;
   const orderQueue = `order-${runId}`;
+  const codecQueue = `codec-${runId}`;
+  const plainOrderQueue = `plain-order-${runId}`;
   const bar = await Worker.create({
     connection: nativeConnection, namespace: NAMESPACE, taskQueue: barQueue,
+    workflowsPath: require.resolve('./workflows'), activities: { benchNoop: async (x: string) => x }, ...workflowPolling(config),
+  });
+  const barWithCodec = await Worker.create({
+    connection: nativeConnection, namespace: NAMESPACE, taskQueue: codecQueue, dataConverter: codec,
     workflowsPath: require.resolve('./workflows'), activities: { benchNoop: async (x: string) => x }, ...workflowPolling(config),
   });
   const placed = async (): Promise<Placement> => ({ outcome: 'placed', orderId: randomUUID(), reused: false, status: 'paid', fulfillmentStatus: null });
@@ -69,9 +76,25 @@ async function main() {
     interceptors: { activity: [safeActivityFailures] },
     ...workflowPolling(config),
   });
+  const plainOrder = await Worker.create({
+    connection: nativeConnection, namespace: NAMESPACE, taskQueue: plainOrderQueue,
+    workflowBundle: await bundleWorkflows(),
+    activities: { placeOrder: placed },
+    interceptors: { activity: [safeActivityFailures] },
+    ...workflowPolling(config),
+  });
   const barClient = new Client({ connection, namespace: NAMESPACE });
+  const codecClient = new Client({ connection, namespace: NAMESPACE, dataConverter: codec });
   const orderClient = new Client({ connection, namespace: NAMESPACE, dataConverter: codec });
   const orderTemporal = { client: orderClient, connection, namespace: NAMESPACE, taskQueue: orderQueue, placementDeadlineMs: 30_000 };
+  const plainOrderTemporal = { client: barClient, connection, namespace: NAMESPACE, taskQueue: plainOrderQueue, placementDeadlineMs: 30_000 };
+  const placeThrough = (temporal: typeof orderTemporal, externalOrderId: string) => {
+    const starter = orderStarter(temporal, config, { accountId: 'acc_bench', externalOrderId });
+    return temporal.client.workflow.executeUpdateWithStart(placeOrderUpdate, {
+      args: [{ productId: 'prod', qty: 1, payment: 'balance', source: 'rest', placementId: randomUUID() }],
+      startWorkflowOperation: starter.withStart(),
+    });
+  };
 
   const phases = {
     'empty update-with-start (the bar)': (tag: string) => async (i: number) => {
@@ -82,21 +105,19 @@ async function main() {
       const op = new WithStartWorkflowOperation('benchLocalActivityWorkflow', { workflowId: `la:${tag}${i}`, taskQueue: barQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
       return (await barClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
     },
-    'orderWorkflow, placement stubbed': (tag: string) => async (i: number) => {
-      const starter = orderStarter(orderTemporal, config, { accountId: 'acc_bench', externalOrderId: `${tag}${i}` });
-      const res = await orderClient.workflow.executeUpdateWithStart(placeOrderUpdate, {
-        args: [{ productId: 'prod', qty: 1, payment: 'balance', source: 'rest', placementId: randomUUID() }],
-        startWorkflowOperation: starter.withStart(),
-      });
-      return res.outcome === 'placed';
+    '… the same, with the payload codec': (tag: string) => async (i: number) => {
+      const op = new WithStartWorkflowOperation('benchLocalActivityWorkflow', { workflowId: `codec:${tag}${i}`, taskQueue: codecQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
+      return (await codecClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
     },
+    'orderWorkflow, stubbed, no codec': (tag: string) => async (i: number) => (await placeThrough(plainOrderTemporal, `plain-${tag}${i}`)).outcome === 'placed',
+    'orderWorkflow, placement stubbed': (tag: string) => async (i: number) => (await placeThrough(orderTemporal, `${tag}${i}`)).outcome === 'placed',
   };
 
   // BENCH_SHAPE_ONLY=<start of a phase's name> runs that phase alone (for a CPU profile of it).
   const only = process.env.BENCH_SHAPE_ONLY;
   for (const name of Object.keys(phases) as (keyof typeof phases)[]) if (only && !name.startsWith(only)) delete phases[name];
   const rows: string[] = [];
-  await Promise.all([bar.run(), order.run(), (async () => {
+  await Promise.all([bar.run(), barWithCodec.run(), plainOrder.run(), order.run(), (async () => {
     try {
       for (const [name, task] of Object.entries(phases)) failed(await runPool(name, WARMUP, C, task(`w-${runId}-`)));
       for (let round = 0; round < ROUNDS; round++) {
@@ -106,14 +127,13 @@ async function main() {
           const r = failed(await runPool(name, N, C, task(`r${round}-${runId}-`)));
           const self = process.cpuUsage(self0);
           const srv = procCpu(serverPid) - srv0;
-          rows.push(`${name.padEnd(36)} ${(N / r.seconds).toFixed(1).padStart(8)}/s  p50 ${pct([...r.latencies].sort((a, b) => a - b), 50).toFixed(1).padStart(6)} ms  ` +
+          rows.push(`${name.padEnd(38)} ${(N / r.seconds).toFixed(1).padStart(8)}/s  p50 ${pct([...r.latencies].sort((a, b) => a - b), 50).toFixed(1).padStart(6)} ms  ` +
             `client+worker ${(((self.user + self.system) / 1000) / N).toFixed(2).padStart(6)} ms  server ${((srv * 1000) / N).toFixed(2).padStart(6)} ms per op`);
           console.log(rows[rows.length - 1]);
         }
       }
     } finally {
-      bar.shutdown();
-      order.shutdown();
+      for (const worker of [bar, barWithCodec, plainOrder, order]) worker.shutdown();
     }
   })()]);
   await connection.close();

@@ -13,7 +13,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const CONTROL_BUT_WHITESPACE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /** Object keys that would reach a prototype when copied into a plain object. */
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const isForbiddenKey = (key: string) => key === '__proto__' || key === 'constructor' || key === 'prototype';
 
 /** Deeper request values than this are refused: no field of the API nests more than a few levels. */
 export const MAX_INPUT_DEPTH = 16;
@@ -60,7 +60,7 @@ export function findInputProblem(
     for (const key of Object.keys(v)) {
       const at = `${path}.${isCleanId(key) ? key : '?'}`;
       if (!isCleanId(key)) return { path: at, reason: 'malformed_text' };
-      if (FORBIDDEN_KEYS.has(key)) return { path: at, reason: 'forbidden_key' };
+      if (isForbiddenKey(key)) return { path: at, reason: 'forbidden_key' };
       stack.push({ v: (v as Record<string, unknown>)[key], path: at, depth: depth + 1 });
     }
   }

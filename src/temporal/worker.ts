@@ -29,8 +29,21 @@ export type ActivityMap = Record<string, (...args: never[]) => unknown>;
 
 export const workflowInterceptorsPath = require.resolve('../../workflows/interceptors');
 
+/**
+ * The worker's workflow bundle. Its modules are preloaded into the shared V8 context: without that
+ * the SDK evaluates every module a workflow imports once per new run (each run has its own module
+ * cache), which cost the order's first task more worker CPU than the workflow's own code. Shared
+ * modules must hold no state of a run; the lint rule for workflow code (eslint.config.mjs) refuses
+ * module-level let, var and collections in the folders they come from.
+ */
 export async function bundleWorkflows(): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: [workflowInterceptorsPath], failureConverterPath, logger: quietBundlerLogger });
+  return bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [workflowInterceptorsPath],
+    failureConverterPath,
+    preloadModules: [workflowsPath, workflowInterceptorsPath],
+    logger: quietBundlerLogger,
+  });
 }
 
 const noop = () => undefined;
