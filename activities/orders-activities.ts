@@ -7,6 +7,7 @@ import { findByExternalId } from '../src/services/orders';
 import { placeOrder, type OpenCheckout } from '../src/services/order-placement';
 import { attachCheckout } from '../src/services/payments';
 import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/contracts/orders';
+import { placementDuration } from '../src/metrics/registry';
 import { asRejection } from './activity-errors';
 
 export function createOrderActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
@@ -34,7 +35,8 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
      * expected rejection (402, 409, provider 502/504 …) is an answer, not a failure.
      */
     async placeOrder(input: OrderWorkflowInput & PlaceOrderRequest): Promise<Placement> {
-      return asRejection(async () => {
+      const timer = placementDuration.startTimer({ payment: input.payment });
+      return asRejection(async (): Promise<Placement> => {
         const em = orm.em.fork();
         const { order, reused } = await placeOrder(em, input, settings);
         if (reused && input.payment === 'intent' && order.status === 'pending' && order.payment === 'intent' && !order.checkoutUrl) {
@@ -42,7 +44,7 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
           await attachCheckout(em, order.id, checkout);
         }
         return { outcome: 'placed', orderId: order.id, reused, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
-      });
+      }).finally(() => timer());
     },
 
     /**

@@ -82,6 +82,7 @@ const WORKER_METRICS = {
   'schedule-to-start (SDK)': 'temporal_workflow_task_schedule_to_start_latency',
   'task execution (SDK)': 'temporal_workflow_task_execution_latency',
   'local activity (SDK)': 'temporal_local_activity_execution_latency',
+  '  of it the placement itself (service)': 'wholesale_order_placement',
   'task end-to-end (SDK)': 'temporal_workflow_endtoend_latency',
 } as const;
 

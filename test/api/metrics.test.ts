@@ -51,8 +51,16 @@ const value = (samples: Sample[], name: string, labels: Record<string, string> =
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((sum, s) => sum + s.value, 0);
 
+/** A histogram's observation count for one label value, from the exposition text. */
+const histogramCount = (text: string, name: string, label: string, labelValue: string) =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}_count{`) && line.includes(`${label}="${labelValue}"`))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+
 test('a scripted run moves the counters and gauges by exactly what it did', async () => {
   const before = await scrape();
+  const beforeText = lastText;
   const buyer = await h.account('1.00');
   const api = client(h.apiUrl, buyer.apiKey);
 
@@ -97,6 +105,8 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
     return value(s, 'wholesale_pending_intent_orders') === value(before, 'wholesale_pending_intent_orders') ? s : undefined;
   });
   const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+  const placements = (payment: string) =>
+    histogramCount(lastText, 'wholesale_order_placement_seconds', 'payment', payment) - histogramCount(beforeText, 'wholesale_order_placement_seconds', 'payment', payment);
 
   expect({
     balanceDelivered: delta('wholesale_orders_placed_total', { product_type: 'redemption', payment: 'balance', outcome: 'delivered' }),
@@ -104,6 +114,10 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
     intentPending: delta('wholesale_orders_placed_total', { product_type: 'redemption', payment: 'intent', outcome: 'pending' }),
     giftPaid: delta('wholesale_orders_placed_total', { product_type: 'direct_code', payment: 'balance', outcome: 'paid' }),
     allPlacements: delta('wholesale_orders_placed_total'),
+    // Timed in the worker: the delivered one, the one refused for balance, the gift card; the
+    // replay is answered by the API from Postgres and never reaches a placement.
+    placementsTimedBalance: placements('balance'),
+    placementsTimedIntent: placements('intent'),
     orderConfirmedByCallback: delta('wholesale_payment_confirmations_total', { path: 'callback', kind: 'order' }),
     topupConfirmedByCallback: delta('wholesale_payment_confirmations_total', { path: 'callback', kind: 'topup' }),
     topupsCreated: delta('wholesale_topups_created_total'),
@@ -124,6 +138,8 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
     intentPending: 1,
     giftPaid: 1,
     allPlacements: 4,
+    placementsTimedBalance: 3,
+    placementsTimedIntent: 1,
     orderConfirmedByCallback: 1,
     topupConfirmedByCallback: 1,
     topupsCreated: 2,
