@@ -84,6 +84,8 @@ export const configSchema = z.object({
   // Workflow task pollers of each worker: a number, or `autoscaling` (src/temporal/worker.ts).
   WORKFLOW_TASK_POLLERS: z.union([z.literal('autoscaling'), z.coerce.number().int().min(2).max(100)]).default(10),
   WORKFLOW_NONSTICKY_POLL_RATIO: z.coerce.number().min(0.05).max(1).default(1),
+  // Threads that run workflow code in each worker (the SDK's workflowThreadPoolSize).
+  WORKFLOW_THREADS: z.coerce.number().int().min(1).max(16).default(1),
   // More dynamic config for the Temporal server `npm start` runs, `name=value` separated by
   // spaces, on top of the tuned defaults (bench experiments; a real cluster has its own file).
   DEV_TEMPORAL_DYNAMIC_CONFIG: z.string().optional().transform((v) => (v ? v.split(/\s+/).filter(Boolean) : [])),

@@ -13,10 +13,14 @@ export const workflowsPath = require.resolve('../../workflows');
  * the normal queue. Every order, top-up and delivery starts a new workflow whose first task comes
  * on the normal queue; the tasks of workflows that wait (intent orders, procurement, redemptions,
  * deliveries) come later on the sticky one. `autoscaling` lets the server's poll answers decide
- * (server 1.28 and later). The measured effect of each is in docs/benchmarks.md.
+ * (server 1.28 and later). WORKFLOW_THREADS sets the threads that run workflow code. The
+ * measured effect of each is in docs/benchmarks.md.
  */
-export function workflowPolling(c: Pick<Config, 'WORKFLOW_TASK_POLLERS' | 'WORKFLOW_NONSTICKY_POLL_RATIO'>): Pick<WorkerOptions, 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio'> {
+export function workflowPolling(
+  c: Pick<Config, 'WORKFLOW_TASK_POLLERS' | 'WORKFLOW_NONSTICKY_POLL_RATIO' | 'WORKFLOW_THREADS'>,
+): Pick<WorkerOptions, 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio' | 'workflowThreadPoolSize'> {
   return {
+    workflowThreadPoolSize: c.WORKFLOW_THREADS,
     workflowTaskPollerBehavior: c.WORKFLOW_TASK_POLLERS === 'autoscaling'
       ? { type: 'autoscaling' }
       : { type: 'simple-maximum', maximum: c.WORKFLOW_TASK_POLLERS },
