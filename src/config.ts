@@ -82,8 +82,8 @@ export const configSchema = z.object({
   // no UI; built once by scripts/ensure-temporal-server.mjs).
   DEV_TEMPORAL: z.enum(['dev', 'server']).default('dev'),
   // Workflow task pollers of each worker: a number, or `autoscaling` (src/temporal/worker.ts).
-  WORKFLOW_TASK_POLLERS: z.union([z.literal('autoscaling'), z.coerce.number().int().min(2).max(100)]).default(10),
-  WORKFLOW_NONSTICKY_POLL_RATIO: z.coerce.number().min(0.05).max(1).default(1),
+  WORKFLOW_TASK_POLLERS: z.union([z.literal('autoscaling'), z.coerce.number().int().min(2).max(100)]).default(20),
+  WORKFLOW_NONSTICKY_POLL_RATIO: z.coerce.number().min(0.05).max(1).default(0.5),
   // Threads that run workflow code in each worker (the SDK's workflowThreadPoolSize).
   WORKFLOW_THREADS: z.coerce.number().int().min(1).max(16).default(1),
   // More dynamic config for the Temporal server `npm start` runs, `name=value` separated by

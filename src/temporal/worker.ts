@@ -9,12 +9,13 @@ export const workflowsPath = require.resolve('../../workflows');
 /**
  * Workflow task polling (WORKFLOW_TASK_POLLERS, WORKFLOW_NONSTICKY_POLL_RATIO). With a fixed
  * number of pollers the SDK core gives `floor(pollers × ratio)` (at least 1) to the normal queue
- * and the rest (at least 1) to the sticky queue, so ratio 1 means every poller but one waits on
- * the normal queue. Every order, top-up and delivery starts a new workflow whose first task comes
- * on the normal queue; the tasks of workflows that wait (intent orders, procurement, redemptions,
- * deliveries) come later on the sticky one. `autoscaling` lets the server's poll answers decide
- * (server 1.28 and later). WORKFLOW_THREADS sets the threads that run workflow code. The
- * measured effect of each is in docs/benchmarks.md.
+ * and the rest (at least 1) to the sticky queue. Every order, top-up and delivery starts a new
+ * workflow whose first task comes on the normal queue; the later tasks of workflows that wait
+ * (intent orders, procurement, redemptions, deliveries) come on the sticky one. The default, 20 at
+ * 0.5, keeps 10 on each: with 10 and 1, a mixed load left three of four tasks waiting over 1 s on
+ * the one sticky poller, and deliveries and redemptions finished late (docs/benchmarks.md).
+ * `autoscaling` lets the server's poll answers decide (server 1.28 and later). WORKFLOW_THREADS
+ * sets the threads that run workflow code.
  */
 export function workflowPolling(
   c: Pick<Config, 'WORKFLOW_TASK_POLLERS' | 'WORKFLOW_NONSTICKY_POLL_RATIO' | 'WORKFLOW_THREADS'>,
