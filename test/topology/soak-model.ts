@@ -141,6 +141,8 @@ export interface HttpStat {
   path: string;
   /** Set on the soak's own log of requests (the report's placement latencies). */
   method?: string;
+  /** An order's payment mode (`balance`, `intent`), on the same log. */
+  payment?: string;
   api: number;
   at: number;
   body?: any;

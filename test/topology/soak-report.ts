@@ -18,10 +18,13 @@ export function soakReport(o: {
   counts['http p99 ms'] = latencies[Math.floor(latencies.length * 0.99)] ?? 0;
   counts['http max ms'] = latencies[latencies.length - 1] ?? 0;
   // Order placement alone, answered: the mixed load's latency goal is on it (p99 against p50).
-  const placements = o.http.filter((h) => h.method === 'POST' && h.path === '/orders' && h.status === 200).map((h) => h.ms).sort((a, b) => a - b);
-  if (placements.length) {
-    counts['order placement (POST /orders, 200) p50 ms'] = placements[Math.floor(placements.length / 2)];
-    counts['order placement (POST /orders, 200) p99 ms'] = placements[Math.floor(placements.length * 0.99)];
+  // By payment mode too: an intent order's placement includes the provider's checkout call.
+  const placed = o.http.filter((h) => h.method === 'POST' && h.path === '/orders' && h.status === 200);
+  for (const [label, of] of [['', placed], ...['balance', 'intent'].map((mode) => [` ${mode}`, placed.filter((h) => h.payment === mode)] as const)] as const) {
+    const ms = of.map((h) => h.ms).sort((a, b) => a - b);
+    if (!ms.length) continue;
+    counts[`order placement${label} (POST /orders, 200) p50 ms`] = ms[Math.floor(ms.length / 2)];
+    counts[`order placement${label} (POST /orders, 200) p99 ms`] = ms[Math.floor(ms.length * 0.99)];
   }
 
   const row = ([k, n]: [string, number | string]) => `  ${k.padEnd(58)} ${n}`;

@@ -129,7 +129,8 @@ export class Soak {
         const name = (err as Error).name;
         stat = { status: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'network', ms: Date.now() - t0, path, api, at: t0 };
       }
-      this.http.push({ ...stat, method, body: undefined });
+      const payment = path === '/orders' && body && typeof body === 'object' ? String((body as { payment?: string }).payment ?? 'balance') : undefined;
+      this.http.push({ ...stat, method, payment, body: undefined });
       this.count(`http ${stat.status}`);
       if (stat.status === 'timeout') this.violation(`${method} ${path} on api-${api}: no answer within ${this.plan.requestTimeoutMs ?? 30_000} ms`);
       if (typeof stat.status === 'number' && stat.status >= 500) {
