@@ -58,7 +58,9 @@ function chain(rpcUrls: string[]): ChainSettings {
   return { chainId: 999, name: 'Hostile', rpcUrls, confirmations: 1, tokens: { USDT: { address: USDT, decimals: 6 } } };
 }
 
-const rpc = (urls: string[]) => new ChainRpc(chain(urls), { timeoutMs: 1000, headStallSeconds: 60, logRangeBlocks: 1000 });
+// No test here is about a slow node, and on two busy cores building and reading a 2,000-log answer
+// has taken over a second: the call timeout leaves room for that.
+const rpc = (urls: string[]) => new ChainRpc(chain(urls), { timeoutMs: 10_000, headStallSeconds: 60, logRangeBlocks: 1000 });
 
 test('only transfers of a configured token to the watched address are kept, whatever else the node lists', async () => {
   const hostile = await node((method) => {
