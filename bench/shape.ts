@@ -68,23 +68,23 @@ async function main() {
     connection: nativeConnection, namespace: NAMESPACE, taskQueue: codecQueue, dataConverter: codec,
     workflowsPath: require.resolve('./workflows'), activities: { benchNoop: async (x: string) => x }, ...workflowPolling(config),
   });
+  const orderBundle = await bundleWorkflows();
   const placed = async (): Promise<Placement> => ({ outcome: 'placed', orderId: randomUUID(), reused: false, status: 'paid', fulfillmentStatus: null });
   const order = await Worker.create({
     connection: nativeConnection, namespace: NAMESPACE, taskQueue: orderQueue,
-    workflowBundle: await bundleWorkflows(), dataConverter: codec,
+    workflowBundle: orderBundle, dataConverter: codec,
     activities: { placeOrder: placed },
     interceptors: { activity: [safeActivityFailures] },
     ...workflowPolling(config),
   });
   const plainOrder = await Worker.create({
     connection: nativeConnection, namespace: NAMESPACE, taskQueue: plainOrderQueue,
-    workflowBundle: await bundleWorkflows(),
+    workflowBundle: orderBundle,
     activities: { placeOrder: placed },
     interceptors: { activity: [safeActivityFailures] },
     ...workflowPolling(config),
   });
   const barClient = new Client({ connection, namespace: NAMESPACE });
-  const codecClient = new Client({ connection, namespace: NAMESPACE, dataConverter: codec });
   const orderClient = new Client({ connection, namespace: NAMESPACE, dataConverter: codec });
   const orderTemporal = { client: orderClient, connection, namespace: NAMESPACE, taskQueue: orderQueue, placementDeadlineMs: 30_000 };
   const plainOrderTemporal = { client: barClient, connection, namespace: NAMESPACE, taskQueue: plainOrderQueue, placementDeadlineMs: 30_000 };
@@ -107,7 +107,7 @@ async function main() {
     },
     '… the same, with the payload codec': (tag: string) => async (i: number) => {
       const op = new WithStartWorkflowOperation('benchLocalActivityWorkflow', { workflowId: `codec:${tag}${i}`, taskQueue: codecQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
-      return (await codecClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+      return (await orderClient.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
     },
     'orderWorkflow, stubbed, no codec': (tag: string) => async (i: number) => (await placeThrough(plainOrderTemporal, `plain-${tag}${i}`)).outcome === 'placed',
     'orderWorkflow, placement stubbed': (tag: string) => async (i: number) => (await placeThrough(orderTemporal, `${tag}${i}`)).outcome === 'placed',

@@ -20,8 +20,13 @@ export function soakReport(o: {
   // Order placement alone, answered: the mixed load's latency goal is on it (p99 against p50).
   // By payment mode too: an intent order's placement includes the provider's checkout call.
   const placed = o.http.filter((h) => h.method === 'POST' && h.path === '/orders' && h.status === 200);
-  for (const [label, of] of [['', placed], ...['balance', 'intent'].map((mode) => [` ${mode}`, placed.filter((h) => h.payment === mode)] as const)] as const) {
-    const ms = of.map((h) => h.ms).sort((a, b) => a - b);
+  const groups: Record<string, HttpStat[]> = {
+    '': placed,
+    ' balance': placed.filter((h) => h.payment === 'balance'),
+    ' intent': placed.filter((h) => h.payment === 'intent'),
+  };
+  for (const [label, stats] of Object.entries(groups)) {
+    const ms = stats.map((h) => h.ms).sort((a, b) => a - b);
     if (!ms.length) continue;
     counts[`order placement${label} (POST /orders, 200) p50 ms`] = ms[Math.floor(ms.length / 2)];
     counts[`order placement${label} (POST /orders, 200) p99 ms`] = ms[Math.floor(ms.length * 0.99)];
