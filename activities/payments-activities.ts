@@ -1,18 +1,19 @@
+import { log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { paymentCallbackUrl, type PaymentProvider, type PaymentStatus } from '../src/providers/payments';
-import { expirePayment, paymentState, settlePayment, type SettleOutcome } from '../src/services/payments';
+import { expirePayment, paymentFactFor, paymentState, recordStatusConfirmation, settlePayment, type SettleOutcome } from '../src/services/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/topup-opening';
 import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups';
 import { asRejection } from './activity-errors';
-import { paymentConfirmations, topupsCredited } from '../src/metrics/registry';
+import { paymentConfirmations, paymentNoticesUnverified, topupsCredited } from '../src/metrics/registry';
 
 /** What confirmed a payment: the provider's callback, our status sync, or either after expiry. */
 export type ConfirmationPath = 'callback' | 'status_sync' | 'late';
 
 export function createPaymentActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
   const { orm, config, payments } = deps;
-  const settings = { levelThresholds: config.LEVEL_THRESHOLDS, publicBaseUrl: config.publicBaseUrl };
+  const settings = { levelThresholds: config.LEVEL_THRESHOLDS, publicBaseUrl: config.publicBaseUrl, paid: paymentFactFor(config.PAYMENT_PROVIDER) };
   return {
     /**
      * Opens a top-up's hosted checkout and stores it, run as a local activity in the update handler
@@ -39,19 +40,34 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; paymen
       return order ? { orderId: order.id, status: order.status } : null;
     },
 
-    /** Asks the provider's status endpoint whether the order's checkout was paid. */
+    /**
+     * Asks the provider's status endpoint whether the order's checkout was paid; a paid answer is
+     * recorded as the payment's confirmation, the fact settlement looks for.
+     */
     async syncPayment(orderId: string): Promise<PaymentStatus['status'] | 'no_checkout'> {
-      const state = await paymentState(orm.em.fork(), orderId);
+      const em = orm.em.fork();
+      const state = await paymentState(em, orderId);
       if (!state.checkoutId) return 'no_checkout';
-      return (await payments.getStatus(state.checkoutId)).status;
+      const { status } = await payments.getStatus(state.checkoutId);
+      if (status === 'paid') await recordStatusConfirmation(em, { checkoutId: state.checkoutId, orderId });
+      return status;
     },
 
-    /** Settles a confirmed payment; `path` is what confirmed it (for the metrics only). */
+    /**
+     * Settles a payment that Postgres shows; `path` is what reported it (for the metrics only). A
+     * notice with nothing on record behind it changes nothing and is counted and logged (ids only).
+     */
     async settlePayment(orderId: string, path: ConfirmationPath = 'callback'): Promise<SettleOutcome> {
-      return settlePayment(orm.em.fork(), orderId, settings, (order) => {
+      const outcome = await settlePayment(orm.em.fork(), orderId, settings, (order) => {
         paymentConfirmations.inc({ path, kind: order.kind === 'topup' ? 'topup' : 'order' });
         if (order.kind === 'topup') topupsCredited.inc({ currency: order.currency });
       });
+      if (outcome === 'unverified') {
+        const { kind } = await paymentState(orm.em.fork(), orderId);
+        paymentNoticesUnverified.inc({ path, kind: kind === 'topup' ? 'topup' : 'order' });
+        log.warn('payment notice with no payment on record: nothing settled', { orderId, path });
+      }
+      return outcome;
     },
 
     async expirePayment(orderId: string): Promise<string | undefined> {

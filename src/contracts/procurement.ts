@@ -43,12 +43,17 @@ export type SupportActionName = 'resume' | 'deliver' | 'refund';
 export interface SupportRequest {
   actor: string;
   reason: string;
+  /**
+   * The support request on record in Postgres (support_requests) that this action carries out:
+   * the activity acts on that row, never on the message alone.
+   */
+  requestId?: string;
 }
 
 export interface DeliverRequest extends SupportRequest {
   /**
    * The codes obtained by hand, one per missing unit, staged in Postgres (support_code_batches):
-   * gift card codes never enter workflow history.
+   * gift card codes never enter workflow history. The support request names the same batch.
    */
   batchId: string;
 }

@@ -33,3 +33,42 @@ export async function codeBatchOf(em: EntityManager, batchId: string, orderId: s
 export async function deleteCodeBatch(em: EntityManager, batchId: string): Promise<void> {
   await em.execute('delete from support_code_batches where id = ?', [batchId]);
 }
+
+export interface SupportRequestRow {
+  id: string;
+  subject_id: string;
+  action: string;
+  actor: string;
+  reason: string;
+  batch_id: string | null;
+  applied_at: Date | null;
+  closed_at: Date | null;
+}
+
+/** A support action asked for, on record before its workflow is told (support_requests). */
+export async function insertSupportRequest(
+  em: EntityManager,
+  r: { id: string; subjectId: string; action: string; actor: string; reason: string; batchId?: string | null },
+): Promise<void> {
+  await em.execute('insert into support_requests (id, subject_id, action, actor, reason, batch_id) values (?, ?, ?, ?, ?, ?)', [
+    r.id, r.subjectId, r.action, r.actor, r.reason, r.batchId ?? null,
+  ]);
+}
+
+/** The request row for this subject and action, locked for the rest of the caller's transaction. */
+export async function lockSupportRequest(em: EntityManager, id: string, subjectId: string, action: string): Promise<SupportRequestRow | undefined> {
+  const [row] = await em.execute<SupportRequestRow[]>(
+    'select id, subject_id, action, actor, reason, batch_id, applied_at, closed_at from support_requests where id = ? and subject_id = ? and action = ? for update',
+    [id, subjectId, action],
+  );
+  return row;
+}
+
+export async function markSupportRequestApplied(em: EntityManager, id: string): Promise<void> {
+  await em.execute('update support_requests set applied_at = now() where id = ? and applied_at is null', [id]);
+}
+
+/** A request its workflow refused: it can no longer be carried out. */
+export async function closeSupportRequest(em: EntityManager, id: string): Promise<void> {
+  await em.execute('update support_requests set closed_at = now() where id = ? and applied_at is null', [id]);
+}

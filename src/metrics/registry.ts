@@ -69,6 +69,23 @@ export const paymentConfirmations = new Counter({
   labelNames: ['path', 'kind'] as const,
   registers: [registry],
 });
+export const paymentNoticesUnverified = new Counter({
+  name: 'wholesale_payment_notice_unverified_total',
+  help: 'Payment notices (signals, status answers) that settled nothing because Postgres shows no payment, by path and kind',
+  labelNames: ['path', 'kind'] as const,
+  registers: [registry],
+});
+export const supportActionsUnverified = new Counter({
+  name: 'wholesale_support_action_unverified_total',
+  help: 'Support actions sent to a workflow with no support request on record, refused, by action',
+  labelNames: ['action'] as const,
+  registers: [registry],
+});
+export const unencryptedPayloadsRefused = new Counter({
+  name: 'wholesale_temporal_unencrypted_payloads_refused_total',
+  help: 'Payloads a worker received that no ring key encrypted, refused instead of decoded',
+  registers: [registry],
+});
 export const procurementRounds = new Counter({
   name: 'wholesale_procurement_rounds_total',
   help: 'Supplier rounds of gift-card procurement, by outcome (progress, empty, transient, permanent)',

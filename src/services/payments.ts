@@ -2,6 +2,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { unsoldStockCount } from '../db/catalog-store';
 import { OrderSchema, ProductSchema, type Order } from '../db/entities';
 import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } from '../db/orders-store';
+import { evmPaymentReached, hasPaymentConfirmation, recordPaymentConfirmation } from '../db/payment-facts-store';
+import { ApiError } from '../domain/errors';
+import type { PaymentCallback } from '../providers/payments';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { recordEvent } from './events';
 import { addSpending, applyBalanceChange, lockAccount } from './ledger';
@@ -10,13 +13,50 @@ import { fulfilPaidOrder } from './order-placement';
 // What happens to a hosted-checkout order (intent purchase or top-up) when its payment is
 // confirmed, when its window passes, or when the payer abandons the checkout. Every step is a
 // conditional state change, so a retried activity or a callback and a status sync arriving
-// together apply it once.
+// together apply it once. A payment is settled only on a fact in Postgres, never on the word of
+// the message that asked: a Temporal signal can be sent by anyone who reaches the cluster.
 
-export type SettleOutcome = 'settled' | 'already_settled' | 'not_found';
+/** `unverified`: nothing on record shows the payment; nothing changed. */
+export type SettleOutcome = 'settled' | 'already_settled' | 'not_found' | 'unverified';
+
+/** Whether Postgres shows the order's checkout paid (read inside the settling transaction). */
+export type PaymentFact = (em: EntityManager, orderId: string) => Promise<boolean>;
+
+/**
+ * What proves a payment for each provider: the EVM checkout's own record of confirmed transfers
+ * reaching the amount (written by its watch from the chain), or, for a provider that calls back,
+ * a confirmation the service recorded after the provider's signature or status answer.
+ */
+export function paymentFactFor(provider: 'sandbox' | 'evm'): PaymentFact {
+  return provider === 'evm' ? evmPaymentReached : hasPaymentConfirmation;
+}
+
+/** The provider's status endpoint said this checkout was paid: the service's own record of it. */
+export async function recordStatusConfirmation(em: EntityManager, c: { checkoutId: string; orderId: string }): Promise<void> {
+  await recordPaymentConfirmation(em, { ...c, source: 'status' });
+}
+
+/**
+ * A provider callback whose signature verified: a payment is recorded as confirmed (the fact
+ * settlement looks for) and the order returned when it can still be settled; an abandonment kills
+ * the link. An unknown checkout is not_found.
+ */
+export async function acceptCallback(em: EntityManager, notice: PaymentCallback): Promise<Order | undefined> {
+  const order = await em.findOne(OrderSchema, { checkoutId: notice.checkoutId });
+  if (!order) throw new ApiError('not_found', 'Unknown checkout');
+  if (notice.status === 'abandoned') {
+    // The link is dead, so a replay in intent mode can repair it.
+    await clearCheckoutUrl(em, notice.checkoutId);
+    return undefined;
+  }
+  await recordPaymentConfirmation(em, { checkoutId: notice.checkoutId, orderId: order.id, source: 'callback' });
+  return order.status === 'pending' || order.status === 'expired' ? order : undefined;
+}
 
 export interface PaymentSettings {
   levelThresholds: readonly Cents[];
   publicBaseUrl: string;
+  paid: PaymentFact;
 }
 
 async function lockOrder(em: EntityManager, orderId: string): Promise<Order | null> {
@@ -27,7 +67,8 @@ async function lockOrder(em: EntityManager, orderId: string): Promise<Order | nu
 /**
  * Confirms a payment: a top-up credits the balance (`topup` ledger row, `topup.credited`); an
  * intent order counts as spending and is fulfilled. Pending and expired orders both settle: a
- * late payment is honoured.
+ * late payment is honoured. Only when `settings.paid` finds the payment on record, in the same
+ * transaction; otherwise `unverified` and nothing changes.
  */
 export async function settlePayment(
   em: EntityManager,
@@ -43,6 +84,7 @@ export async function settlePayment(
     const account = await lockAccount(tx, peek.accountId);
     const order = (await lockOrder(tx, orderId))!;
     if (order.status !== 'pending' && order.status !== 'expired') return 'already_settled';
+    if (!(await settings.paid(tx, order.id))) return 'unverified';
     const amount = fromDb(order.amount);
     const now = new Date();
     if (order.kind === 'topup') {
@@ -98,11 +140,6 @@ export async function expirePayment(em: EntityManager, orderId: string): Promise
   const expired = await expireIfPending(em, orderId);
   if (expired) return expired;
   return (await em.findOne(OrderSchema, { id: orderId }))?.status;
-}
-
-/** The payer abandoned the checkout: the link is dead, so a replay in intent mode can repair it. */
-export async function checkoutAbandoned(em: EntityManager, checkoutId: string): Promise<void> {
-  await clearCheckoutUrl(em, checkoutId);
 }
 
 /** Attaches a fresh checkout to a pending order that lost its link (spec 4.3 rule 4). */

@@ -19,6 +19,7 @@ import { recordEvent } from './events';
 import { applyBalanceChange, lockAccount } from './ledger';
 import { cleanManualCodes, dropManualCodes, withCodes } from './manual-codes';
 import { recordDelivered } from './order-placement';
+import { takeSupportRequest } from './support-requests';
 
 // Direct-code procurement (spec 2.4, 3.1, 3.2) and its support actions. Postgres holds the facts:
 // each code is stored in issued_codes as it arrives and counted in fulfilled_quantity, but shown
@@ -204,12 +205,16 @@ function notInAttention(order: Order): ApiError {
   });
 }
 
-/** Support: try the supplier again. The order is `processing` again until delivered or back in needs_attention. */
-export async function resumeProcurement(em: EntityManager, orderId: string, who: SupportRequest): Promise<OrderFacts> {
+/**
+ * Support: try the supplier again. The order is `processing` again until delivered or back in
+ * needs_attention. Like every support action, only on the support request on record (`requestId`).
+ */
+export async function resumeProcurement(em: EntityManager, orderId: string, req: SupportRequest): Promise<OrderFacts> {
   return em.transactional(async (tx) => {
     const order = await lockOrder(tx, orderId);
     if (isProcuring(order)) return factsOf(order); // this resume committed before; its retry changes nothing
     if (!needsAttention(order)) throw notInAttention(order);
+    const who = await takeSupportRequest(tx, req.requestId, orderId, 'resume');
     order.fulfillmentStatus = 'processing';
     order.errorCode = null;
     order.resolution = null;
@@ -224,10 +229,11 @@ export async function resumeProcurement(em: EntityManager, orderId: string, who:
 export async function deliverManually(em: EntityManager, orderId: string, req: DeliverRequest, baseUrl: string): Promise<OrderFacts> {
   return em.transactional(async (tx) => {
     const order = await lockOrder(tx, orderId);
-    const batch = await codeBatchOf(tx, req.batchId, orderId);
     // The batch goes with the delivery: this delivery committed before and its retry changes nothing.
-    if (!batch && order.status === 'delivered') return factsOf(order);
+    if (order.status === 'delivered' && !(await codeBatchOf(tx, req.batchId, orderId))) return factsOf(order);
     if (!needsAttention(order)) throw notInAttention(order);
+    const request = await takeSupportRequest(tx, req.requestId, orderId, 'deliver');
+    const batch = request.batch_id ? await codeBatchOf(tx, request.batch_id, orderId) : undefined;
     if (!batch) throw new ApiError('invalid_input', 'The staged codes are gone; send them again');
     const codes = cleanManualCodes(batch);
     const stored = await orderCodes(tx, orderId);
@@ -242,8 +248,8 @@ export async function deliverManually(em: EntityManager, orderId: string, req: D
     if ((await insertGiftCardCodes(tx, order, codes)).length !== codes.length) {
       throw new ApiError('invalid_input', 'Some of the given codes were issued meanwhile; nothing was delivered');
     }
-    await recordSupportAction(tx, orderId, 'deliver', { actor: req.actor, reason: req.reason }, { units: codes.length, obtainedFromSupplier: stored.length });
-    await dropManualCodes(tx, req.batchId);
+    await recordSupportAction(tx, orderId, 'deliver', request, { units: codes.length, obtainedFromSupplier: stored.length });
+    await dropManualCodes(tx, request.batch_id!);
     await completeDelivery(tx, order, baseUrl);
     return factsOf(order);
   });
@@ -272,7 +278,7 @@ export function boughtFromSupplier(p: SupplierPurchaseRow) {
 export async function refundUndelivered(
   em: EntityManager,
   orderId: string,
-  who: SupportRequest,
+  req: SupportRequest,
   levelThresholds: readonly Cents[],
 ): Promise<OrderFacts & { refundedUnits: number; refundedAmount: string }> {
   return em.transactional(async (tx) => {
@@ -288,6 +294,7 @@ export async function refundUndelivered(
       return { ...factsOf(order), refundedUnits: undelivered, refundedAmount: toDecimal(done ? fromDb(done) : 0) };
     }
     if (!needsAttention(order)) throw notInAttention(order);
+    const who = await takeSupportRequest(tx, req.requestId, orderId, 'refund');
     if (amount > 0) {
       await applyBalanceChange(
         tx,

@@ -22,6 +22,7 @@ import { procurementStarter } from '../temporal/starters';
 import { updateWithStart } from '../temporal/update-with-start';
 import { cleanManualCodes, dropManualCodes, stageManualCodes } from './manual-codes';
 import { boughtFromSupplier } from './procurement';
+import { carryOutSupportRequest, requestSupportAction } from './support-requests';
 
 // Support tooling for direct-code orders (spec 3.2 needs_attention), shared by the admin HTTP API
 // and `npx wholesale support ...`. Lists come from Postgres; actions go to the order's
@@ -155,7 +156,7 @@ async function act<A extends SupportRequest>(
   orderId: string,
   action: SupportActionName,
   update: typeof resumeUpdate | typeof refundUpdate | typeof deliverManuallyUpdate,
-  request: A,
+  request: A & { batchId?: string },
 ): Promise<SupportOutcome> {
   const order = await directCodeOrder(deps.em, orderId);
   if (order.status !== 'paid' || (order.fulfillmentStatus !== 'needs_attention' && order.fulfillmentStatus !== 'processing')) {
@@ -164,9 +165,11 @@ async function act<A extends SupportRequest>(
       fulfillmentStatus: order.fulfillmentStatus ?? null,
     });
   }
+  // On record first: the workflow's activity acts on this row, not on the message.
+  const requestId = await requestSupportAction(deps.em.fork(), { subjectId: orderId, action, actor: request.actor, reason: request.reason, batchId: request.batchId });
   const starter = procurementStarter(deps.temporal, { orderId, accountId: order.accountId, externalOrderId: order.externalOrderId ?? null });
-  await updateWithStart(deps.temporal, starter, update as typeof resumeUpdate, {
-    args: [request],
+  await carryOutSupportRequest(deps.em.fork(), requestId, () => updateWithStart(deps.temporal, starter, update as typeof resumeUpdate, {
+    args: [{ ...request, requestId }],
     attempts: 1,
     // Not cut at the placement deadline: an action waits its turn behind another one and behind
     // a procurement step in flight, and the operator's tool waits with it.
@@ -176,7 +179,7 @@ async function act<A extends SupportRequest>(
       err instanceof WorkflowExecutionAlreadyStartedError
         ? new ApiError('invalid_input', `The procurement of order ${orderId} has finished; reload the order`)
         : undefined,
-  });
+  }));
   const em = deps.em.fork();
   const after = await directCodeOrder(em, orderId);
   let refund: SupportOutcome['refund'] = null;

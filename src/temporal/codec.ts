@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { refusedValue } from '../contracts/refused-payload';
 
 // Every payload that leaves a process of the service (workflow inputs and results, activity
 // arguments and results, local-activity markers, update arguments and outcomes, signals, failure
@@ -8,7 +9,7 @@ import { temporal } from '@temporalio/proto';
 // its database, its backups and an unauthenticated Web UI hold ciphertext. Operators read them
 // decoded through the codec server (src/http/routers/codec.ts).
 
-/** Marks an encrypted payload; anything else (old histories, search attributes) passes as it is. */
+/** Marks an encrypted payload; anything else passes as it is, except to a worker (see CodecOptions). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 export const KEY_ID_METADATA = 'encryption-key-id';
 
@@ -67,9 +68,28 @@ export function unseal(keys: KeyRing, keyId: string, aad: string, sealed: Uint8A
   return Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
 }
 
+export interface CodecOptions {
+  /**
+   * A worker's codec: a payload no ring key encrypted is not decoded but replaced by the refused
+   * value (src/contracts/refused-payload.ts), which the workflows refuse, and `onRefused` is told.
+   * The service's own clients and workers encrypt every payload, so such a payload was sent by
+   * someone else; decoding it would let a forged input or signal reach a workflow.
+   */
+  refuseUnencrypted?: boolean;
+  onRefused?: () => void;
+}
+
+const refusedPayload = (): Payload => ({
+  metadata: { encoding: text.encode('json/plain') },
+  data: text.encode(JSON.stringify(refusedValue())),
+});
+
 /** AES-256-GCM of whole payloads (metadata included), the key id bound in as associated data. */
 export class EncryptionCodec implements PayloadCodec {
-  constructor(private readonly keys: KeyRing) {}
+  constructor(
+    private readonly keys: KeyRing,
+    private readonly opts: CodecOptions = {},
+  ) {}
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
@@ -80,17 +100,33 @@ export class EncryptionCodec implements PayloadCodec {
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
-      if (str(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return payload;
+      if (str(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return this.unencrypted(payload);
       const keyId = str(payload.metadata?.[KEY_ID_METADATA]) ?? '';
-      return temporal.api.common.v1.Payload.decode(unseal(this.keys, keyId, keyId, payload.data ?? new Uint8Array()));
+      let plain: Buffer;
+      try {
+        plain = unseal(this.keys, keyId, keyId, payload.data ?? new Uint8Array());
+      } catch (err) {
+        // A key id the ring lacks is the operator's to mend (a rotated-out key put back): the
+        // error stands and the task is retried. Bytes that a key of the ring does not
+        // authenticate were never encrypted by the service.
+        if (!this.opts.refuseUnencrypted || !this.keys.byId.has(keyId)) throw err;
+        return this.unencrypted(payload);
+      }
+      return temporal.api.common.v1.Payload.decode(plain);
     });
+  }
+
+  private unencrypted(payload: Payload): Payload {
+    if (!this.opts.refuseUnencrypted) return payload;
+    this.opts.onRefused?.();
+    return refusedPayload();
   }
 }
 
 /** The failure converter that moves messages and stacks into (encrypted) payloads. */
 export const failureConverterPath = require.resolve('./failure-converter');
 
-/** The data converter of every Temporal client and worker of the service. */
-export function dataConverter(keys: KeyRing): DataConverter {
-  return { payloadCodecs: [new EncryptionCodec(keys)], failureConverterPath };
+/** The data converter of every Temporal client and worker of the service (a worker's refuses unencrypted payloads). */
+export function dataConverter(keys: KeyRing, opts: CodecOptions = {}): DataConverter {
+  return { payloadCodecs: [new EncryptionCodec(keys, opts)], failureConverterPath };
 }

@@ -3,6 +3,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import { safeActivityFailures } from './safe-failures';
 import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
+import { unencryptedPayloadsRefused } from '../metrics/registry';
 
 export const workflowsPath = require.resolve('../../workflows');
 
@@ -75,7 +76,9 @@ export async function createWorker(opts: {
       workflowBundle: opts.workflowBundle ?? (await bundleWorkflows()),
       activities: opts.activities,
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
-      dataConverter: opts.dataConverter ?? dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS)),
+      dataConverter:
+        opts.dataConverter ??
+        dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS), { refuseUnencrypted: true, onRefused: () => unencryptedPayloadsRefused.inc() }),
       ...workflowPolling(opts.config),
       // Let in-flight activities finish on shutdown.
       shutdownGraceTime: '20 seconds',

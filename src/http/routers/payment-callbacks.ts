@@ -1,16 +1,16 @@
 import express, { Router } from 'express';
 import type { AppContext } from '../context';
-import { OrderSchema } from '../../db/entities';
 import { ApiError } from '../../domain/errors';
-import { checkoutAbandoned } from '../../services/payments';
+import { acceptCallback } from '../../services/payments';
 import { notifyPaid } from '../../temporal/payment-notices';
 import { assertCleanInput } from '../hygiene';
 
 /**
- * The provider's payment callback. The signature is checked over the raw body; a paid callback
- * signals the order's or top-up's workflow (starting a new run if the old one closed, so a late
- * payment is still reconciled); an abandoned one kills the checkout link. Errors are the spec's
- * error body, from the app's error handler.
+ * The provider's payment callback. The signature is checked over the raw body; a paid callback is
+ * recorded as the payment's confirmation (what settlement looks for) and then signals the order's
+ * or top-up's workflow (starting a new run if the old one closed, so a late payment is still
+ * reconciled); an abandoned one kills the checkout link. Errors are the spec's error body, from
+ * the app's error handler.
  */
 export function paymentCallbackRoutes(ctx: AppContext): Router {
   const { payments } = ctx.providers;
@@ -20,14 +20,8 @@ export function paymentCallbackRoutes(ctx: AppContext): Router {
     if (!notice) throw new ApiError('unauthorized', 'Bad callback signature');
     // Signed is not the same as well-formed: the hygiene rule holds for the provider too.
     assertCleanInput({ body: notice }, { ids: true });
-    const em = ctx.orm.em.fork();
-    const order = await em.findOne(OrderSchema, { checkoutId: notice.checkoutId });
-    if (!order) throw new ApiError('not_found', 'Unknown checkout');
-    if (notice.status === 'abandoned') {
-      await checkoutAbandoned(em, notice.checkoutId);
-      return void res.json({ ok: true });
-    }
-    if (order.status === 'pending' || order.status === 'expired') await notifyPaid(ctx.temporal, ctx.config, order);
+    const payable = await acceptCallback(ctx.orm.em.fork(), notice);
+    if (payable) await notifyPaid(ctx.temporal, ctx.config, payable);
     res.json({ ok: true });
   });
   return router;
