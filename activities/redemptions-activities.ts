@@ -1,3 +1,4 @@
+import { log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
@@ -11,7 +12,7 @@ import {
   releaseAttemptResources,
   upstreamSubmission,
 } from '../src/services/redemption-attempts';
-import type { AttemptOutcome, AttemptRef, UpstreamState } from '../src/contracts/redemptions';
+import type { AttemptOutcome, AttemptRef, DecisionRef, UpstreamState } from '../src/contracts/redemptions';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */
 export function createRedemptionActivities(deps: { orm: Orm; config: Config; upstream: RedemptionUpstream }) {
@@ -43,8 +44,12 @@ export function createRedemptionActivities(deps: { orm: Orm; config: Config; ups
       return refreshUpstream(deps.orm.em.fork(), keys, input, await upstream.status(input.upstreamRef));
     },
 
-    async finishRedemptionAttempt(input: AttemptRef & { outcome: AttemptOutcome }): Promise<void> {
-      await finishAttempt(deps.orm.em.fork(), keys, input, input.outcome);
+    /** Records the outcome; one from an operator's decision only when Postgres backs that decision. */
+    async finishRedemptionAttempt(input: AttemptRef & { outcome: AttemptOutcome; decision?: DecisionRef }): Promise<'finished' | 'refused'> {
+      const { redemptionId, attempt } = input;
+      const recorded = await finishAttempt(deps.orm.em.fork(), keys, { redemptionId, attempt }, input.outcome, input.decision);
+      if (recorded === 'refused') log.warn('operator decision with nothing on record behind it: refused', { redemptionId, attempt });
+      return recorded;
     },
 
     async releaseRedemptionResources(ref: AttemptRef): Promise<void> {

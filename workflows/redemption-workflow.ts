@@ -5,6 +5,7 @@ import {
   operatorDecisionSignal,
   redemptionStateQuery,
   type AttemptOutcome,
+  type DecisionRef,
   type OperatorDecision,
   type RedemptionWorkflowInput,
   type RedemptionWorkflowState,
@@ -42,9 +43,15 @@ function operatorOutcome(d: OperatorDecision): AttemptOutcome {
     : { status: 'failed', failureCode: 'rejected_by_operator', holdsResources: false };
 }
 
+/** Decisions held back while the first is checked: a refused one gives way to the next. */
+const MAX_LATER_DECISIONS = 10;
+
+const decisionRef = (d: OperatorDecision): DecisionRef => ({ requestId: d.requestId ?? null, queue: d.queue !== undefined });
+
 /** The attempt's state and its steps; the operator's decision is its one message handler. */
 class RedemptionAttempt {
   readonly state: RedemptionWorkflowState;
+  private readonly laterDecisions: OperatorDecision[] = [];
   private readonly refreshMs: number;
   private readonly ids: { redemptionId: string; attempt: number };
   // Postgres steps retry until the database is back; a lost attempt is given up after a few seconds.
@@ -76,9 +83,11 @@ class RedemptionAttempt {
 
   register(): void {
     setHandler(redemptionStateQuery, () => this.state);
-    // The first decision stands; a second one (a double click, a second operator) changes nothing.
+    // The first decision stands; a second one (a double click, a second operator) changes nothing,
+    // unless the first had nothing on record behind it and was refused.
     setHandler(operatorDecisionSignal, (decision) => {
-      this.state.decision ??= decision;
+      if (this.state.decision === null) this.state.decision = decision;
+      else if (this.laterDecisions.length < MAX_LATER_DECISIONS) this.laterDecisions.push(decision);
     });
   }
 
@@ -110,11 +119,19 @@ class RedemptionAttempt {
     state.phase = 'waiting';
   }
 
-  /** processing → fulfilled or failed; a failure that holds supplier resources is then released. */
+  /**
+   * processing → fulfilled or failed; a failure that holds supplier resources is then released. An
+   * operator's decision that Postgres does not back is refused, and the next one is waited for.
+   */
   async awaitResult(): Promise<void> {
-    const outcome = await this.outcome();
-    await this.finish(outcome);
-    this.state.phase = outcome.status === 'failed' && outcome.holdsResources ? 'releasing' : 'done';
+    for (;;) {
+      const { outcome, decision } = await this.outcome();
+      if (await this.finish(outcome, decision)) {
+        this.state.phase = outcome.status === 'failed' && outcome.holdsResources ? 'releasing' : 'done';
+        return;
+      }
+      this.state.decision = this.laterDecisions.shift() ?? null;
+    }
   }
 
   /** Until the upstream lets go of the failed attempt's resources (a resubmission is retry_conflict until then). */
@@ -131,19 +148,20 @@ class RedemptionAttempt {
     }
   }
 
-  /** Until an operator decides (manual products) or the upstream reports a result. */
-  private async outcome(): Promise<AttemptOutcome> {
+  /** Until an operator decides (manual products) or the upstream reports a result; and which decision, if one. */
+  private async outcome(): Promise<{ outcome: AttemptOutcome; decision: OperatorDecision | null }> {
     const { state } = this;
+    const decided = () => ({ outcome: operatorOutcome(state.decision!), decision: state.decision });
     if (state.manual) {
       await condition(() => state.decision !== null);
-      return operatorOutcome(state.decision!);
+      return decided();
     }
     for (;;) {
       // The durable timer between refreshes; an operator may still decide a stuck redemption.
-      if (await condition(() => state.decision !== null, this.refreshMs)) return operatorOutcome(state.decision!);
+      if (await condition(() => state.decision !== null, this.refreshMs)) return decided();
       const status = await this.refresh();
-      if (status?.state === 'fulfilled') return { status: 'fulfilled' };
-      if (status?.state === 'failed') return { status: 'failed', failureCode: status.failureCode, holdsResources: status.holdsResources };
+      if (status?.state === 'fulfilled') return { outcome: { status: 'fulfilled' }, decision: null };
+      if (status?.state === 'failed') return { outcome: { status: 'failed', failureCode: status.failureCode, holdsResources: status.holdsResources }, decision: null };
       await this.continueIfLong();
     }
   }
@@ -158,9 +176,12 @@ class RedemptionAttempt {
     }
   }
 
-  private async finish(outcome: AttemptOutcome): Promise<void> {
-    await this.db.finishRedemptionAttempt({ ...this.ids, outcome });
+  /** Records the outcome; false when it came from a decision that Postgres does not back (nothing recorded). */
+  private async finish(outcome: AttemptOutcome, decision: OperatorDecision | null = null): Promise<boolean> {
+    const recorded = await this.db.finishRedemptionAttempt({ ...this.ids, outcome, ...(decision ? { decision: decisionRef(decision) } : {}) });
+    if (recorded === 'refused') return false;
     this.state.status = outcome.status;
+    return true;
   }
 
   /** A long wait hands over to a fresh run that picks up where this one is. */

@@ -53,7 +53,22 @@ export interface OperatorDecision {
    * supplier resources are still held (then a resubmission is retry_conflict until released).
    */
   queue?: { failureCode?: UpstreamFailureCode; holdsResources?: boolean };
+  /** Support's decision on record in Postgres (support_requests): what the attempt's activity checks it against. */
+  requestId?: string;
 }
+
+/**
+ * What an outcome that came from an operator's decision is checked against in Postgres before it
+ * is recorded: the operator queue's decided row, or support's request. A decision with nothing on
+ * record behind it (a signal the service never sent) is refused.
+ */
+export interface DecisionRef {
+  requestId: string | null;
+  queue: boolean;
+}
+
+/** Support's request for a decision names the attempt it decides. */
+export const decisionSubject = (ref: AttemptRef) => `${ref.redemptionId}:${ref.attempt}`;
 
 export interface RedemptionWorkflowState extends AttemptRef {
   phase: RedemptionPhase;

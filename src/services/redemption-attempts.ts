@@ -1,5 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { redemptionOutcomes } from '../metrics/registry';
+import { redemptionOutcomes, supportActionsUnverified } from '../metrics/registry';
+import { decisionOf } from '../db/operator-queue-store';
+import { ApiError } from '../domain/errors';
+import { takeSupportRequest } from './support-requests';
 import { ProductSchema } from '../db/entities';
 import {
   attemptRow,
@@ -19,7 +22,7 @@ import {
 import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamStatus } from '../providers/redemption-upstream';
 import { seal, unseal, type KeyRing } from '../temporal/codec';
-import { redemptionEventId, type AttemptOutcome, type AttemptRef, type UpstreamState } from '../contracts/redemptions';
+import { decisionSubject, redemptionEventId, type AttemptOutcome, type AttemptRef, type DecisionRef, type UpstreamState } from '../contracts/redemptions';
 import { recordEvent } from './events';
 
 // The steps of one redemption attempt, run by redemptionWorkflow's activities (and, for test
@@ -101,14 +104,41 @@ export async function recordUpstreamRef(em: EntityManager, ref: AttemptRef, upst
 }
 
 /**
+ * Whether Postgres backs an operator's decision: the operator queue's row decided the same way,
+ * or support's request for it (taken, so it acts once). Counted when it does not.
+ */
+async function decisionOnRecord(em: EntityManager, ref: AttemptRef, outcome: AttemptOutcome, decision: DecisionRef): Promise<boolean> {
+  if (decision.queue) {
+    if ((await decisionOf(em, ref))?.outcome === outcome.status) return true;
+    supportActionsUnverified.inc({ action: 'redemption.queue' });
+    return false;
+  }
+  const action = outcome.status === 'fulfilled' ? 'redemption.fulfill' : 'redemption.reject';
+  try {
+    await takeSupportRequest(em, decision.requestId ?? undefined, decisionSubject(ref), action);
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError) return false;
+    throw err;
+  }
+}
+
+/**
  * processing → fulfilled or failed, once per attempt: the attempt row, the redemption (if this
  * is still its current attempt) and the terminal event in one transaction. The deliverable is
  * masked against everything the customer submitted. Idempotent: a finished attempt is left alone.
+ * An outcome decided by an operator is recorded only when Postgres backs the decision
+ * (`refused` otherwise, and nothing changes).
  */
-export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: AttemptRef, outcome: AttemptOutcome): Promise<void> {
+export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: AttemptRef, outcome: AttemptOutcome, decision?: DecisionRef): Promise<'finished' | 'refused'> {
+  let refused = false;
   const finished = await em.transactional(async (tx) => {
     const attempt = await attemptRow(tx, ref, true);
     if (!attempt || attempt.status === 'fulfilled' || attempt.status === 'failed') return false;
+    if (decision && !(await decisionOnRecord(tx, ref, outcome, decision))) {
+      refused = true;
+      return false;
+    }
     const secrets = await stagedSecrets(tx, keys, ref);
     // The staged values have served their purpose: they go with the attempt's end.
     await deleteSecrets(tx, ref);
@@ -123,6 +153,7 @@ export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: Attem
     return true;
   });
   if (finished) redemptionOutcomes.inc({ outcome: outcome.status });
+  return refused ? 'refused' : 'finished';
 }
 
 /**

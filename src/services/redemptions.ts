@@ -21,6 +21,7 @@ import { UpstreamUnavailableError, type RedemptionUpstream } from '../providers/
 import type { TemporalHandle } from '../temporal/client';
 import type { KeyRing } from '../temporal/codec';
 import {
+  decisionSubject,
   operatorDecisionSignal,
   redemptionWorkflowId,
   type AttemptRef,
@@ -30,6 +31,7 @@ import {
 import { redemptionStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { finishAttempt, stageSecrets } from './redemption-attempts';
+import { requestSupportAction } from './support-requests';
 
 // Server-side redemption (spec 4.4, 3.4) and the public redemption site share this module: one
 // code lookup, one validation, one state machine. Postgres holds the facts (redemptions, one row
@@ -281,7 +283,14 @@ export async function decideRedemption(
     throw new ApiError('invalid_input', `Redemption ${redemptionId} is ${row.status}; only a pending or processing redemption takes a decision`);
   }
   const ref = { redemptionId, attempt: row.attempt };
-  await deps.temporal.client.workflow.getHandle(redemptionWorkflowId(redemptionId, row.attempt)).signal(operatorDecisionSignal, decision);
+  // On record first: the attempt's activity records the outcome only against this row.
+  const requestId = await requestSupportAction(deps.em, {
+    subjectId: decisionSubject(ref),
+    action: `redemption.${decision.decision}`,
+    actor: decision.actor,
+    reason: decision.reason,
+  });
+  await deps.temporal.client.workflow.getHandle(redemptionWorkflowId(redemptionId, row.attempt)).signal(operatorDecisionSignal, { ...decision, requestId });
   await insertSupportAction(deps.em, {
     subjectId: redemptionId,
     action: `redemption.${decision.decision}`,
