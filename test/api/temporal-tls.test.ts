@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { Connection, type TLSConfig } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { CODE_RE } from '../../src/codes';
@@ -16,11 +18,14 @@ import { makeTestPki, opensslPath, type TestPki } from '../helpers/tls-certs';
 // Temporal server with mTLS on its frontend, certificates made by the test, and every way the
 // service reaches it (the API's client, the worker, the reconciler's schedule, `npx wholesale`)
 // configured by TEMPORAL_TLS_* alone. Whoever has no certificate of the CA is not let in.
+const root = resolve(__dirname, '..', '..');
+const run = promisify(execFile);
 let skip: string | undefined;
 let pki: TestPki;
 let own: TestTemporalServer | undefined;
 let h: Harness | undefined;
 let address: string;
+let tlsEnv: Record<string, string>;
 
 beforeAll(async () => {
   if (!opensslPath()) {
@@ -35,15 +40,14 @@ beforeAll(async () => {
   }
   own = started;
   address = started.server.address;
-  h = await startHarness({
-    TEMPORAL_ADDRESS: address,
+  tlsEnv = {
     TEMPORAL_TLS_CA: pki.ca.cert,
     TEMPORAL_TLS_CERT: pki.client.cert,
     TEMPORAL_TLS_KEY: pki.client.key,
     // The frontend is dialled at 127.0.0.1 and checked by the other name its certificate carries.
     TEMPORAL_TLS_SERVER_NAME: 'localhost',
-    RECONCILE_SECONDS: '1',
-  });
+  };
+  h = await startHarness({ TEMPORAL_ADDRESS: address, ...tlsEnv, RECONCILE_SECONDS: '1' });
 }, 15 * 60_000);
 
 afterAll(async () => {
@@ -110,7 +114,7 @@ function wholesaleWith(env: Record<string, string>, ...args: string[]) {
   return wholesale({ ...h!, config: { ...h!.config, ...env } }, ...args);
 }
 
-test('the `temporal` CLI with --tls-* flags lists and describes the order workflow; without them it is refused', async () => {
+test('the `temporal` CLI with --tls-* flags, or with the service\'s own variables, lists and describes the order workflow; without them it is refused', async () => {
   if (skipped()) return;
   const { api, accountId } = await reseller(h!, '20.00');
   expect((await api.post('/orders', { externalOrderId: 'tls-cli', productId: 'prod_chatgpt_plus_1m', qty: 1 })).status).toBe(200);
@@ -122,6 +126,13 @@ test('the `temporal` CLI with --tls-* flags lists and describes the order workfl
     return Array.isArray(rows) && rows.length === 1 ? rows : undefined;
   }, 30_000, 250, 'the order in the list');
   expect(listed[0]).toMatchObject({ execution: { workflowId }, status: 'WORKFLOW_EXECUTION_STATUS_COMPLETED' });
+
+  // The service's own variables are the CLI's too: an operator's shell with them set needs no flags.
+  const temporalBinary = (await run(process.execPath, [join(root, 'scripts', 'ensure-temporal.mjs')])).stdout.trim();
+  const { stdout } = await run(temporalBinary, ['workflow', 'describe', '--workflow-id', workflowId, '-o', 'json'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: h!.config.TEMPORAL_NAMESPACE, ...tlsEnv },
+  });
+  expect(JSON.parse(stdout).workflowExecutionInfo).toMatchObject({ execution: { workflowId } });
 
   const noTls = { ...h!, config: { ...h!.config, TEMPORAL_TLS_CA: undefined, TEMPORAL_TLS_CERT: undefined, TEMPORAL_TLS_KEY: undefined, TEMPORAL_TLS_SERVER_NAME: undefined } };
   await expect(temporalCli(noTls, 'workflow', 'describe', '--workflow-id', workflowId)).rejects.toThrow();
