@@ -77,17 +77,13 @@ export const configSchema = z.object({
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('wholesale'),
-  // Temporal over TLS (src/temporal/connection.ts): PEM files of the CA that signed the frontend's
-  // certificate and of this service's client certificate and key (mTLS), the name on the
-  // frontend's certificate when it is not the address's host, and Temporal Cloud's API key (a
-  // secret). Any of them turns TLS on; TEMPORAL_TLS=true turns it on with the system's roots alone.
+  // Temporal over TLS (src/temporal/connection.ts): PEM file paths (CA, mTLS client pair), the name
+  // on the frontend's certificate, Temporal Cloud's API key (a secret); production refuses plaintext
+  // to a Temporal off this machine unless TEMPORAL_ALLOW_PLAINTEXT says the network is private.
   TEMPORAL_TLS: bool(false),
-  TEMPORAL_TLS_CA: z.string().optional(),
-  TEMPORAL_TLS_CERT: z.string().optional(),
-  TEMPORAL_TLS_KEY: z.string().optional(),
+  TEMPORAL_TLS_CA: z.string().optional(), TEMPORAL_TLS_CERT: z.string().optional(), TEMPORAL_TLS_KEY: z.string().optional(),
   TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   TEMPORAL_API_KEY: z.string().optional(),
-  // Production refuses plaintext to a Temporal off this machine unless this says the network is private.
   TEMPORAL_ALLOW_PLAINTEXT: bool(false),
   TEMPORAL_UI_PORT: int(8233),
   // Which Temporal `npm start` runs when TEMPORAL_ADDRESS is unset: `dev` (the dev server on SQLite,
