@@ -19,6 +19,7 @@ import { syncSupplierCatalog } from './services/supplier-costs';
 import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
+import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
 import { createActivities } from '../activities/all-activities';
 import { bundleWorkflows, createWorker } from './temporal/worker';
@@ -66,8 +67,9 @@ export async function startServices(opts: {
   // The catalog says which supplier serves each direct-code product, as the supplier's settings do.
   const remapped = await syncSupplierCatalog(orm.em.fork(), config);
   if (remapped.length > 0) logger.info({ products: remapped, supplier: config.SUPPLIER_PROVIDER }, 'supplier catalog updated from the supplier settings');
+  // TLS and the API key from the config, to whichever address the caller found Temporal at.
   const temporal = await connectTemporal({
-    address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
+    ...temporalConnectionOptions(config, opts.temporalAddress), namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
     placementDeadlineMs: config.PLACEMENT_TIMEOUT_MS,
   });
   // Built once for the process (a bad sandbox script or a token whose decimals are not what the
@@ -89,7 +91,7 @@ export async function startServices(opts: {
     const activities = createActivities({ orm, config, providers, temporal });
     supervisor = new WorkerSupervisor({
       create: () =>
-        createWorker({ address: opts.temporalAddress, namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, config, activities, workflowBundle }),
+        createWorker({ ...temporalConnectionOptions(config, opts.temporalAddress), namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, config, activities, workflowBundle }),
       logger,
       maxConsecutiveFailures: opts.workerMaxFailures,
       onGiveUp: opts.onWorkerGiveUp,

@@ -3,6 +3,7 @@ import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
 import { parseKeyRing } from './temporal/codec';
+import { temporalConnectionProblems } from './temporal/connection';
 
 // Every duration the spec names is its own setting, defaulting to the spec's value, so tests can
 // run the real workflows in seconds.
@@ -76,6 +77,14 @@ export const configSchema = z.object({
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('wholesale'),
+  // Temporal over TLS (src/temporal/connection.ts): PEM file paths (CA, mTLS client pair), the name
+  // on the frontend's certificate, Temporal Cloud's API key (a secret); production refuses plaintext
+  // to a Temporal off this machine unless TEMPORAL_ALLOW_PLAINTEXT says the network is private.
+  TEMPORAL_TLS: bool(false),
+  TEMPORAL_TLS_CA: z.string().optional(), TEMPORAL_TLS_CERT: z.string().optional(), TEMPORAL_TLS_KEY: z.string().optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
+  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_ALLOW_PLAINTEXT: bool(false),
   TEMPORAL_UI_PORT: int(8233),
   // Which Temporal `npm start` runs when TEMPORAL_ADDRESS is unset: `dev` (the dev server on SQLite,
   // with its Web UI) or `server` (the production server, SQL persistence on the stack's Postgres,
@@ -297,6 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   problems.push(...upstreamProblems(c));
+  problems.push(...temporalConnectionProblems(c));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
     const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);

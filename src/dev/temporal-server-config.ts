@@ -113,7 +113,37 @@ export async function reusePorts(file: string, frontend: number | undefined): Pr
 
 const q = (s: string) => JSON.stringify(s);
 
-/** The static server config: loopback only, SQL persistence and SQL visibility, no pprof or metrics listener. */
+/** PEM files for mTLS on the frontend (TemporalServerOptions.tls). */
+export interface FrontendTlsFiles {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+}
+
+/**
+ * The frontend serves TLS and accepts only clients whose certificate the CA signed. The server's
+ * own system worker (schedules, namespace and batch jobs) calls that frontend too: it presents the
+ * frontend's certificate as its client certificate and checks the frontend's against the same CA,
+ * by the name `localhost`.
+ */
+function tlsYaml(t: FrontendTlsFiles): string {
+  return `  tls:
+    frontend:
+      server:
+        certFile: ${q(t.certFile)}
+        keyFile: ${q(t.keyFile)}
+        clientCaFiles: [${q(t.caFile)}]
+        requireClientAuth: true
+    systemWorker:
+      certFile: ${q(t.certFile)}
+      keyFile: ${q(t.keyFile)}
+      client:
+        serverName: "localhost"
+        rootCaFiles: [${q(t.caFile)}]
+`;
+}
+
+/** The static server config: loopback only, SQL persistence and SQL visibility, no pprof or metrics listener, mTLS on the frontend if asked. */
 export function serverConfigYaml(o: {
   pg: PostgresTarget;
   databases: { default: string; visibility: string };
@@ -122,6 +152,7 @@ export function serverConfigYaml(o: {
   logLevel: string;
   logFile: string;
   dynamicConfigFile: string;
+  tls?: FrontendTlsFiles;
 }): string {
   const sql = (database: string, maxConns: number) => `      sql:
         pluginName: "postgres12"
@@ -157,7 +188,7 @@ global:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: "127.0.0.1"
-
+${o.tls ? tlsYaml(o.tls) : ''}
 services:
   frontend:
 ${service(o.ports.frontend, o.ports.frontendMembership, o.ports.frontendHttp)}  history:

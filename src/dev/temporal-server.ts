@@ -11,12 +11,13 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../contracts/search-attributes';
 import { registerSearchAttributes, type DevTemporal } from './temporal';
 import { ensureTemporalServerBinaries } from './temporal-server-binaries';
 import {
-  dynamicConfigYaml, parseDynamicConfig, parsePostgresTarget, reusePorts, SERVER_DYNAMIC_CONFIG, serverConfigYaml, type PostgresTarget,
+  dynamicConfigYaml, parseDynamicConfig, parsePostgresTarget, reusePorts, SERVER_DYNAMIC_CONFIG, serverConfigYaml, type FrontendTlsFiles, type PostgresTarget,
 } from './temporal-server-config';
+import type { TemporalConnectionOptions } from '../temporal/connection';
 import { ensureDatabases, forgetMembers, setupSchemas } from './temporal-server-schema';
 
 export { ensureTemporalServerBinaries } from './temporal-server-binaries';
-export { parsePostgresTarget, SERVER_DYNAMIC_CONFIG, type PostgresTarget } from './temporal-server-config';
+export { parsePostgresTarget, SERVER_DYNAMIC_CONFIG, type FrontendTlsFiles, type PostgresTarget } from './temporal-server-config';
 
 export interface TemporalServerOptions {
   /** Where Temporal keeps its data: a Postgres URL (its database part is only used to connect) or its parts. */
@@ -41,6 +42,13 @@ export interface TemporalServerOptions {
   numHistoryShards?: number;
   /** How long to wait for the server to answer (default 90 s). */
   startTimeoutMs?: number;
+  /**
+   * mTLS on the frontend (PEM files): its certificate and key, and the CA whose client certificates
+   * it accepts. The certificate must name `localhost` and allow client use too (extendedKeyUsage
+   * serverAuth and clientAuth): the server's own system worker and this module's readiness checks
+   * present it to the frontend and check it by that name.
+   */
+  tls?: FrontendTlsFiles;
 }
 
 export interface TemporalServer extends DevTemporal {
@@ -99,9 +107,10 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
   const ports = await reusePorts(join(stateDir, 'ports.json'), opts.port);
   writeFileSync(dynamicConfigFile, dynamicConfigYaml({ ...SERVER_DYNAMIC_CONFIG, ...parseDynamicConfig(opts.dynamicConfig) }));
   writeFileSync(join(configDir, 'development.yaml'), serverConfigYaml({
-    pg, databases, ports, numHistoryShards: opts.numHistoryShards ?? 4, logLevel: opts.logLevel ?? 'warn', logFile, dynamicConfigFile,
+    pg, databases, ports, numHistoryShards: opts.numHistoryShards ?? 4, logLevel: opts.logLevel ?? 'warn', logFile, dynamicConfigFile, tls: opts.tls,
   }));
   const address = `127.0.0.1:${ports.frontend}`;
+  const admin = adminConnection(address, opts.tls);
   const timeout = opts.startTimeoutMs ?? 90_000;
 
   let child: ChildProcess | undefined;
@@ -121,7 +130,7 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
     const started = child;
     started.stderr?.on('data', (d) => (stderr = (stderr + String(d)).slice(-4000)));
     try {
-      await waitUntilReady(address, namespace, started, timeout, () => `${stderr}\n${tail(logFile)}`);
+      await waitUntilReady(admin, namespace, started, timeout, () => `${stderr}\n${tail(logFile)}`);
     } catch (err) {
       await stopChild(started, 'SIGKILL');
       throw err;
@@ -158,11 +167,22 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
   return handle;
 }
 
+/** How this module talks to the server it started: in plaintext, or over mTLS with the frontend's own certificate. */
+function adminConnection(address: string, tls: FrontendTlsFiles | undefined): TemporalConnectionOptions {
+  if (!tls) return { address };
+  const cert = readFileSync(tls.certFile);
+  return {
+    address,
+    tls: { serverNameOverride: 'localhost', serverRootCACertificate: readFileSync(tls.caFile), clientCertPair: { crt: cert, key: readFileSync(tls.keyFile) } },
+  };
+}
+
 /**
  * Waits until the frontend answers, then makes sure the namespace exists and carries the custom
  * search attributes, then that the history service answers for it (cheap reads through it).
  */
-async function waitUntilReady(address: string, namespace: string, child: ChildProcess, timeout: number, diagnostics: () => string): Promise<void> {
+async function waitUntilReady(target: TemporalConnectionOptions, namespace: string, child: ChildProcess, timeout: number, diagnostics: () => string): Promise<void> {
+  const { address } = target;
   const deadline = Date.now() + timeout;
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   let lastError: unknown;
@@ -171,7 +191,7 @@ async function waitUntilReady(address: string, namespace: string, child: ChildPr
     if (Date.now() > deadline) throw new Error(`temporal-server not ready at ${address} within ${timeout} ms: ${String(lastError)}\n${diagnostics()}`);
     let connection: Connection | undefined;
     try {
-      const conn = await Connection.connect({ address, connectTimeout: 1000 });
+      const conn = await Connection.connect({ ...target, connectTimeout: 1000 });
       connection = conn;
       await conn.healthService.check({});
       const ws = conn.workflowService;

@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { safeActivityFailures } from './safe-failures';
 import { dataConverter, failureConverterPath, parseKeyRing } from './codec';
 import { unencryptedPayloadsRefused } from '../metrics/registry';
+import type { TemporalConnectionOptions } from './connection';
 
 export const workflowsPath = require.resolve('../../workflows');
 
@@ -55,8 +56,8 @@ export async function bundleWorkflows(): Promise<WorkflowBundle> {
 const noop = () => undefined;
 const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
-export async function createWorker(opts: {
-  address: string;
+/** A worker on its own connection, made with temporalConnectionOptions' options (TLS, API key) outside tests. */
+export async function createWorker(opts: TemporalConnectionOptions & {
   namespace: string;
   taskQueue: string;
   config: Config;
@@ -67,7 +68,7 @@ export async function createWorker(opts: {
   /** Defaults to the service's (encrypting codec, failures as encoded payloads); tests may replace it. */
   dataConverter?: DataConverter;
 }): Promise<{ worker: Worker; connection: NativeConnection }> {
-  const connection = await NativeConnection.connect({ address: opts.address });
+  const connection = await NativeConnection.connect({ address: opts.address, tls: opts.tls, apiKey: opts.apiKey });
   try {
     const worker = await Worker.create({
       connection,

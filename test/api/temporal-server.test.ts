@@ -1,20 +1,20 @@
-import { randomBytes } from 'node:crypto';
 import { Client as PgClient } from 'pg';
 import { CODE_RE } from '../../src/codes';
-import { ensureTemporalServerBinaries, startTemporalServer, type TemporalServer } from '../../src/dev/temporal-server';
+import type { TemporalServer } from '../../src/dev/temporal-server';
 import { orderWorkflowId } from '../../src/contracts/orders';
 import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
+import { startTestTemporalServer, type TestTemporalServer } from '../helpers/temporal-server';
 
 // Issue 15 item 4: the production Temporal server (SQL persistence and SQL visibility on Postgres,
 // built by scripts/ensure-temporal-server.mjs), not the dev server. Its two databases live on the
 // test run's Postgres (TEST_DATABASE_URL), next to the service's own database.
 let unavailable: string | undefined;
+let own: TestTemporalServer | undefined;
 let server: TemporalServer | undefined;
 let h: Harness | undefined;
-const prefix = `tsrv_${randomBytes(4).toString('hex')}`;
 
 function skipped(): boolean {
   if (unavailable) {
@@ -27,7 +27,7 @@ function skipped(): boolean {
 
 async function temporalDb<T extends Record<string, unknown>>(sql: string, params: unknown[]): Promise<T[]> {
   const url = new URL(process.env.TEST_DATABASE_URL!);
-  url.pathname = `/${prefix}`;
+  url.pathname = `/${own!.prefix}`;
   const pg = new PgClient({ connectionString: url.toString() });
   await pg.connect();
   try {
@@ -38,27 +38,19 @@ async function temporalDb<T extends Record<string, unknown>>(sql: string, params
 }
 
 beforeAll(async () => {
-  try {
-    await ensureTemporalServerBinaries();
-  } catch (err) {
-    unavailable = err instanceof Error ? err.message : String(err);
+  const started = await startTestTemporalServer();
+  if ('unavailable' in started) {
+    unavailable = started.unavailable;
     return;
   }
-  server = await startTemporalServer({ postgres: process.env.TEST_DATABASE_URL!, databasePrefix: prefix });
+  own = started;
+  server = started.server;
   h = await startHarness({ TEMPORAL_ADDRESS: server.address });
 }, 15 * 60_000);
 
 afterAll(async () => {
   await h?.stop();
-  await server?.stop();
-  if (server) {
-    const admin = new PgClient({ connectionString: process.env.TEST_DATABASE_URL });
-    await admin.connect();
-    for (const db of [server.databases.default, server.databases.visibility]) {
-      await admin.query(`drop database if exists "${db}" with (force)`).catch(() => undefined);
-    }
-    await admin.end();
-  }
+  await own?.stop();
 }, 60_000);
 
 /** Places a balance order, retrying the same externalOrderId (idempotent) while Temporal answers retryable errors. */

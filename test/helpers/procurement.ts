@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import type { Config } from '../../src/config';
 import { procurementStateQuery, procurementWorkflowId } from '../../src/contracts/procurement';
+import { usesTls } from '../../src/temporal/connection';
 import { reseller as newReseller, type Harness } from './harness';
 import { decodedHistoryText } from './history';
 import { call, client, eventually } from './http';
@@ -74,13 +76,30 @@ export async function workflowIds(h: Harness, query: string): Promise<string[]> 
   return ids.sort();
 }
 
-/** `npx wholesale ...` as a real process against the harness's database and Temporal. */
+/** How the harness reaches Temporal over TLS: the service's variables, and the `temporal` CLI's flags for the same. */
+const TLS_SETTINGS = [
+  ['TEMPORAL_TLS_CA', '--tls-ca-path'], ['TEMPORAL_TLS_CERT', '--tls-cert-path'], ['TEMPORAL_TLS_KEY', '--tls-key-path'],
+  ['TEMPORAL_TLS_SERVER_NAME', '--tls-server-name'], ['TEMPORAL_API_KEY', '--api-key'],
+] as const;
+
+function temporalTlsEnv(c: Config): Record<string, string> {
+  const given = TLS_SETTINGS.flatMap(([name]) => (c[name] ? [[name, c[name]]] : []));
+  return Object.fromEntries(c.TEMPORAL_TLS ? [...given, ['TEMPORAL_TLS', 'true']] : given);
+}
+
+function temporalTlsFlags(c: Config): string[] {
+  const given = TLS_SETTINGS.flatMap(([name, flag]) => (c[name] ? [flag, c[name]] : []));
+  return usesTls(c) ? ['--tls', ...given] : given;
+}
+
+/** `npx wholesale ...` as a real process against the harness's database and Temporal (over TLS when the harness is). */
 export async function wholesale(h: Harness, ...args: string[]): Promise<{ exitCode: number; json: any; stderr: string }> {
   const env = {
     ...process.env,
     DATABASE_URL: h.databaseUrl,
     TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
     TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
+    ...temporalTlsEnv(h.config),
     LOG_LEVEL: 'silent',
   };
   try {
@@ -100,13 +119,13 @@ export async function wholesale(h: Harness, ...args: string[]): Promise<{ exitCo
 
 let temporalBinary: string | undefined;
 
-/** The `temporal` CLI that ops use, against the test's Temporal server (JSON output). */
+/** The `temporal` CLI that ops use, against the test's Temporal server (JSON output; over TLS when the harness is). */
 export async function temporalCli(h: Harness, ...args: string[]): Promise<any> {
   temporalBinary ??= (await run(process.execPath, [join(root, 'scripts', 'ensure-temporal.mjs')])).stdout.trim();
   // Payloads are encrypted: the CLI reads them through the service's codec server, as the runbook says.
   const token = h.config.CODEC_TOKEN ?? h.config.ADMIN_TOKEN;
   const codec = token ? ['--codec-endpoint', `${h.baseUrl}/codec`, '--codec-auth', `Bearer ${token}`] : [];
-  const { stdout } = await run(temporalBinary, [...args, ...codec, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json']);
+  const { stdout } = await run(temporalBinary, [...args, ...codec, '--address', h.config.TEMPORAL_ADDRESS!, ...temporalTlsFlags(h.config), '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json']);
   return stdout.trim() ? JSON.parse(stdout) : undefined;
 }
 
