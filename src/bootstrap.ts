@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { Worker, WorkflowBundle } from '@temporalio/worker';
+import type { Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError, type Config } from './config';
 import { AccountSchema } from './db/entities';
 import { initOrm, migrate, type Orm } from './db/orm';
@@ -22,7 +22,8 @@ import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
 import { createActivities } from '../activities/all-activities';
-import { bundleWorkflows, createWorker } from './temporal/worker';
+import { createWorker } from './temporal/worker';
+import { workerBundle } from './temporal/workflow-bundle';
 import { WorkerSupervisor } from './temporal/worker-supervisor';
 
 export interface Services {
@@ -50,8 +51,8 @@ export async function startServices(opts: {
   logger: Logger;
   api: boolean;
   worker: boolean;
-  /** Tests bundle the workflow code once and pass it in. */
-  workflowBundle?: WorkflowBundle;
+  /** Tests bundle the workflow code once and pass it in; otherwise the prebuilt bundle or, in development, one made now. */
+  workflowBundle?: WorkflowBundleOption;
   /** A lone worker process gives up after this many failures in a row and calls `onWorkerGiveUp`. */
   workerMaxFailures?: number;
   onWorkerGiveUp?: (err: unknown) => void;
@@ -60,6 +61,8 @@ export async function startServices(opts: {
   if (config.devSecrets.length > 0) {
     logger.warn({ variables: config.devSecrets }, 'built-in development secrets in use; set your own before production (NODE_ENV=production refuses them)');
   }
+  // First, so a production worker without its prebuilt bundle is refused before it touches anything.
+  const workflowBundle = opts.worker ? (opts.workflowBundle ?? (await workerBundle(config))) : undefined;
   // The migrator's own lines are not JSON: it stays quiet and what it did is one log line.
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
   const applied = await migrate(orm);
@@ -87,7 +90,6 @@ export async function startServices(opts: {
   let dispatcher: WebhookDispatcher | undefined;
   let stopReconcileSchedule: (() => void) | undefined;
   if (opts.worker) {
-    const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
     const activities = createActivities({ orm, config, providers, temporal });
     supervisor = new WorkerSupervisor({
       create: () =>
