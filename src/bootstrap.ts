@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError, type Config } from './config';
 import { AccountSchema } from './db/entities';
-import { initOrm, migrate, type Orm } from './db/orm';
+import { initOrm, migrate, pendingMigrations, type Orm } from './db/orm';
 import { seedCatalog } from './db/seed';
 import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './http/app';
@@ -65,8 +65,7 @@ export async function startServices(opts: {
   const workflowBundle = opts.worker ? (opts.workflowBundle ?? (await workerBundle(config))) : undefined;
   // The migrator's own lines are not JSON: it stays quiet and what it did is one log line.
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
-  const applied = await migrate(orm);
-  if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+  await prepareSchema(orm, config, logger);
   // The catalog says which supplier serves each direct-code product, as the supplier's settings do.
   const remapped = await syncSupplierCatalog(orm.em.fork(), config);
   if (remapped.length > 0) logger.info({ products: remapped, supplier: config.SUPPLIER_PROVIDER }, 'supplier catalog updated from the supplier settings');
@@ -141,6 +140,23 @@ export async function startServices(opts: {
       await orm.close();
     },
   };
+}
+
+/**
+ * Migrates (MIGRATE_ON_START, the default; replicas starting together wait for one another), or,
+ * where a Job migrates before the processes start, refuses to run on a schema this code outgrew.
+ */
+export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_START'>, logger: Logger): Promise<string[]> {
+  if (config.MIGRATE_ON_START) {
+    const applied = await migrate(orm, { onWait: () => logger.info('another process is migrating the database; waiting for it') });
+    if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+    return applied;
+  }
+  const pending = await pendingMigrations(orm);
+  if (pending.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  MIGRATE_ON_START: false, and the database lacks ${pending.length} migration(s) of this version (${pending.join(', ')}): run \`npm run migrate\` first`);
+  }
+  return [];
 }
 
 export const DEMO_EMAIL = 'demo@example.com';

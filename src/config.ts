@@ -71,6 +71,8 @@ export const configSchema = z.object({
   // A Server-Timing header on API answers, for the latency anatomy (bench/anatomy.ts).
   SERVER_TIMING: bool(false),
   DATABASE_URL: z.string().url().optional(),
+  // Each process migrates at start, under a lock (src/db/orm.ts); false where a Job runs `npm run migrate`.
+  MIGRATE_ON_START: bool(true),
   STATE_DIR: z.string().default('.state'),
   EMBEDDED_PG_PORT: int(54329, 1),
   TEMPORAL_PORT: int(7233, 1),

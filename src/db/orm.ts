@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { MikroORM, defineConfig, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities';
@@ -29,7 +30,36 @@ export async function pingDatabase(orm: Orm): Promise<void> {
   await orm.em.fork().execute('select 1');
 }
 
-/** Applies pending migrations; returns the names of those applied now. */
-export async function migrate(orm: Orm): Promise<string[]> {
-  return (await orm.getMigrator().up()).map((m) => m.name);
+/** The Postgres advisory lock every migration run holds (`pg_advisory_lock(hashtext(…))`). */
+export const MIGRATION_LOCK = 'wholesale.migrations';
+
+/**
+ * Applies pending migrations; returns the names of those applied now. Several processes may start
+ * at once on one database (replicas, the chart's migration Job): each takes the advisory lock on a
+ * session of its own first, so one migrates while the others wait, then find nothing left to do.
+ * The lock goes with its session, so a migrator that dies never leaves it held.
+ */
+export async function migrate(orm: Orm, opts: { onWait?: () => void } = {}): Promise<string[]> {
+  const session = new Client({ connectionString: orm.config.get('clientUrl') });
+  await session.connect();
+  try {
+    const { rows } = await session.query<{ free: boolean }>('select pg_try_advisory_lock(hashtext($1)) as free', [MIGRATION_LOCK]);
+    if (!rows[0].free) {
+      opts.onWait?.();
+      await session.query('select pg_advisory_lock(hashtext($1))', [MIGRATION_LOCK]);
+    }
+    return (await orm.getMigrator().up()).map((m) => m.name);
+  } finally {
+    await session.end();
+  }
+}
+
+/** Migrations of this code that the database lacks, read without writing (the migrator would create its table). */
+export async function pendingMigrations(orm: Orm): Promise<string[]> {
+  const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
+  const em = orm.em.fork();
+  const [{ present }] = await em.execute<{ present: boolean }[]>('select to_regclass(?) is not null as present', [table]);
+  const applied = present ? await em.execute<{ name: string }[]>(`select name from "${table}"`) : [];
+  const done = new Set(applied.map((row) => row.name));
+  return migrationsList.map((m) => m.name).filter((name) => !done.has(name));
 }

@@ -109,7 +109,7 @@ function skipped(): boolean {
 
 describe('npm run build', () => {
   test('writes the compiled entry points and the workflow bundle under dist/', () => {
-    for (const file of ['src/api.js', 'src/worker.js', 'src/cli.js', 'workflow-bundle.js']) {
+    for (const file of ['src/api.js', 'src/worker.js', 'src/migrate.js', 'src/cli.js', 'workflow-bundle.js']) {
       expect(existsSync(join(projectRoot, 'dist', file))).toBe(true);
     }
     // The bundle holds the workflows with the interceptors and preloaded modules the worker asks for.
@@ -126,7 +126,7 @@ describe('npm run build', () => {
     expect(resolvesFromApp(app, '@temporalio/worker')).toBe(true);
     const scripts = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')).scripts;
     // `exec`: npm hands SIGTERM to the node process itself (a shell in between would swallow it).
-    expect(scripts).toMatchObject({ api: 'exec node bin/run.js api', worker: 'exec node bin/run.js worker' });
+    expect(scripts).toMatchObject({ api: 'exec node bin/run.js api', worker: 'exec node bin/run.js worker', migrate: 'exec node bin/run.js migrate' });
   });
 });
 
