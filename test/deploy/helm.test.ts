@@ -115,6 +115,10 @@ describe.each(cases)('helm template with $name', ({ args, keda }) => {
     const job = find(objects, 'Job', 'wholesale-migrate')!;
     expect(job.metadata.annotations).toMatchObject({ 'helm.sh/hook': 'pre-install,pre-upgrade' });
     expect(job.spec.template.spec.containers[0].command).toEqual(['node', 'dist/src/migrate.js']);
+    // A pre-install hook runs before the release's own objects exist: it needs none of them (its
+    // settings are inline, its Secret and the namespace's default ServiceAccount exist beforehand).
+    expect(job.spec.template.spec.serviceAccountName).toBeUndefined();
+    expect(job.spec.template.spec.containers[0].envFrom).toEqual([{ secretRef: { name: values.existingSecret } }]);
   });
 
   test('probes /healthz and /readyz on METRICS_PORT, and gives each process more grace than its shutdown takes', () => {

@@ -85,23 +85,31 @@ which runs before the ConfigMap exists on a first install, gets them inline.
 {{- toYaml $s -}}
 {{- end -}}
 
-{{/* The pod spec parts every process shares: account, security, settings, TLS files, /tmp. */}}
+{{/*
+The pod spec parts every process shares: account, security, TLS files, /tmp. Called with
+(dict "root" . "serviceAccount" true|false): the migration Job runs before the release's
+ServiceAccount exists on a first install, so it runs as the namespace's default one (the processes
+never call the Kubernetes API, and no token is mounted either way).
+*/}}
 {{- define "wholesale.podCommon" -}}
-serviceAccountName: {{ include "wholesale.serviceAccountName" . }}
+{{- $v := .root.Values -}}
+{{- if .serviceAccount }}
+serviceAccountName: {{ include "wholesale.serviceAccountName" .root }}
+{{- end }}
 automountServiceAccountToken: false
 securityContext:
-  {{- toYaml .Values.podSecurityContext | nindent 2 }}
-{{- with .Values.imagePullSecrets }}
+  {{- toYaml $v.podSecurityContext | nindent 2 }}
+{{- with $v.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 volumes:
   - name: tmp
     emptyDir: {}
-  {{- if and .Values.temporal.tls.enabled .Values.temporal.tls.secretName }}
+  {{- if and $v.temporal.tls.enabled $v.temporal.tls.secretName }}
   - name: temporal-tls
     secret:
-      secretName: {{ .Values.temporal.tls.secretName }}
+      secretName: {{ $v.temporal.tls.secretName }}
   {{- end }}
 {{- end -}}
 
