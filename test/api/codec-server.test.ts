@@ -10,9 +10,9 @@ import { startHarness, type Harness } from '../helpers/harness';
 import { encodingOf, payloadsOf, rawHistory } from '../helpers/history';
 import { reseller } from '../helpers/payments';
 
-// The codec server of Temporal's remote codec protocol over real HTTP (issues 12 and 36). The token
+// Issue 12: the codec server of Temporal's remote codec protocol over real HTTP. The token
 // travels only in `Authorization: Bearer` (ADMIN_TOKEN or CODEC_TOKEN decode, 401 otherwise; only
-// ADMIN_TOKEN encodes); a token in the path is no route (404); the token is checked before the body
+// ADMIN_TOKEN encodes a payload); a token in the path is no route (404); the token is checked before the body
 // is read; CORS for the configured UI origin only; a payload encrypted under a rotated-out key,
 // plain payloads of old histories passing through, and the real `temporal` CLI reading a history
 // through it. The harness runs on a rotated key ring: `new` encrypts, `old` still decrypts.
