@@ -221,11 +221,13 @@ describe('key rotation and old histories', () => {
     expect(JSON.parse(Buffer.from(opened.data!).toString('utf8'))).toEqual({ placed: 'after the rotation' });
   });
 
-  test('a payload that is not encrypted (an old history) passes through unchanged', async () => {
+  test('a payload that is not encrypted (an old history, or a forged plain signal) passes through unchanged', async () => {
     const plain = [jsonPlain({ orderId: 'ord_before_encryption' }), { metadata: { encoding: b64('binary/null') }, data: '' }];
     const res = await codec('/decode', plain, bearer(ADMIN_TOKEN));
     expect(res.status).toBe(200);
     expect(res.body.payloads).toEqual(plain);
+    // Shown as plain, not as a payload some key failed to open.
+    expect(res.headers.get('x-codec-unopened')).toBeNull();
   });
 
   test('a payload no configured key opens, or whose bytes were altered, is shown as it is (never an error page)', async () => {

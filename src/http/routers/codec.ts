@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ApiError } from '../../domain/errors';
 import { safeText } from '../../domain/text';
 import { codecUnopenedPayloads } from '../../metrics/registry';
-import { EncryptionCodec, KEY_ID_METADATA, parseKeyRing } from '../../temporal/codec';
+import { EncryptionCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, parseKeyRing } from '../../temporal/codec';
 import type { AppContext } from '../context';
 
 // The codec server of Temporal's remote codec protocol, so that operators read decoded payloads
@@ -100,11 +100,13 @@ export function codecRoutes(ctx: AppContext): Router {
       if (action === 'encode' && payloads.length > 0 && res.locals.codecRole !== 'admin') {
         throw new ApiError('unauthorized', 'Encoding takes ADMIN_TOKEN (CODEC_TOKEN only decodes)');
       }
-      // A payload no configured key opens (its key was dropped from the ring) is shown as it is,
-      // and the operator is told which key ids are missing.
+      // A payload that is not encrypted is shown as it is, whatever the worker makes of it: the
+      // operator sees what a plain (maybe forged) message said. A payload no configured key opens
+      // (its key was dropped from the ring) is shown as it is too, and the operator is told which
+      // key ids are missing.
       const unopened: string[] = [];
       const out = action === 'decode'
-        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => (unopened.push(keyIdOf(p)), p))))
+        ? await Promise.all(payloads.map(async (p) => !isSealed(p) ? p : codec.decode([p]).then(([d]) => d, () => (unopened.push(keyIdOf(p)), p))))
         : await codec.encode(payloads);
       ctx.logger.info({ requestId: res.locals.requestId, action, count: payloads.length }, 'codec');
       if (unopened.length > 0) {
@@ -129,6 +131,8 @@ export function codecRoutes(ctx: AppContext): Router {
   });
   return router;
 }
+
+const isSealed = (p: Payload) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString('utf8') === ENCRYPTED_ENCODING;
 
 /**
  * The key id an encrypted payload names (ids are not secret), as the ring spells them (letters,
