@@ -16,6 +16,7 @@ import { Migration20261206000000OperatorQueue } from './Migration20261206000000O
 import { Migration20261207000000SupplierCatalog } from './Migration20261207000000SupplierCatalog';
 import { Migration20261208010000DeliveryAttemptBudget } from './Migration20261208010000DeliveryAttemptBudget';
 import { Migration20261209000000StaffConsole } from './Migration20261209000000StaffConsole';
+import { Migration20261210020000EvmChainReads } from './Migration20261210020000EvmChainReads';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -35,4 +36,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261207000000SupplierCatalog', class: Migration20261207000000SupplierCatalog },
   { name: 'Migration20261208010000DeliveryAttemptBudget', class: Migration20261208010000DeliveryAttemptBudget },
   { name: 'Migration20261209000000StaffConsole', class: Migration20261209000000StaffConsole },
+  { name: 'Migration20261210020000EvmChainReads', class: Migration20261210020000EvmChainReads },
 ];
