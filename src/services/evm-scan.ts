@@ -18,8 +18,9 @@ import type { ChainSettings, TokenSymbol } from '../providers/evm/settings';
 // one is confirmed once it is deep enough, its block is the one the node still has at that height
 // and, where the chain has a second witness, that witness shows the same; it is dropped only when
 // a node deep enough has another block at its height and no longer lists it. A node that lacks a
-// block ("not found") says nothing about it: the transfer waits and is asked about again. Every
-// read of a scan comes from one node, so its head, logs and blocks agree with each other.
+// block ("not found") says nothing about it: the read goes to the next node, and with none left
+// the transfer waits and is asked about again. Every read of a scan comes from one node, so its
+// head, logs and blocks agree with each other.
 
 /** Seconds before a checkout's creation that its first scan starts at, for clocks that disagree. */
 const START_SLACK_SECONDS = 120n;
@@ -101,8 +102,7 @@ async function scanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Chain
       for (const t of waiting) {
         const number = BigInt(t.block_number);
         if (number < from || number > node.head || listed.has(`${t.tx_hash}:${t.log_index}`) || !depth.reached(number)) continue;
-        const hash = await node.blockHash(number);
-        if (hash !== null && hash !== t.block_hash) gone.push(t);
+        if ((await node.blockHash(number)) !== t.block_hash) gone.push(t);
       }
       await em.transactional(async (tx) => {
         for (const t of seen) await record(tx, checkout, chain, t);
@@ -165,9 +165,9 @@ async function firstBlockAfter(node: NodeView, time: bigint): Promise<bigint> {
 }
 
 /**
- * Waiting transfers deep enough whose block the node still has, with the same hash, are confirmed
- * (once the chain's witness, if any, agrees). Any other answer leaves them waiting: a different
- * hash is judged by the scan's listing, never here.
+ * Waiting transfers deep enough whose block the node has with the same hash are confirmed (once
+ * the chain's witness, if any, agrees). A different hash leaves them waiting: whether they are gone
+ * is judged with the scan's listing, never here.
  */
 async function confirmDeepEnough(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, node: NodeView, depth: Depth): Promise<void> {
   const { chain } = rpc;

@@ -48,9 +48,15 @@ export class NodeView {
     private readonly opts: RpcOptions,
   ) {}
 
-  /** The hash of the node's block at `number`, or null when the node has no such block (it lags): no answer, not another block. */
-  async blockHash(number: bigint): Promise<`0x${string}` | null> {
-    return (await this.block(number))?.hash ?? null;
+  /**
+   * The hash of the node's block at `number`. A node that lacks it (a backend behind a load
+   * balancer that lags, a node that times out) has said nothing about that block, certainly not
+   * that another one is there: it fails, and the read goes to the next node.
+   */
+  async blockHash(number: bigint): Promise<`0x${string}`> {
+    const block = await this.block(number);
+    if (!block) throw new NodeFailure('not_found');
+    return block.hash;
   }
 
   /** The timestamp (seconds) of block `number`. */
