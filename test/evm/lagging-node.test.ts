@@ -1,5 +1,6 @@
 import { evmCheckoutStateQuery, evmCheckoutWorkflowId } from '../../src/contracts/evm-checkouts';
 import { evmCheckout, evmScans } from '../../src/db/evm-store';
+import { evmCheckoutStarter } from '../../src/temporal/starters';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';
 import { startRpcProxy, type RpcProxy } from '../helpers/evm-proxy';
@@ -118,9 +119,14 @@ test("a transfer a lagging node left out of its logs, and that later scans' wind
   await eventually(async () => primary.count('eth_getLogs') + fallback.count('eth_getLogs') >= asked + 2);
   expect(await transfersOf(h, checkoutUrl)).toEqual([]);
 
-  // The watch's last step: the address is read again from the checkout's start block.
-  const settled = await h.services.providers.evm!.settle(checkout.derivation_index, 'closing');
-  expect(settled).toMatchObject({ state: 'closed', waiting: 0, credited: [{ reason: 'after_expiry', cents: 600 }] });
+  // Its watch brought to its end now: a watch whose windows are over (the reconciler's restart of a
+  // lost one) goes straight to its closing step, which reads the address again from its start block.
+  const watchId = evmCheckoutWorkflowId(checkout.reference, checkout.derivation_index);
+  await h.services.temporal.client.workflow.getHandle(watchId).terminate('the test ends its windows now');
+  const over = { ...h.config, LATE_PAYMENT_WATCH_SECONDS: 0, EVM_ADDRESS_WATCH_SECONDS: 0 };
+  await evmCheckoutStarter(h.services.temporal, over, { orderId: checkout.reference, depositIndex: checkout.derivation_index, expiresAt: Date.now() }).start();
+  expect(await h.services.temporal.client.workflow.getHandle(watchId).result()).toMatchObject({ state: 'closed', lastError: null });
+  expect((await evmCheckout(h.services.orm.em.fork(), checkout.id))!.state).toBe('closed');
   expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ state: 'confirmed', applied: 'excess', credit_reason: 'after_expiry' })]);
   expect(await balanceOf(api)).toBe('6.00');
   const money = await expectLedgerMatchesBalance(h, accountId);
