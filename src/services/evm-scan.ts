@@ -32,10 +32,9 @@ export class ClosingNotReadyError extends Error {
 
 /**
  * Scans every chain for transfers to the checkout's address, from where the last scan of that
- * chain left off (less the blocks that are not final yet, and back to the oldest transfer still
- * waiting, so a reorg is seen) up to the serving node's head, and confirms what is deep enough. A
- * chain whose nodes are all down is skipped this time; the others go on. Returns the chains that
- * could not be scanned.
+ * chain left off (less the blocks that may still change, so a reorg is seen) up to the serving
+ * node's head, and confirms what is deep enough. A chain whose nodes are all down is skipped this
+ * time; the others go on. Returns the chains that could not be scanned.
  */
 export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {
   const scans = new Map((await evmScans(em, checkout.id)).map((s) => [s.chain_id, s]));
@@ -91,24 +90,25 @@ async function scanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Chain
     const depth = await depthOn(node, chain);
     const waiting = await waitingOn(em, checkout.id, chain.chainId);
     const start = scan ? BigInt(scan.start_block) : await firstBlockAfter(node, BigInt(Math.floor(new Date(checkout.created_at).getTime() / 1000)) - START_SLACK_SECONDS);
-    let from = scan ? depth.unsettledFrom(BigInt(scan.scanned_to)) : start;
-    for (const t of waiting) if (BigInt(t.block_number) < from) from = BigInt(t.block_number);
-    if (from < start) from = start;
-    if (from <= node.head) {
-      const seen = await node.transfersTo(checkout.address, from, node.head);
-      const listed = new Set(seen.map((t) => `${t.txHash}:${t.logIndex}`));
-      // Not listed any more: gone only if this node, deep enough, has another block at its height.
-      const gone: EvmTransferRow[] = [];
-      for (const t of waiting) {
-        const number = BigInt(t.block_number);
-        if (number < from || number > node.head || listed.has(`${t.tx_hash}:${t.log_index}`) || !depth.reached(number)) continue;
-        if ((await node.blockHash(number)) !== t.block_hash) gone.push(t);
-      }
-      await em.transactional(async (tx) => {
-        for (const t of seen) await record(tx, checkout, chain, t);
-        for (const t of gone) await setEvmTransferState(tx, t.id, 'dropped', t.block_hash);
-      });
+    const unsettled = scan ? depth.unsettledFrom(BigInt(scan.scanned_to)) : start;
+    const from = unsettled > start ? unsettled : start;
+    const seen = from <= node.head ? await node.transfersTo(checkout.address, from, node.head) : [];
+    // A transfer still waiting below that window is looked for again in its own block.
+    for (const block of new Set(waiting.map((t) => BigInt(t.block_number)).filter((n) => n < from && n <= node.head))) {
+      seen.push(...(await node.transfersTo(checkout.address, block, block)));
     }
+    const listed = new Set(seen.map((t) => `${t.txHash}:${t.logIndex}`));
+    // Not listed any more: gone only if this node, deep enough, has another block at its height.
+    const gone: EvmTransferRow[] = [];
+    for (const t of waiting) {
+      const number = BigInt(t.block_number);
+      if (number > node.head || listed.has(`${t.tx_hash}:${t.log_index}`) || !depth.reached(number)) continue;
+      if ((await node.blockHash(number)) !== t.block_hash) gone.push(t);
+    }
+    await em.transactional(async (tx) => {
+      for (const t of seen) await record(tx, checkout, chain, t);
+      for (const t of gone) await setEvmTransferState(tx, t.id, 'dropped', t.block_hash);
+    });
     await saveEvmScan(em, { checkoutId: checkout.id, chainId: chain.chainId, startBlock: start, scannedTo: node.head, head: node.head, finalized: depth.finalized });
     await confirmDeepEnough(em, checkout, rpc, node, depth);
   });

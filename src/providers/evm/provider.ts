@@ -22,7 +22,10 @@ import type { ChainSettings } from './settings';
 // payer pays on the page at /checkout/<id> (src/pages/evm-checkout.ts). No callback ever arrives:
 // the watch tells the order's workflow itself, and a status sync reads what the watch recorded.
 
-/** The settle step's activity has 30 s (workflows/activity-options.ts): the rescan before closing stops well within it and goes on at the next try. */
+/**
+ * The settle step's activity has 30 s (workflows/activity-options.ts): the rescan before closing
+ * stops well within it, and its next try goes on where it stopped.
+ */
 const CLOSING_RESCAN_BUDGET_MS = 15_000;
 
 export interface ChainStatus {
@@ -40,6 +43,8 @@ export class EvmPaymentProvider implements PaymentProvider {
   private readonly orm: Orm;
   private readonly config: Config;
   private readonly temporal: TemporalHandle;
+  /** Chains whose tokens' decimals() were read and match the configuration. */
+  private readonly decimalsRead = new Set<number>();
 
   constructor(deps: { orm: Orm; config: Config; temporal: TemporalHandle; chains: ChainSettings[] }) {
     this.orm = deps.orm;
@@ -49,9 +54,6 @@ export class EvmPaymentProvider implements PaymentProvider {
     const opts = { timeoutMs: deps.config.EVM_RPC_TIMEOUT_MS, headStallSeconds: deps.config.EVM_HEAD_STALL_SECONDS, logRangeBlocks: deps.config.EVM_LOG_RANGE_BLOCKS };
     this.rpcs = deps.chains.map((chain, index) => new ChainRpc(chain, opts, { index }));
   }
-
-  /** Chains whose tokens' decimals() were read and match the configuration. */
-  private readonly decimalsRead = new Set<number>();
 
   get chains(): ChainSettings[] {
     return this.rpcs.map((r) => r.chain);

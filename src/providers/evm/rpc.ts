@@ -49,9 +49,9 @@ export class NodeView {
   ) {}
 
   /**
-   * The hash of the node's block at `number`. A node that lacks it (a backend behind a load
-   * balancer that lags, a node that times out) has said nothing about that block, certainly not
-   * that another one is there: it fails, and the read goes to the next node.
+   * The hash of the node's block at `number`. A node that lacks it (one behind, a backend behind a
+   * load balancer that lags) has said nothing about that block, certainly not that another one is
+   * there: it fails, and the read goes to the next node.
    */
   async blockHash(number: bigint): Promise<`0x${string}`> {
     const block = await this.block(number);
