@@ -19,7 +19,7 @@ export interface TransferClaim {
   blockHash: `0x${string}`;
 }
 
-/** `unknown`: the witness could not say now (down, behind, inconsistent): the transfer is asked about again. */
+/** `unknown`: the witness could not say now (down, behind, inconsistent; counted as an RPC error): the transfer is asked about again. */
 export type Verdict = 'agrees' | 'disagrees' | 'unknown';
 
 const Receipt = z.object({
@@ -52,10 +52,10 @@ export class SecondWitness {
       }
       const client = this.node.client;
       const head = await ask(() => client.getBlockNumber({ cacheTime: 0 }));
-      if (head < claim.blockNumber) return 'unknown';
+      if (head < claim.blockNumber) throw new NodeFailure('lagging');
       const block = await ask(() => client.request({ method: 'eth_getBlockByNumber', params: [toHex(claim.blockNumber), false] }));
-      // At its head and still without the block: a backend behind a load balancer that lags.
-      if (block === null) return 'unknown';
+      // Past the block and still without it: a backend behind a load balancer that lags.
+      if (block === null) throw new NodeFailure('not_found');
       const receipt = await ask(() => client.request({ method: 'eth_getTransactionReceipt', params: [claim.txHash] }));
       const verdict = agrees(claim, block, receipt) ? 'agrees' : 'disagrees';
       if (verdict === 'disagrees') evmVerifyDisagreements.inc({ chain: label });
