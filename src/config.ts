@@ -285,8 +285,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(`  EVM_XPUB: ${(err as Error).message}`);
     }
     if (c.EVM_CHAINS) {
-      const chains = parseChains(c.EVM_CHAINS);
-      if ('errors' in chains) problems.push(...chains.errors.map((e) => `  EVM_CHAINS: ${e}`));
+      const chains = parseChains(c.EVM_CHAINS, { production: c.NODE_ENV === 'production' });
+      if ('errors' in chains) problems.push(...chains.errors.map((e) => `  ${e}`));
       else evmChains = chains.chains;
     } else if (c.NODE_ENV === 'production') {
       problems.push('  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');

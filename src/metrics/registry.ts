@@ -174,13 +174,19 @@ export const undeliveredWebhooks = new Gauge({
 // operator's EVM_CHAINS bounds.
 export const evmRpcErrors = new Counter({
   name: 'wholesale_evm_rpc_errors_total',
-  help: 'JSON-RPC calls that failed or answered garbage, by chain and kind (timeout, http, rpc, invalid, lagging)',
+  help: 'JSON-RPC calls that failed or answered garbage, by chain and kind (timeout, http, rpc, invalid, not_found, lagging, wrong_chain)',
   labelNames: ['chain', 'kind'] as const,
   registers: [registry],
 });
 export const evmConfirmationLag = new Gauge({
   name: 'wholesale_evm_confirmation_lag_blocks',
   help: 'Confirmations the least-confirmed transfer still waits for at its last scan (0: none waiting), by chain',
+  labelNames: ['chain'] as const,
+  registers: [registry],
+});
+export const evmVerifyDisagreements = new Counter({
+  name: 'wholesale_evm_verify_disagreements_total',
+  help: "Transfers the chain's verifyWith node does not show as its nodes do (another receipt or block, or none), kept unconfirmed, by chain",
   labelNames: ['chain'] as const,
   registers: [registry],
 });

@@ -44,9 +44,12 @@ describe('configuration', () => {
     ['no chains', '[]', /EVM_CHAINS: at least one chain/],
     ['a chain twice', JSON.stringify([chainOf(), chainOf()]), /chain 137 is listed twice/],
     ['no token', JSON.stringify([{ ...chainOf(), tokens: {} }]), /at least one of USDT and USDC/],
-    ['a bad token address', JSON.stringify([{ ...chainOf(), tokens: { USDT: { address: '0x123', decimals: 6 } } }]), /\[0\.tokens\.USDT\.address\] expected a 0x-prefixed 20-byte hex address/],
+    ['a bad token address', JSON.stringify([{ ...chainOf(), tokens: { USDT: { address: '0x123', decimals: 6 } } }]), /EVM_CHAINS\[0\]\.tokens\.USDT\.address: expected a 0x-prefixed 20-byte hex address/],
     ['no RPC URL', JSON.stringify([{ ...chainOf(), rpcUrls: [] }]), /at least one JSON-RPC URL/],
     ['an unknown field', JSON.stringify([{ ...chainOf(), confirmation: 3 }]), /confirmation/],
+    ['neither confirmations nor finality', JSON.stringify([{ ...chainOf(), confirmations: undefined }]), /EVM_CHAINS\[0\]\.confirmations: required \(or "finality": "finalized"\)/],
+    ['both confirmations and finality', JSON.stringify([{ ...chainOf(), finality: 'finalized' }]), /EVM_CHAINS\[0\]\.finality: either confirmations or "finality": "finalized", not both/],
+    ['verifyWith one of its own rpcUrls', JSON.stringify([{ ...chainOf(), verifyWith: chainOf().rpcUrls[0] }]), /EVM_CHAINS\[0\]\.verifyWith: must be another node/],
   ])('EVM_CHAINS with %s is refused with a clear message that never quotes the URLs', (_case, raw, message) => {
     let error: Error | undefined;
     try {
@@ -56,6 +59,36 @@ describe('configuration', () => {
     }
     expect(error?.message).toMatch(message);
     expect(error?.message).not.toContain('secret-key');
+  });
+
+  // Plain text can be read and changed on the way: a forged log or block hash would be a forged
+  // deposit. A node on this host is reached over loopback; a transfer in its own block can be replaced.
+  test.each([
+    ['a plain http:// RPC URL to another host', { rpcUrls: ['https://rpc.invalid/secret-key', 'http://rpc.invalid/secret-key'] }, /EVM_CHAINS\[0\]\.rpcUrls\[1\]: must be https:\/\/ or wss:\/\/ in production/],
+    ['a plain ws:// RPC URL to another host', { rpcUrls: ['ws://10.0.0.7:8546/secret-key'] }, /EVM_CHAINS\[0\]\.rpcUrls\[0\]: must be https:\/\/ or wss:\/\/ in production/],
+    ['a plain http:// verifyWith', { verifyWith: 'http://other.invalid/secret-key' }, /EVM_CHAINS\[0\]\.verifyWith: must be https:\/\/ or wss:\/\/ in production/],
+    ['confirmations: 0', { confirmations: 0 }, /EVM_CHAINS\[0\]\.confirmations: must be at least 1 in production/],
+  ])('production refuses %s, naming the setting and never quoting the URL', (_case, change, message) => {
+    const raw = JSON.stringify([{ ...chainOf(), ...change }]);
+    let error: Error | undefined;
+    try {
+      loadConfig({ ...SECRETS, ...REAL_PROVIDERS, EVM_CHAINS: raw });
+    } catch (err) {
+      error = err as Error;
+    }
+    expect(error?.message).toMatch(message);
+    expect(error?.message).not.toMatch(/secret-key|rpc\.invalid|10\.0\.0\.7/);
+    // Outside production the same chains are taken (a local node, a test chain).
+    expect(loadConfig({ ...REAL_PROVIDERS, EVM_CHAINS: raw }).evmChains).toHaveLength(1);
+  });
+
+  test.each([
+    ['https:// and wss:// URLs', { rpcUrls: ['https://rpc.invalid/key', 'wss://rpc.invalid/key'], verifyWith: 'https://other.invalid/key' }],
+    ['plain http:// to a node on this host', { rpcUrls: ['http://127.0.0.1:8545', 'http://localhost:8545', 'http://[::1]:8545'] }],
+    ['"finality": "finalized" instead of confirmations', { confirmations: undefined, finality: 'finalized' }],
+  ])('production takes %s', (_case, change) => {
+    const config = loadConfig({ ...SECRETS, ...REAL_PROVIDERS, EVM_CHAINS: JSON.stringify([{ ...chainOf(), ...change }]) });
+    expect(config.evmChains[0]).toMatchObject(JSON.parse(JSON.stringify(change)));
   });
 
   test('an extended private key is refused: the service never holds a key that can spend', () => {
