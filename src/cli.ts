@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { ConfigError, loadConfig, type Config } from './config';
 import { initOrm, migrate, type Orm } from './db/orm';
+import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
 import { productCostRows } from './db/supplier-catalog-store';
 import { startEmbeddedPostgres } from './dev/postgres';
@@ -56,13 +57,15 @@ older name) and --reason TEXT, and write an audit row before they act.
   reconcile --dry-run                                 what the reconciler would restart now, and ledgers that do not add up
   reconcile                                           reconcile now, from this process (the schedule does it every RECONCILE_SECONDS)
   reconcile --history [--limit N]                     what the reconciler did: repairs, give-ups, ledger alerts, newest first
+  migrate                                             apply pending migrations (as DATABASE_MIGRATION_URL's role when set, then
+                                                      grant DATABASE_URL's role); says whether that role can rewrite the audit log
 ${SUPPORT_USAGE}
 ${REPORT_USAGE}
 ${OPERATOR_QUEUE_USAGE}
 ${WEBHOOKS_USAGE}
 ${STAFF_USAGE}`;
 
-type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
+type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[]; migrated: string[] }) => Promise<unknown>;
 
 const need = (values: Record<string, string | undefined>, name: string): string => {
   const v = values[name];
@@ -174,6 +177,8 @@ const commands: Record<string, Command> = {
       await temporal.connection.close();
     }
   },
+  // Every command migrates first; this one says what that did, and what guards the audit log.
+  migrate: async ({ orm, migrated }) => ({ migrated, auditLog: await auditLogGuard(orm.em.fork()) }),
   reconcile: async ({ orm, config, values }) => {
     if (values.history) return reconcileHistory(orm.em.fork(), Math.min(Math.max(Number(values.limit ?? 50) || 50, 1), 1000));
     const temporal = await connectTemporalFor(config);
@@ -240,8 +245,8 @@ async function main(argv: string[]): Promise<number> {
   const db = await openDatabase(config);
   const orm = await initOrm(db.url);
   try {
-    await migrate(orm);
-    const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals });
+    const migrated = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL });
+    const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals, migrated });
     process.stdout.write(result instanceof PlainText ? result.text : `${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } finally {
