@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { Client as PgClient } from 'pg';
 import { ConfigError } from '../../src/config';
 import { initOrm, migrate } from '../../src/db/orm';
@@ -115,6 +118,15 @@ test('as a role that owns nothing, the service sells and audits; that role canno
     await owner.end();
   }
   expect(await count()).toBe(rowsBefore);
+});
+
+test('`wholesale migrate` migrates as the owner and says the service role can only insert and read the audit log', async () => {
+  const root = resolve(__dirname, '..', '..');
+  const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'bin', 'wholesale.js'), 'migrate'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: urlAs(SERVICE, DATABASES[0]), DATABASE_MIGRATION_URL: urlAs(OWNER, DATABASES[0]) },
+  });
+  expect(JSON.parse(stdout)).toEqual({ migrated: [], auditLog: 'grants' });
 });
 
 test('the service role starts again without the owner once nothing is pending, and is told to use it when something is', async () => {
