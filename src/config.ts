@@ -93,7 +93,8 @@ export const configSchema = z.object({
   DEV_TEMPORAL_DYNAMIC_CONFIG: z.string().optional().transform((v) => (v ? v.split(/\s+/).filter(Boolean) : [])),
   PUBLIC_BASE_URL: z.string().url().optional(),
   // Prometheus metrics (with /healthz and /readyz) on their own port, kept off the public API
-  // port; unset, an API process serves /metrics on its own port and a lone worker serves none.
+  // port; unset, an API process serves /metrics on its own port (never in production, which
+  // requires it) and a lone worker serves none.
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
   // Where the Temporal core exports its own metrics (loopback); unset, a free port is taken.
