@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { productionExposureProblems } from './config-exposure';
-import { parseTrustProxy } from './http/trust-proxy';
+import { trustProxySetting } from './http/trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
@@ -222,28 +222,16 @@ export const configSchema = z.object({
   SESSION_TTL_SECONDS: int(43200, 60),
   // A rotated API key keeps working this long, then stops (a revoked one stops at once).
   KEY_ROTATION_GRACE_SECONDS: int(86400, 0),
-  // Failed sign-ins per email from one client IP, and per client IP, in a 15-minute window (a
-  // console email allows 5 from one IP); sign-ups per IP per hour.
+  // Failed sign-ins per email from one client IP, and per IP, in 15 minutes; sign-ups per IP per hour.
   SIGN_IN_RATE_LIMIT_PER_ACCOUNT: int(10, 1),
   SIGN_IN_RATE_LIMIT_PER_IP: int(50, 1),
   SIGN_UP_RATE_LIMIT_PER_IP: int(10, 1),
 
-  // Who the client is, what a checkout link may cost, and which role migrates (docs/operations.md).
-  // The proxies whose X-Forwarded-For names the client: a hop count, or comma-separated addresses
-  // and CIDRs (and loopback, linklocal, uniquelocal); every per-IP budget counts what this resolves.
-  TRUST_PROXY: z
-    .string()
-    .default('loopback')
-    .transform((raw, ctx) => {
-      const parsed = parseTrustProxy(raw);
-      if ('value' in parsed) return parsed.value;
-      ctx.addIssue({ code: 'custom', message: parsed.error });
-      return z.NEVER;
-    }),
-  // Views of checkout links (the page and its status JSON together) per client IP per minute.
+  // Who the client is (the proxies whose X-Forwarded-For names it: src/http/trust-proxy.ts), views
+  // of checkout links (page and status JSON) per client IP per minute, and the role that migrates
+  // (the schema's owner; DATABASE_URL's role then gets INSERT and SELECT alone on the audit log).
+  TRUST_PROXY: trustProxySetting,
   CHECKOUT_RATE_LIMIT_PER_MINUTE: int(120, 1),
-  // Migrations run as this role (the schema's owner) when set; DATABASE_URL's role then gets only
-  // the rows it needs, and INSERT and SELECT alone on the audit log.
   DATABASE_MIGRATION_URL: z.string().url().optional(),
 });
 

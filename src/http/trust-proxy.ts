@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { z } from 'zod';
 
 // TRUST_PROXY: which peers may say who the client is (X-Forwarded-For), given to Express's
 // `trust proxy`. Every per-IP budget (sign-in, sign-up, the redemption site, checkout links) counts
@@ -33,3 +34,14 @@ export function parseTrustProxy(raw: string): { value: TrustProxy } | { error: s
   }
   return { value: entries };
 }
+
+/** The TRUST_PROXY setting: `loopback` (a proxy on this host) unless given. */
+export const trustProxySetting = z
+  .string()
+  .default('loopback')
+  .transform((raw, ctx) => {
+    const parsed = parseTrustProxy(raw);
+    if ('value' in parsed) return parsed.value;
+    ctx.addIssue({ code: 'custom', message: parsed.error });
+    return z.NEVER;
+  });
