@@ -36,6 +36,9 @@ export async function grantServiceRole(owner: EntityManager, serviceRole: string
     `revoke insert, update, delete, truncate on ${ident(MIGRATIONS_TABLE)} from ${role}`,
   ];
   await owner.transactional(async (tx) => {
+    // Processes starting together would otherwise grant at once, and Postgres refuses concurrent
+    // changes to one object's privileges ("tuple concurrently updated").
+    await tx.execute(`select pg_advisory_xact_lock(hashtext('wholesale:grant-service-role'))`);
     for (const sql of statements) await tx.execute(sql);
   });
 }

@@ -7,7 +7,7 @@ import { ConfigError } from '../../src/config';
 import { initOrm, migrate } from '../../src/db/orm';
 import { auditLogGuard } from '../../src/db/service-role';
 import { auditRows, signedIn, staffMember } from '../helpers/console';
-import { reseller, startHarness, type Harness } from '../helpers/harness';
+import { createTestDatabase, reseller, startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 
 // The audit log is append-only by grants (docs/operations.md, Database roles): migrations run as
@@ -127,6 +127,17 @@ test('`wholesale migrate` migrates as the owner and says the service role can on
     env: { ...process.env, DATABASE_URL: urlAs(SERVICE, DATABASES[0]), DATABASE_MIGRATION_URL: urlAs(OWNER, DATABASES[0]) },
   });
   expect(JSON.parse(stdout)).toEqual({ migrated: [], auditLog: 'grants' });
+});
+
+test('one role for everything (here the superuser) keeps working with DATABASE_MIGRATION_URL too, and says what guards the log', async () => {
+  const url = await createTestDatabase();
+  const orm = await initOrm(url, {}, { quietMigrations: true });
+  try {
+    expect((await migrate(orm, { migrationUrl: url, quiet: true })).length).toBeGreaterThan(10);
+    expect(await auditLogGuard(orm.em.fork())).toBe('superuser');
+  } finally {
+    await orm.close();
+  }
 });
 
 test('the service role starts again without the owner once nothing is pending, and is told to use it when something is', async () => {
