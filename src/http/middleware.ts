@@ -62,12 +62,18 @@ export function bearerAuth(ctx: AppContext): RequestHandler {
   };
 }
 
-/** A per-key budget shared by every API process (counters live in Postgres). */
-export function rateLimit(ctx: AppContext, opts: { name: string; limit: number; windowSeconds: number; methods?: string[] }): RequestHandler {
+/**
+ * A budget shared by every API process (counters live in Postgres): per API key, or per client IP
+ * (`per: 'ip'`, for pages that have no key; the IP as `trust proxy` (TRUST_PROXY) resolves it).
+ */
+export function rateLimit(
+  ctx: Pick<AppContext, 'orm'>,
+  opts: { name: string; limit: number; windowSeconds: number; methods?: string[]; per?: 'key' | 'ip' },
+): RequestHandler {
   return async (req, res, next) => {
     if (opts.methods && !opts.methods.includes(req.method)) return next();
-    const principal = res.locals.principal;
-    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${principal.apiKeyId}`, opts.limit, opts.windowSeconds));
+    const who = opts.per === 'ip' ? (req.ip ?? 'unknown') : res.locals.principal.apiKeyId;
+    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${who}`, opts.limit, opts.windowSeconds));
     res.setHeader('X-RateLimit-Limit', String(opts.limit));
     res.setHeader('X-RateLimit-Remaining', String(result.remaining));
     res.setHeader('X-RateLimit-Reset', String(result.resetAt));

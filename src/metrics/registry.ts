@@ -33,6 +33,12 @@ export const rateLimited = new Counter({
   labelNames: ['limit'] as const,
   registers: [registry],
 });
+export const signInFailures = new Counter({
+  name: 'wholesale_sign_in_failures_total',
+  help: 'Sign-ins refused for a wrong email, password or code, by area (console, account)',
+  labelNames: ['area'] as const,
+  registers: [registry],
+});
 
 // Business.
 export const ordersPlaced = new Counter({
