@@ -11,6 +11,7 @@ import { seedCatalog } from './db/seed';
 import { productCostRows } from './db/supplier-catalog-store';
 import { startEmbeddedPostgres } from './dev/postgres';
 import { createAccount, createApiKey } from './services/accounts';
+import { keyLimitDetails, keyLimits } from './services/key-access';
 import { adjustBalance, importStock } from './services/admin';
 import { groupPicker } from './services/catalog';
 import { ApiError } from './domain/errors';
@@ -38,7 +39,9 @@ const USAGE = `usage: wholesale <command>
 Commands that change money, codes, access, staff or prices take --by NAME (who runs it; --actor is its
 older name) and --reason TEXT, and write an audit row before they act.
   accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
-  keys create --account ID --by NAME --reason TEXT    create another API key for an account
+  keys create --account ID --by NAME --reason TEXT [--scopes read,orders] [--cidr 203.0.113.0/24,...] [--expires 2027-01-01]
+                                                      create another API key for an account (every scope, anywhere,
+                                                      no expiry unless limited; a date expires at its start, UTC)
   balance adjust --account ID --amount 12.34 --note TEXT --by NAME
                                                       write an adjust ledger row (amount may be negative; the note is the reason)
   stock import --product ID --file codes.txt --by NAME --reason TEXT
@@ -84,8 +87,10 @@ const commands: Record<string, Command> = {
   'keys create': async ({ orm, values }) => {
     const accountId = accountIdOf(values);
     const em = orm.em.fork();
-    const apiKey = await auditedCommand(em, operatorOf(values), { action: 'key.create', subjectId: accountId, accountId }, () => createApiKey(em, accountId));
-    return { accountId, apiKey };
+    const limits = keyLimits({ scopes: values.scopes?.split(','), cidrs: values.cidr?.split(','), expires: values.expires });
+    const apiKey = await auditedCommand(em, operatorOf(values), { action: 'key.create', subjectId: accountId, accountId, details: keyLimitDetails(limits) }, () =>
+      createApiKey(em, accountId, limits));
+    return { accountId, apiKey, ...keyLimitDetails(limits) };
   },
   'balance adjust': ({ orm, config, values }) => {
     const [accountId, amount, note] = [accountIdOf(values), need(values, 'amount'), need(values, 'note')];
@@ -229,7 +234,7 @@ async function main(argv: string[]): Promise<number> {
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
       token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
-      'dry-run': { type: 'boolean' }, history: { type: 'boolean' },
+      'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -6,6 +6,7 @@ import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/errors';
 import { authenticate } from '../services/accounts';
+import { assertKeyUsable } from '../services/key-access';
 import { hitRateLimit } from '../services/rate-limit';
 import { timed } from './server-timing';
 import type { AppContext } from './context';
@@ -57,6 +58,7 @@ export function bearerAuth(ctx: AppContext): RequestHandler {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const principal = match ? await timed('auth', () => authenticate(ctx.orm.em.fork(), match[1])) : undefined;
     if (!principal) throw new ApiError('unauthorized', 'Missing or invalid API key');
+    assertKeyUsable(principal, req.ip);
     res.locals.principal = principal;
     next();
   };

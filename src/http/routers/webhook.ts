@@ -48,17 +48,17 @@ export function webhookRoutes(router: Router, registry: OpenAPIRegistry, mount: 
   const policy = urlPolicy(ctx.config);
 
   addRoute(router, registry, mount, {
-    method: 'put', path: '/webhook', operationId: 'setWebhook', tag: 'Webhooks', summary: 'Set or clear the webhook URL; returns a new signing secret once',
+    method: 'put', path: '/webhook', operationId: 'setWebhook', tag: 'Webhooks', scope: 'webhooks', summary: 'Set or clear the webhook URL; returns a new signing secret once',
     body: PutWebhookBody, response: WebhookConfigured,
   }, async ({ body, principal }) => configureWebhook(ctx.orm.em.fork(), principal.account.id, body.url, { policy }));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/webhook', operationId: 'getWebhook', tag: 'Webhooks', summary: 'The configured webhook URL ("" when none); never the secret',
+    method: 'get', path: '/webhook', operationId: 'getWebhook', tag: 'Webhooks', scope: 'webhooks', summary: 'The configured webhook URL ("" when none); never the secret',
     response: z.object({ url: z.string() }),
   }, async ({ principal }) => getWebhook(ctx.orm.em.fork(), principal.account.id));
 
   addRoute(router, registry, mount, {
-    method: 'post', path: '/webhook/test', operationId: 'sendTestWebhook', tag: 'Webhooks', summary: 'Persist and send a webhook.test event',
+    method: 'post', path: '/webhook/test', operationId: 'sendTestWebhook', tag: 'Webhooks', scope: 'webhooks', summary: 'Persist and send a webhook.test event',
     response: z.object({ ok: z.literal(true), deliveryId: z.string(), eventId: z.string() }),
     errors: ['webhook_not_configured'],
   }, async ({ principal }) =>
@@ -71,7 +71,7 @@ export function webhookRoutes(router: Router, registry: OpenAPIRegistry, mount: 
     ));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/webhook/deliveries', operationId: 'listWebhookDeliveries', tag: 'Webhooks', summary: 'Webhook deliveries, newest first',
+    method: 'get', path: '/webhook/deliveries', operationId: 'listWebhookDeliveries', tag: 'Webhooks', scope: 'webhooks', summary: 'Webhook deliveries, newest first',
     query: z.object({ limit: Limit, cursor: Cursor }),
     response: z.object({ deliveries: z.array(WebhookDelivery), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     errors: ['invalid_cursor'],
@@ -81,7 +81,7 @@ export function webhookRoutes(router: Router, registry: OpenAPIRegistry, mount: 
   });
 
   addRoute(router, registry, mount, {
-    method: 'post', path: '/webhook/deliveries/:id/retry', operationId: 'retryWebhookDelivery', tag: 'Webhooks', summary: 'Reset and retry a delivery at once',
+    method: 'post', path: '/webhook/deliveries/:id/retry', operationId: 'retryWebhookDelivery', tag: 'Webhooks', scope: 'webhooks', summary: 'Reset and retry a delivery at once',
     params: z.object({ id: IdString(128) }),
     response: z.object({ ok: z.literal(true) }),
     errors: ['not_found', 'webhook_not_configured'],

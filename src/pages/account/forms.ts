@@ -20,8 +20,17 @@ export const SignInForm = z.object({
   password: IdString(256),
 });
 
+/**
+ * A key's name and, when the form says it carries them (`limits`), its scopes (checkboxes: one
+ * value or several), networks (separated by spaces or commas) and expiry date. A post with only a
+ * name makes a key without limits, as before limits existed.
+ */
 export const KeyForm = z.object({
   name: IdString(64).refine((s) => s.trim().length > 0, 'give the key a name'),
+  limits: z.literal('1').optional(),
+  scopes: z.union([IdString(32), z.array(IdString(32)).max(8)]).optional(),
+  cidrs: z.string().max(2000).optional(),
+  expires: z.string().max(32).optional(),
 });
 
 /** `nonce` makes a resubmitted form (a double click, a reload) the same top-up: it is the externalTopupId. */
