@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { productionExposureProblems } from './config-exposure';
+import { eventSettings } from './config-events';
 import { trustProxySetting } from './http/trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
@@ -242,6 +243,7 @@ export const configSchema = z.object({
   TRUST_PROXY: trustProxySetting,
   CHECKOUT_RATE_LIMIT_PER_MINUTE: int(120, 1),
   DATABASE_MIGRATION_URL: z.string().url().optional(),
+  ...eventSettings,
 });
 
 export type Config = z.infer<typeof configSchema> & {

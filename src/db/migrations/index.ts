@@ -19,6 +19,7 @@ import { Migration20261209000000StaffConsole } from './Migration20261209000000St
 import { Migration20261210000000MoneyFromFacts } from './Migration20261210000000MoneyFromFacts';
 import { Migration20261210020000EvmChainReads } from './Migration20261210020000EvmChainReads';
 import { Migration20261212000000ScopedKeys } from './Migration20261212000000ScopedKeys';
+import { Migration20261212010000EventSubscriptions } from './Migration20261212010000EventSubscriptions';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -41,4 +42,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261210000000MoneyFromFacts', class: Migration20261210000000MoneyFromFacts },
   { name: 'Migration20261210020000EvmChainReads', class: Migration20261210020000EvmChainReads },
   { name: 'Migration20261212000000ScopedKeys', class: Migration20261212000000ScopedKeys },
+  { name: 'Migration20261212010000EventSubscriptions', class: Migration20261212010000EventSubscriptions },
 ];

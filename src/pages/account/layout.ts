@@ -91,6 +91,8 @@ const FIELD_LABELS: Record<string, string> = {
   scopes: 'Scopes',
   cidrs: 'Networks',
   expires: 'Expires',
+  balanceLowThreshold: 'Balance below',
+  since: 'Since',
 };
 
 /** What a person reads for an error (the API's messages are written for developers). */
