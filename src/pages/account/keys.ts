@@ -83,6 +83,11 @@ label.check input { width: auto; }
 .secret-row { display: flex; gap: .5rem; align-items: center; }
 .secret-row .secret { flex: 1; margin: 0; }
 .secret-row button { margin: 0; }
+@media (min-width: 641px) {
+  table.keys th { white-space: nowrap; }
+  table.keys td { overflow-wrap: normal; }
+  table.keys td.code { overflow-wrap: anywhere; }
+}
 </style>`;
 
 async function keysPage(
@@ -107,7 +112,7 @@ ${keyForm(a.csrf, form)}
 <h2>Active keys</h2>
 ${keys.length === 0
       ? html`<p class="muted" data-testid="no-keys">No active keys.</p>`
-      : html`<table class="cards"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>From</th><th>Expires</th><th>Created</th><th>Last used</th><th></th></tr></thead>
+      : html`<table class="cards keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>From</th><th>Expires</th><th>Created</th><th>Last used</th><th></th></tr></thead>
 <tbody>${keys.map((k) => keyRow(k, a.csrf))}</tbody></table>`}`,
   });
 }

@@ -47,13 +47,13 @@ const statusBadge = (d: Delivery) => html`<span class="status ${STATUS_CLASS[d.s
 function eventsFieldset(events: readonly string[], threshold: string) {
   return html`<input type="hidden" name="subscription" value="1">
 <fieldset class="events"><legend>Events to send</legend>
-  ${SUBSCRIBABLE_EVENTS.map((e) => html`<label class="check"><input type="checkbox" name="events" value="${e}"${events.includes(e) ? html` checked` : ''} data-testid="event-${e}"> <span class="code">${e}</span>${OPT_IN_NOTE[e] ?? ''}</label>`)}
+  ${SUBSCRIBABLE_EVENTS.map((e) => html`<label class="check"><input type="checkbox" name="events" value="${e}"${events.includes(e) ? html` checked` : ''} data-testid="event-${e}"> <span><span class="code">${e}</span>${OPT_IN_NOTE[e] ?? ''}</span></label>`)}
   <label for="balanceLowThreshold">Balance below <span class="hint">(for balance.low, e.g. 100.00)</span></label>
   <input id="balanceLowThreshold" name="balanceLowThreshold" inputmode="decimal" maxlength="20" value="${threshold}" data-testid="balance-low-threshold">
 </fieldset>`;
 }
 
-const resendForm = (csrf: string) => html`<form method="post" action="/account/webhook/resend" class="inline-form" style="margin-top:1rem">
+const resendForm = (csrf: string) => html`<form method="post" action="/account/webhook/resend" class="inline-form" style="margin-bottom:1rem">
   ${csrfField(csrf)}
   <div><label for="since">Resend failed and cancelled deliveries since <span class="hint">(UTC)</span></label>
     <input id="since" name="since" type="datetime-local" required data-testid="resend-since"></div>
@@ -87,12 +87,10 @@ async function webhookPage(
 ${noticeBox(opts.notice)}${opts.secret}${errorBox(opts.error)}
 <form method="post" action="/account/webhook">
   ${csrfField(a.csrf)}
-  <div class="inline-form">
-    <div><label for="url">Webhook URL</label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://example.com/hooks/wholesale"
-      value="${opts.url ?? url}" data-testid="webhook-url"></div>
-    <div><button type="submit" data-testid="save-webhook">Save</button></div>
-  </div>
+  <label for="url">Webhook URL</label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://example.com/hooks/wholesale"
+    value="${opts.url ?? url}" data-testid="webhook-url">
   ${eventsFieldset(events ?? DEFAULT_EVENTS, balanceLowThreshold ?? '')}
+  <button type="submit" data-testid="save-webhook">Save</button>
 </form>
 ${url
       ? html`<div class="inline-form" style="margin-top:1rem">
