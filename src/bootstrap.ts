@@ -7,6 +7,7 @@ import type { Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError, type Config } from './config';
 import { AccountSchema } from './db/entities';
 import { initOrm, migrate, pendingMigrations, type Orm } from './db/orm';
+import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
 import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './http/app';
@@ -66,6 +67,7 @@ export async function startServices(opts: {
   // The migrator's own lines are not JSON: it stays quiet and what it did is one log line.
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
   await prepareSchema(orm, config, logger);
+  await reportAuditLogGuard(orm, config, logger);
   // The catalog says which supplier serves each direct-code product, as the supplier's settings do.
   const remapped = await syncSupplierCatalog(orm.em.fork(), config);
   if (remapped.length > 0) logger.info({ products: remapped, supplier: config.SUPPLIER_PROVIDER }, 'supplier catalog updated from the supplier settings');
@@ -146,9 +148,10 @@ export async function startServices(opts: {
  * Migrates (MIGRATE_ON_START, the default; replicas starting together wait for one another), or,
  * where a Job migrates before the processes start, refuses to run on a schema this code outgrew.
  */
-export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_START'>, logger: Logger): Promise<string[]> {
+export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_START' | 'DATABASE_MIGRATION_URL'>, logger: Logger): Promise<string[]> {
   if (config.MIGRATE_ON_START) {
-    const applied = await migrate(orm, { onWait: () => logger.info('another process is migrating the database; waiting for it') });
+    const onWait = () => logger.info('another process is migrating the database; waiting for it');
+    const applied = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL, quiet: true, onWait });
     if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
     return applied;
   }
@@ -157,6 +160,17 @@ export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_S
     throw new ConfigError(`Invalid configuration:\n  MIGRATE_ON_START: false, and the database lacks ${pending.length} migration(s) of this version (${pending.join(', ')}): run \`npm run migrate\` first`);
   }
   return [];
+}
+
+/**
+ * In production, says once at start whether the audit log is append-only against this process's
+ * own database role, and warns when it is not (docs/operations.md, *Database roles*).
+ */
+async function reportAuditLogGuard(orm: Orm, config: Config, logger: Logger): Promise<void> {
+  if (config.NODE_ENV !== 'production') return;
+  const guard = await auditLogGuard(orm.em.fork());
+  if (guard === 'grants') logger.info({ auditLog: guard }, 'audit log: this database role may only insert and read it');
+  else logger.warn({ auditLog: guard }, 'audit log: this database role could rewrite it or disable its triggers; run the service as a role that owns nothing (DATABASE_MIGRATION_URL)');
 }
 
 export const DEMO_EMAIL = 'demo@example.com';

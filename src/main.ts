@@ -44,8 +44,11 @@ async function main() {
     say(`Temporal UI      ${infra.temporalUiUrl ?? `(external Temporal at ${infra.temporalAddress})`}`);
   }
   if (config.CODEC_TOKEN) {
-    say(`Codec endpoint   ${codecEndpoint(config)}  (the Temporal UI decodes payloads through it)`);
-    say(`                 CLI: temporal workflow show --codec-endpoint ${config.publicBaseUrl}/codec --codec-auth "Bearer ${config.CODEC_TOKEN}" -w <id>`);
+    // The development token npm start made is printed like the demo key; a token the operator set never is.
+    const token = 'CODEC_TOKEN' in state && state.CODEC_TOKEN === config.CODEC_TOKEN ? config.CODEC_TOKEN : '$CODEC_TOKEN';
+    say(`Codec endpoint   ${codecEndpoint(config)}  (the token goes in the Authorization header, never in the URL)`);
+    say(`                 CLI: temporal workflow show --codec-endpoint ${codecEndpoint(config)} --codec-auth "Bearer ${token}" -w <id>`);
+    say('                 Temporal UI: sends the token only to an https:// endpoint, with "Pass the user access token" on (docs/operations.md)');
   }
   say(`Account area     ${config.publicBaseUrl}/account`);
   if (infra.evmChains) {

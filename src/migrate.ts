@@ -1,6 +1,7 @@
-// `npm run migrate`: applies the pending migrations under the migration lock and exits, 0 when the
-// database is up to date. The Helm chart runs it as a pre-install/pre-upgrade Job, with the
-// processes at MIGRATE_ON_START=false.
+// `npm run migrate`: applies the pending migrations under the migration lock (as
+// DATABASE_MIGRATION_URL's role when set) and exits, 0 when the database is up to date, logging as
+// the service's processes do. The Helm chart runs it as a pre-install/pre-upgrade Job, with the
+// processes at MIGRATE_ON_START=false. `npx wholesale migrate` does the same for a person.
 import { ConfigError, loadConfig } from './config';
 import { initOrm, migrate } from './db/orm';
 import { createLogger } from './logger';
@@ -12,7 +13,8 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL);
   const orm = await initOrm(config.DATABASE_URL, {}, { quietMigrations: true });
   try {
-    const applied = await migrate(orm, { onWait: () => logger.info('another process is migrating the database; waiting for it') });
+    const onWait = () => logger.info('another process is migrating the database; waiting for it');
+    const applied = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL, quiet: true, onWait });
     logger.info({ migrations: applied }, applied.length > 0 ? 'migrations applied' : 'the database is up to date');
   } finally {
     await orm.close();

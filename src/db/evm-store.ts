@@ -23,6 +23,10 @@ export interface EvmScanRow {
   start_block: string;
   scanned_to: string;
   head: string;
+  /** How far the rescan before closing has read the address again from `start_block`. */
+  rescanned_to: string | null;
+  /** On a chain read by finality: the node's finalized block at the last scan. */
+  finalized: string | null;
 }
 
 export interface EvmTransferRow {
@@ -78,12 +82,25 @@ export async function evmScans(em: EntityManager, checkoutId: string): Promise<E
   return em.execute<EvmScanRow[]>('select * from evm_checkout_scans where checkout_id = ?', [checkoutId]);
 }
 
-export async function saveEvmScan(em: EntityManager, s: { checkoutId: string; chainId: number; startBlock: bigint; scannedTo: bigint; head: bigint }): Promise<void> {
+/** A scan's reach. The furthest each node read stays (a node behind does not move it back). */
+export async function saveEvmScan(
+  em: EntityManager,
+  s: { checkoutId: string; chainId: number; startBlock: bigint; scannedTo: bigint; head: bigint; finalized: bigint | null },
+): Promise<void> {
   await em.execute(
-    `insert into evm_checkout_scans (checkout_id, chain_id, start_block, scanned_to, head) values (?, ?, ?, ?, ?)
+    `insert into evm_checkout_scans (checkout_id, chain_id, start_block, scanned_to, head, finalized) values (?, ?, ?, ?, ?, ?)
        on conflict (checkout_id, chain_id) do update
-         set scanned_to = greatest(evm_checkout_scans.scanned_to, excluded.scanned_to), head = excluded.head, updated_at = now()`,
-    [s.checkoutId, s.chainId, String(s.startBlock), String(s.scannedTo), String(s.head)],
+         set scanned_to = greatest(evm_checkout_scans.scanned_to, excluded.scanned_to), head = greatest(evm_checkout_scans.head, excluded.head),
+             finalized = greatest(evm_checkout_scans.finalized, excluded.finalized), updated_at = now()`,
+    [s.checkoutId, s.chainId, String(s.startBlock), String(s.scannedTo), String(s.head), s.finalized === null ? null : String(s.finalized)],
+  );
+}
+
+/** The rescan before closing has read the address up to block `to` on this chain. */
+export async function saveEvmRescan(em: EntityManager, checkoutId: string, chainId: number, to: bigint): Promise<void> {
+  await em.execute(
+    'update evm_checkout_scans set rescanned_to = greatest(rescanned_to, ?), updated_at = now() where checkout_id = ? and chain_id = ?',
+    [String(to), checkoutId, chainId],
   );
 }
 
@@ -105,19 +122,6 @@ export async function recordEvmTransfer(
            and (evm_transfers.state = 'dropped' or evm_transfers.block_hash <> excluded.block_hash)`,
     [t.checkoutId, t.chainId, t.txHash, t.logIndex, t.token, String(t.units), t.decimals, String(t.blockNumber), t.blockHash],
   );
-}
-
-/** Unconfirmed transfers in [from, to] that a full rescan of that range no longer shows: their block left the chain. */
-export async function dropVanishedEvmTransfers(em: EntityManager, checkoutId: string, chainId: number, from: bigint, to: bigint, stillThere: string[]): Promise<number> {
-  const rows = await em.execute<{ id: string }[]>(
-    `update evm_transfers set state = 'dropped'
-       where checkout_id = ? and chain_id = ? and state = 'seen' and block_number between ? and ?
-         and not ((tx_hash || ':' || log_index) = any(?::text[]))
-       returning id`,
-    // A Postgres array literal: the driver would spread a JS array into separate parameters.
-    [checkoutId, chainId, String(from), String(to), `{${stillThere.map((k) => `"${k.replace(/[^0-9a-zx:]/gi, '')}"`).join(',')}}`],
-  );
-  return rows.length;
 }
 
 export async function evmTransfers(em: EntityManager, checkoutId: string): Promise<EvmTransferRow[]> {

@@ -2,7 +2,9 @@ import { Client } from 'pg';
 import { MikroORM, defineConfig, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { entities } from './entities';
+import { ConfigError } from '../config';
 import { migrationsList } from './migrations';
+import { currentRole, grantServiceRole } from './service-role';
 
 export type Orm = MikroORM;
 
@@ -35,11 +37,14 @@ export const MIGRATION_LOCK = 'wholesale.migrations';
 
 /**
  * Applies pending migrations; returns the names of those applied now. Several processes may start
- * at once on one database (replicas, the chart's migration Job): each takes the advisory lock on a
- * session of its own first, so one migrates while the others wait, then find nothing left to do.
- * The lock goes with its session, so a migrator that dies never leaves it held.
+ * at once on one database (replicas, the chart's migration Job, `npx wholesale`): each takes the
+ * advisory lock on a session of its own first, so one migrates while the others wait, then find
+ * nothing left to do. The lock goes with its session, so a migrator that dies never leaves it held.
+ * With `migrationUrl` (DATABASE_MIGRATION_URL) they run as that role, the schema's owner, which
+ * then grants the role of `orm` (DATABASE_URL) what the service needs (./service-role). Without it
+ * they run as the role of `orm`; one that owns nothing can still start once nothing is pending.
  */
-export async function migrate(orm: Orm, opts: { onWait?: () => void } = {}): Promise<string[]> {
+export async function migrate(orm: Orm, opts: { migrationUrl?: string; quiet?: boolean; onWait?: () => void } = {}): Promise<string[]> {
   const session = new Client({ connectionString: orm.config.get('clientUrl') });
   await session.connect();
   try {
@@ -48,9 +53,28 @@ export async function migrate(orm: Orm, opts: { onWait?: () => void } = {}): Pro
       opts.onWait?.();
       await session.query('select pg_advisory_lock(hashtext($1))', [MIGRATION_LOCK]);
     }
-    return (await orm.getMigrator().up()).map((m) => m.name);
+    return await applyMigrations(orm, opts);
   } finally {
     await session.end();
+  }
+}
+
+async function applyMigrations(orm: Orm, opts: { migrationUrl?: string; quiet?: boolean }): Promise<string[]> {
+  if (!opts.migrationUrl) {
+    try {
+      return (await orm.getMigrator().up()).map((m) => m.name);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42501') throw err;
+      throw new ConfigError("DATABASE_URL: this role may not change the schema and migrations are pending: run them as the schema's owner with DATABASE_MIGRATION_URL (npx wholesale migrate)");
+    }
+  }
+  const owner = await initOrm(opts.migrationUrl, { pool: { min: 0, max: 1 } }, { quietMigrations: opts.quiet });
+  try {
+    const applied = (await owner.getMigrator().up()).map((m) => m.name);
+    await grantServiceRole(owner.em.fork(), await currentRole(orm.em.fork()));
+    return applied;
+  } finally {
+    await owner.close();
   }
 }
 

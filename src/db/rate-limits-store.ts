@@ -23,3 +23,8 @@ export async function countHit(em: EntityManager, bucket: string, windowStart: D
 export async function pruneRateLimits(em: EntityManager): Promise<void> {
   await em.execute(`delete from rate_limits where window_start < now() - interval '2 hours'`);
 }
+
+/** Takes back one hit of `bucket` in the window starting at `windowStart` (never below zero). */
+export async function uncountHit(em: EntityManager, bucket: string, windowStart: Date): Promise<void> {
+  await em.execute('update rate_limits set count = count - 1 where bucket = ? and window_start = ? and count > 0', [bucket, windowStart]);
+}

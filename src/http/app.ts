@@ -35,14 +35,16 @@ export function createApp(ctx: AppContext): Express {
   // No ETag: answers are live money and order state, and the contract has no conditional requests
   // (a 304 would be an answer no client expects).
   app.set('etag', false);
-  app.set('trust proxy', 'loopback');
+  // Who the client is behind proxies (TRUST_PROXY, default loopback): what per-IP budgets count.
+  app.set('trust proxy', ctx.config.TRUST_PROXY);
   const outage = outageLogOf(ctx);
   app.use(requestId, httpMetrics, accessLog(ctx), outage.watch, cleanRequest);
 
   app.get('/healthz', healthz(ctx));
   app.get('/readyz', readyz(ctx));
-  // Metrics stay on this port only when they have none of their own (METRICS_PORT).
-  if (!ctx.config.METRICS_PORT) app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
+  // Metrics stay on this port only when they have none of their own (METRICS_PORT), and never in
+  // production, whose config requires one: /metrics reads Postgres and tells about the business.
+  if (!ctx.config.METRICS_PORT && ctx.config.NODE_ENV !== 'production') app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
 
   const registry = createRegistry();
   // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.

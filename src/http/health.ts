@@ -24,8 +24,9 @@ type HealthContext = Pick<AppContext, 'orm' | 'temporal' | 'worker'> & { provide
 /**
  * Each part this process depends on, asked now: Postgres, the Temporal server, the in-process
  * worker and, with the EVM checkout, each chain's nodes. `blocking` is what makes the process
- * unready; a chain that is down only delays payments (the watch retries), so it is listed as
- * degraded and the API stays in rotation.
+ * unready; a chain that is down, lags or is unverified (its tokens' decimals() not read yet, so
+ * nothing on it is credited) only delays payments (the watch retries), so it is listed as
+ * degraded, by chain id, and the API stays in rotation.
  */
 async function parts(ctx: HealthContext) {
   const [database, temporal, chains] = await Promise.all([

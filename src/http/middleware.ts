@@ -6,6 +6,7 @@ import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/errors';
 import { authenticate } from '../services/accounts';
+import { assertKeyUsable } from '../services/key-access';
 import { hitRateLimit } from '../services/rate-limit';
 import { timed } from './server-timing';
 import type { AppContext } from './context';
@@ -57,17 +58,24 @@ export function bearerAuth(ctx: AppContext): RequestHandler {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     const principal = match ? await timed('auth', () => authenticate(ctx.orm.em.fork(), match[1])) : undefined;
     if (!principal) throw new ApiError('unauthorized', 'Missing or invalid API key');
+    assertKeyUsable(principal, req.ip);
     res.locals.principal = principal;
     next();
   };
 }
 
-/** A per-key budget shared by every API process (counters live in Postgres). */
-export function rateLimit(ctx: AppContext, opts: { name: string; limit: number; windowSeconds: number; methods?: string[] }): RequestHandler {
+/**
+ * A budget shared by every API process (counters live in Postgres): per API key, or per client IP
+ * (`per: 'ip'`, for pages that have no key; the IP as `trust proxy` (TRUST_PROXY) resolves it).
+ */
+export function rateLimit(
+  ctx: Pick<AppContext, 'orm'>,
+  opts: { name: string; limit: number; windowSeconds: number; methods?: string[]; per?: 'key' | 'ip' },
+): RequestHandler {
   return async (req, res, next) => {
     if (opts.methods && !opts.methods.includes(req.method)) return next();
-    const principal = res.locals.principal;
-    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${principal.apiKeyId}`, opts.limit, opts.windowSeconds));
+    const who = opts.per === 'ip' ? (req.ip ?? 'unknown') : res.locals.principal.apiKeyId;
+    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${who}`, opts.limit, opts.windowSeconds));
     res.setHeader('X-RateLimit-Limit', String(opts.limit));
     res.setHeader('X-RateLimit-Remaining', String(result.remaining));
     res.setHeader('X-RateLimit-Reset', String(result.resetAt));

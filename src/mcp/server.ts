@@ -8,7 +8,9 @@ import { CreateOrderBody } from '../http/routers/orders';
 import { TopupBody, TopupResult } from '../http/routers/topups';
 import { assertCleanInput, IdString } from '../http/hygiene';
 import { Availability, Balance, Cursor as CursorParam, OrderCreate, OrderDetail, OrderSummary, Product, Transaction } from '../http/schemas';
+import type { KeyScope } from '../domain/key-scopes';
 import type { Principal } from '../services/accounts';
+import { assertScope } from '../services/key-access';
 import { checkAvailability, listProducts } from '../services/catalog';
 import { getBalance } from '../services/ledger';
 import { listOrders, listTransactions, orderDetail } from '../services/order-queries';
@@ -30,6 +32,8 @@ interface Tool<I extends ZodObject = ZodObject> {
   /** The REST endpoint's response schema: structuredContent has exactly that shape. */
   output: ZodObject;
   annotations: ToolAnnotations;
+  /** The key scope it needs, as its REST endpoint does. */
+  scope: KeyScope;
   run: (args: z.infer<I>, call: McpCall) => Promise<object>;
 }
 
@@ -64,6 +68,7 @@ const TOOLS: Tool[] = [
     input: z.object({}).strict(),
     output: z.object({ products: z.array(Product) }),
     annotations: READ,
+    scope: 'read',
     run: async (_args, { ctx, principal }) => ({
       products: await listProducts(ctx.orm.em.fork(), principal.account.level, ctx.config.STOCK_DISPLAY_CAP),
     }),
@@ -84,6 +89,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: Availability,
     annotations: READ,
+    scope: 'read',
     run: async ({ productId, qty }, { ctx, principal }) => checkAvailability(ctx.orm.em.fork(), productId, qty, principal.account.level),
   }),
   tool({
@@ -95,6 +101,7 @@ const TOOLS: Tool[] = [
     input: z.object({}).strict(),
     output: Balance,
     annotations: READ,
+    scope: 'read',
     run: async (_args, { ctx, principal }) => getBalance(ctx.orm.em.fork(), principal.account.id),
   }),
   tool({
@@ -114,6 +121,7 @@ const TOOLS: Tool[] = [
     }),
     output: TopupResult,
     annotations: WRITE,
+    scope: 'topups',
     run: async (args, { ctx, principal }) =>
       submitTopup(
         {
@@ -151,6 +159,7 @@ const TOOLS: Tool[] = [
     }),
     output: OrderCreate,
     annotations: WRITE,
+    scope: 'orders',
     run: async (args, { ctx, principal }) =>
       submitOrder(
         { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config },
@@ -170,6 +179,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: OrderDetail,
     annotations: READ,
+    scope: 'read',
     run: async ({ orderId }, { ctx, principal }) => orderDetail(ctx.orm.em.fork(), principal.account.id, orderId, ctx.config.publicBaseUrl),
   }),
   tool({
@@ -189,6 +199,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: z.object({ orders: z.array(OrderSummary), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     annotations: READ,
+    scope: 'read',
     run: async (args, { ctx, principal }) => {
       const page = await listOrders(ctx.orm.em.fork(), {
         ...args, accountId: principal.account.id, baseUrl: ctx.config.publicBaseUrl, cursorSecret: ctx.config.CURSOR_SECRET,
@@ -212,6 +223,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: z.object({ transactions: z.array(Transaction), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     annotations: READ,
+    scope: 'read',
     run: async (args, { ctx, principal }) => {
       const page = await listTransactions(ctx.orm.em.fork(), { ...args, accountId: principal.account.id, cursorSecret: ctx.config.CURSOR_SECRET });
       return { transactions: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore };
@@ -231,6 +243,8 @@ const INSTRUCTIONS = [
   'A checkout link (`checkoutUrl`, `paymentUrl`) goes only to the payer and is never logged or published.',
   'Errors are tool results with isError=true whose text is the JSON error body {error, message, requestId, retryable, details?}:',
   'branch on `error`, never on the message; `retryable=true` means the same call may be repeated as is; quote `requestId` to support.',
+  'A key made with fewer scopes gets `insufficient_scope` from the tools outside them: the reading tools need `read`,',
+  'purchase_codes needs `orders` and create_topup `topups`.',
   'Server-side redemption of codes is available through REST only.',
 ].join('\n');
 
@@ -248,6 +262,8 @@ function errorResult(err: ApiError, requestId: string): CallToolResult {
 async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToolResult> {
   const { ctx, principal, requestId } = call;
   try {
+    // Before the arguments are read, as in REST.
+    assertScope(principal, t.scope);
     assertCleanInput({ arguments: rawArgs });
     const args = t.input.parse(rawArgs ?? {});
     const result = await t.run(args, call);

@@ -33,6 +33,12 @@ export const rateLimited = new Counter({
   labelNames: ['limit'] as const,
   registers: [registry],
 });
+export const signInFailures = new Counter({
+  name: 'wholesale_sign_in_failures_total',
+  help: 'Sign-ins refused for a wrong email, password or code, by area (console, account)',
+  labelNames: ['area'] as const,
+  registers: [registry],
+});
 
 // Business.
 export const ordersPlaced = new Counter({
@@ -174,13 +180,19 @@ export const undeliveredWebhooks = new Gauge({
 // operator's EVM_CHAINS bounds.
 export const evmRpcErrors = new Counter({
   name: 'wholesale_evm_rpc_errors_total',
-  help: 'JSON-RPC calls that failed or answered garbage, by chain and kind (timeout, http, rpc, invalid, lagging)',
+  help: 'JSON-RPC calls that failed or answered garbage, by chain and kind (timeout, http, rpc, invalid, not_found, lagging, wrong_chain)',
   labelNames: ['chain', 'kind'] as const,
   registers: [registry],
 });
 export const evmConfirmationLag = new Gauge({
   name: 'wholesale_evm_confirmation_lag_blocks',
   help: 'Confirmations the least-confirmed transfer still waits for at its last scan (0: none waiting), by chain',
+  labelNames: ['chain'] as const,
+  registers: [registry],
+});
+export const evmVerifyDisagreements = new Counter({
+  name: 'wholesale_evm_verify_disagreements_total',
+  help: "Transfers the chain's verifyWith node does not show as its nodes do (another receipt or block, or none), kept unconfirmed, by chain",
   labelNames: ['chain'] as const,
   registers: [registry],
 });

@@ -1,106 +1,21 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { getAddress } from 'viem';
-import {
-  applyEvmTransfer,
-  dropVanishedEvmTransfers,
-  evmCheckout,
-  evmScans,
-  evmTransfers,
-  recordEvmTransfer,
-  saveEvmScan,
-  setEvmCheckoutState,
-  setEvmTransferState,
-  type EvmCheckoutRow,
-  type EvmTransferRow,
-} from '../db/evm-store';
+import { applyEvmTransfer, evmCheckout, evmScans, evmTransfers, setEvmCheckoutState, type EvmCheckoutRow, type EvmScanRow, type EvmTransferRow } from '../db/evm-store';
 import { OrderSchema, type Order } from '../db/entities';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } from '../domain/token-amounts';
 import { TOKEN_SYMBOLS, type ChainSettings, type TokenSymbol } from '../providers/evm/settings';
-import { evmConfirmationLag, evmExcessCredited, evmTransfersCredited } from '../metrics/registry';
-import type { ChainRpc } from '../providers/evm/rpc';
+import { evmExcessCredited, evmTransfersCredited } from '../metrics/registry';
 import type { SettlePhase } from '../contracts/evm-checkouts';
 import { applyBalanceChange, lockAccount } from './ledger';
 
-// What the chain says about one checkout, made into facts: transfers to its deposit address are
-// recorded as seen, confirmed at the configured depth once their block is still the canonical one
-// (a reorged-out transfer is dropped, and taken up again if it is re-mined), and each confirmed
-// transfer is counted once: towards the checkout's amount, or, beyond it, credited to the
-// account's balance as its own ledger entry with its reason. Nothing a node says is credited
-// before it is confirmed, and nothing confirmed is left uncounted when the watch closes.
+// A checkout's confirmed transfers (recorded and confirmed by the scans, src/services/evm-scan.ts),
+// each counted once: towards the checkout's amount, or, beyond it, credited to the account's
+// balance as its own ledger entry with its reason. Nothing a node says is credited before it is
+// confirmed, and nothing confirmed is left uncounted when the watch closes.
 
 /** Why money beyond a checkout's amount was credited to the balance. */
 export type ExcessReason = 'overpayment' | 'address_reused' | 'after_expiry' | 'order_closed';
-
-/** Seconds before a checkout's creation that its first scan starts at, for clocks that disagree. */
-const START_SLACK_SECONDS = 120n;
-
-/**
- * Scans every chain for transfers to the checkout's address, from where the last scan of that
- * chain left off (less its confirmation depth, so transfers that are not final yet are looked at
- * again and a reorg is seen), and confirms what is deep enough. A chain whose nodes are all down
- * is skipped this time; the others go on. Returns the chains that could not be scanned.
- */
-export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {
-  const scans = new Map((await evmScans(em, checkout.id)).map((s) => [s.chain_id, s]));
-  const unavailable: number[] = [];
-  for (const rpc of rpcs) {
-    const { chain } = rpc;
-    try {
-      const head = await rpc.head();
-      const scan = scans.get(chain.chainId);
-      const start = scan ? BigInt(scan.start_block) : await firstBlockAfter(rpc, BigInt(Math.floor(new Date(checkout.created_at).getTime() / 1000)) - START_SLACK_SECONDS, head);
-      const rescanFrom = scan ? BigInt(scan.scanned_to) - BigInt(chain.confirmations) : start;
-      const from = rescanFrom > start ? rescanFrom : start;
-      if (from <= head) {
-        const seen = await rpc.transfersTo(checkout.address, from, head);
-        await em.transactional(async (tx) => {
-          for (const t of seen) {
-            const decimals = chain.tokens[t.token]!.decimals;
-            await recordEvmTransfer(tx, { checkoutId: checkout.id, chainId: chain.chainId, ...t, decimals });
-          }
-          await dropVanishedEvmTransfers(tx, checkout.id, chain.chainId, from, head, seen.map((t) => `${t.txHash}:${t.logIndex}`));
-        });
-      }
-      await saveEvmScan(em, { checkoutId: checkout.id, chainId: chain.chainId, startBlock: start, scannedTo: head, head });
-      await confirmDeepEnough(em, checkout.id, rpc, head);
-    } catch (err) {
-      if ((err as Error).name !== 'ChainUnavailableError') throw err;
-      unavailable.push(chain.chainId);
-    }
-  }
-  return { unavailable };
-}
-
-/** The first block at or after `time` (seconds), by bisection on block timestamps. */
-async function firstBlockAfter(rpc: ChainRpc, time: bigint, head: bigint): Promise<bigint> {
-  if ((await rpc.blockTime(head)) < time) return head;
-  let lo = 0n;
-  let hi = head;
-  while (lo < hi) {
-    const mid = (lo + hi) / 2n;
-    if ((await rpc.blockTime(mid)) < time) lo = mid + 1n;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** Transfers with their confirmations are confirmed if their block is still canonical, dropped if it is not. */
-async function confirmDeepEnough(em: EntityManager, checkoutId: string, rpc: ChainRpc, head: bigint): Promise<void> {
-  const need = BigInt(rpc.chain.confirmations);
-  const waiting = (await evmTransfers(em, checkoutId)).filter((t) => t.chain_id === rpc.chain.chainId && t.state === 'seen');
-  let missing = 0n;
-  for (const t of waiting) {
-    const depth = head - BigInt(t.block_number) + 1n;
-    if (depth < need) {
-      missing = need - depth > missing ? need - depth : missing;
-      continue;
-    }
-    const canonical = await rpc.blockHash(BigInt(t.block_number));
-    await setEvmTransferState(em, t.id, canonical === t.block_hash ? 'confirmed' : 'dropped', t.block_hash);
-  }
-  evmConfirmationLag.set({ chain: String(rpc.chain.chainId) }, Number(missing));
-}
 
 /** What the settlement step decided; `notify` asks the watch to tell the order's workflow it was paid. */
 export interface CheckoutSettlement {
@@ -175,6 +90,12 @@ export async function settleCheckout(
   });
 }
 
+/** Confirmations a transfer waits for; on a chain read by finality, the depth of its last finalized block. */
+function requiredDepth(chain: ChainSettings | undefined, scan: EvmScanRow | undefined): number {
+  if (chain?.finality !== 'finalized') return chain?.confirmations ?? 0;
+  return scan?.finalized ? Number(BigInt(scan.head) - BigInt(scan.finalized) + 1n) : 1;
+}
+
 const scaled = (t: EvmTransferRow) => toScaled(BigInt(t.units), t.decimals);
 const wholeCents = (t: EvmTransferRow) => scaledToCents(scaled(t));
 
@@ -220,7 +141,7 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
   if (!checkout) return undefined;
   const order = await em.findOne(OrderSchema, { id: checkout.reference });
   const transfers = (await evmTransfers(em, checkoutId)).filter((t) => t.state !== 'dropped');
-  const heads = new Map((await evmScans(em, checkoutId)).map((s) => [s.chain_id, BigInt(s.head)]));
+  const scans = new Map((await evmScans(em, checkoutId)).map((s) => [s.chain_id, s]));
   const byId = new Map(chains.map((c) => [c.chainId, c]));
   const amountCents = fromDb(checkout.amount);
   const amount = centsToScaled(amountCents);
@@ -256,9 +177,10 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
     expiresAt: order?.expiresAt && !paid ? new Date(order.expiresAt).getTime() : null,
     transfers: transfers.map((t) => {
       const chain = byId.get(t.chain_id);
-      const head = heads.get(t.chain_id) ?? BigInt(t.block_number);
+      const scan = scans.get(t.chain_id);
+      const head = scan ? BigInt(scan.head) : BigInt(t.block_number);
       const depth = head - BigInt(t.block_number) + 1n;
-      const required = chain?.confirmations ?? 0;
+      const required = requiredDepth(chain, scan);
       return {
         chainId: t.chain_id,
         chainName: chain?.name ?? `chain ${t.chain_id}`,

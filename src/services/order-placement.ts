@@ -305,6 +305,7 @@ async function checkAndWrite(
             deliveryType: product.deliveryType,
           },
         },
+    lowEventId: newId('evt'),
     atomic,
   });
   if (written.collided) throw new CodeCollision();

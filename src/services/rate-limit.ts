@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { countHit, pruneRateLimits } from '../db/rate-limits-store';
+import { countHit, pruneRateLimits, uncountHit } from '../db/rate-limits-store';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -7,6 +7,8 @@ export interface RateLimitResult {
   /** Unix seconds when the window resets. */
   resetAt: number;
   retryAfter: number;
+  /** The window this hit was counted in (to give it back). */
+  windowStart: Date;
 }
 
 /** Counts one hit in a fixed window kept in Postgres, so several API processes share a budget. */
@@ -22,5 +24,11 @@ export async function hitRateLimit(em: EntityManager, bucket: string, limit: num
     remaining: Math.max(0, limit - count),
     resetAt: Math.ceil(resetAtMs / 1000),
     retryAfter: Math.max(1, Math.ceil((resetAtMs - now) / 1000)),
+    windowStart,
   };
+}
+
+/** Gives back a hit counted by hitRateLimit: an attempt that turned out not to count against the budget. */
+export async function giveBackHit(em: EntityManager, bucket: string, hit: RateLimitResult): Promise<void> {
+  await uncountHit(em, bucket, hit.windowStart);
 }

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -9,11 +10,13 @@ import { startHarness, type Harness } from '../helpers/harness';
 import { encodingOf, payloadsOf, rawHistory } from '../helpers/history';
 import { reseller } from '../helpers/payments';
 
-// Issue 12 item 3 and "done when": the codec server of Temporal's remote codec protocol over real
-// HTTP. Authorised by ADMIN_TOKEN or CODEC_TOKEN (401 otherwise), the token-in-path form the Web
-// UI uses, CORS for the configured UI origin only, a payload encrypted under a rotated-out key,
-// plain payloads of old histories passing through, and the real `temporal` CLI reading a
-// history through it. The harness runs on a rotated key ring: `new` encrypts, `old` still decrypts.
+// Issue 12: the codec server of Temporal's remote codec protocol over real HTTP. The token
+// travels only in `Authorization: Bearer` (ADMIN_TOKEN or CODEC_TOKEN decode, 401 otherwise; only
+// ADMIN_TOKEN encodes a payload); a token in the path is no route (404); the token is checked before the body
+// is read; CORS for the configured UI origin only; a payload encrypted under a rotated-out key,
+// plain payloads of old histories passing through, and the real `temporal` CLI reading a history
+// through it. The harness runs on a rotated key ring: `new` encrypts, `old` still decrypts.
+// The Temporal UI itself decoding through it: test/browser/temporal-ui-codec.test.ts.
 const root = resolve(__dirname, '..', '..');
 const run = promisify(execFile);
 
@@ -85,15 +88,70 @@ describe('authorisation', () => {
     expect(valueOf(res.body.payloads[0])).toEqual({ orderId: 'ord_decoded_1' });
   });
 
-  test('the Web UI form /codec/<CODEC_TOKEN>/decode decodes; another token in the path, or the admin token there, is 401', async () => {
-    const sealed = await sealedWith(NEW, 'through the path');
-    const ok = await codec(`/${CODEC_TOKEN}/decode`, [sealed]);
-    expect(ok.status).toBe(200);
-    expect(valueOf(ok.body.payloads[0])).toBe('through the path');
-    for (const token of ['codec-not-the-right-token-at-all', ADMIN_TOKEN]) {
-      const res = await codec(`/${token}/decode`, [sealed]);
-      expect([res.status, res.body.error]).toEqual([401, 'unauthorized']);
+  test('a token in the path is no route: /codec/<token>/decode and /encode are 404 with the spec error body, with or without the header', async () => {
+    const sealed = await sealedWith(NEW, { secret: 'not through the path' });
+    for (const token of [CODEC_TOKEN, ADMIN_TOKEN, 'codec-not-the-right-token-at-all']) {
+      for (const action of ['decode', 'encode']) {
+        for (const headers of [{}, bearer(CODEC_TOKEN), bearer(ADMIN_TOKEN)]) {
+          const res = await codec(`/${token}/${action}`, [sealed], headers);
+          expect(res.status).toBe(404);
+          expect(res.body).toEqual({ error: 'not_found', message: expect.any(String), requestId: res.headers.get('x-request-id'), retryable: false });
+          expect(JSON.stringify(res.body)).not.toContain('not through the path');
+          // The refusal does not echo the token it was given.
+          expect(JSON.stringify(res.body)).not.toContain(token);
+        }
+      }
     }
+  });
+
+  test('CODEC_TOKEN only decodes: /encode of a payload with it (or none) is 401 and seals nothing; ADMIN_TOKEN encodes', async () => {
+    for (const headers of [bearer(CODEC_TOKEN), {}]) {
+      const refused = await codec('/encode', [jsonPlain({ forged: 'paid' })], headers);
+      expect(refused.status).toBe(401);
+      expect(refused.body).toEqual({ error: 'unauthorized', message: expect.any(String), requestId: refused.headers.get('x-request-id'), retryable: false });
+      expect(refused.body.payloads).toBeUndefined();
+    }
+    const encoded = await codec('/encode', [jsonPlain({ forged: 'paid' })], bearer(ADMIN_TOKEN));
+    expect(encoded.status).toBe(200);
+    expect(metaOf(encoded.body.payloads[0], 'encoding')).toBe(ENCRYPTED_ENCODING);
+    // An empty list seals nothing: the CLI's `workflow query` asks for it with CODEC_TOKEN (below).
+    const empty = await fetch(`${codecUrl}/encode`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) }, body: '{}' });
+    expect([empty.status, await empty.json()]).toEqual([200, { payloads: [] }]);
+  });
+
+  test('the token is checked before the body is read: an unauthenticated 8 MB body is refused with 401 before it is sent, never parsed, and the service stays up', async () => {
+    const size = 8 << 20;
+    // Only the first 64 kB of a declared 8 MB is sent: the answer comes before the body could be read.
+    const early = await new Promise<{ status: number; body: any }>((ok, fail) => {
+      const req = request(`${codecUrl}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(size) } }, (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          ok({ status: res.statusCode!, body: JSON.parse(text) });
+          req.destroy();
+        });
+      });
+      req.on('error', fail);
+      req.write(Buffer.alloc(64 << 10, '['));
+    });
+    expect(early).toEqual({ status: 401, body: expect.objectContaining({ error: 'unauthorized' }) });
+
+    // The whole 8 MB, not JSON at all, with no token or a wrong one, on either route: 401 (a parsed body would be 400).
+    const junk = Buffer.alloc(size, '{');
+    for (const path of ['/decode', '/encode']) {
+      for (const headers of [{}, bearer('codec-not-the-right-token-at-all')]) {
+        const res = await fetch(`${codecUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: junk });
+        expect([path, res.status, (await res.json()).error]).toEqual([path, 401, 'unauthorized']);
+      }
+    }
+    // The same body with the token is parsed, and refused as a bad body (4xx, never a 5xx).
+    const parsed = await fetch(`${codecUrl}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) }, body: junk });
+    expect(parsed.status).toBe(400);
+    await parsed.body?.cancel();
+
+    const after = await codec('/decode', [await sealedWith(NEW, 'still serving')], bearer(CODEC_TOKEN));
+    expect(after.status).toBe(200);
+    expect(valueOf(after.body.payloads[0])).toBe('still serving');
   });
 
   test('a body that is not the protocol\'s shape is refused with a 4xx, not a 5xx', async () => {
@@ -114,10 +172,11 @@ describe('authorisation', () => {
 });
 
 describe('CORS (only the configured Temporal UI origin)', () => {
+  // A browser sends no token on a preflight: it is answered without one.
   const preflight = (origin: string) =>
-    fetch(`${codecUrl}/${CODEC_TOKEN}/decode`, {
+    fetch(`${codecUrl}/decode`, {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' },
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,x-namespace' },
     });
 
   test('a preflight from TEMPORAL_UI_ORIGIN is allowed with the UI\'s headers, and the POST carries the allow-origin header', async () => {
@@ -125,9 +184,9 @@ describe('CORS (only the configured Temporal UI origin)', () => {
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
     expect(res.headers.get('access-control-allow-methods')).toContain('POST');
-    expect(res.headers.get('access-control-allow-headers')?.split(/,\s*/)).toEqual(expect.arrayContaining(['content-type', 'x-namespace']));
+    expect(res.headers.get('access-control-allow-headers')?.split(/,\s*/)).toEqual(expect.arrayContaining(['content-type', 'x-namespace', 'authorization']));
     expect(res.headers.get('vary')).toContain('Origin');
-    const post = await codec(`/${CODEC_TOKEN}/decode`, [await sealedWith(NEW, 1)], { origin: UI_ORIGIN });
+    const post = await codec('/decode', [await sealedWith(NEW, 1)], { origin: UI_ORIGIN, ...bearer(CODEC_TOKEN) });
     expect(post.status).toBe(200);
     expect(post.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
   });
@@ -137,20 +196,20 @@ describe('CORS (only the configured Temporal UI origin)', () => {
     expect(res.status).not.toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
     expect(res.headers.get('access-control-allow-headers')).toBeNull();
-    const post = await codec(`/${CODEC_TOKEN}/decode`, [await sealedWith(NEW, 1)], { origin });
+    const post = await codec('/decode', [await sealedWith(NEW, 1)], { origin, ...bearer(CODEC_TOKEN) });
     expect(post.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
 
 describe('key rotation and old histories', () => {
-  test('a payload encrypted under the rotated-out key decodes; /encode uses the first key', async () => {
+  test('a payload encrypted under the rotated-out key decodes; /encode (ADMIN_TOKEN) uses the first key', async () => {
     const old = await sealedWith(OLD, { placed: 'before the rotation' });
     expect(metaOf(old, KEY_ID_METADATA)).toBe('old');
     const res = await codec('/decode', [old], bearer(CODEC_TOKEN));
     expect(res.status).toBe(200);
     expect(valueOf(res.body.payloads[0])).toEqual({ placed: 'before the rotation' });
 
-    const encoded = await codec('/encode', [jsonPlain({ placed: 'after the rotation' })], bearer(CODEC_TOKEN));
+    const encoded = await codec('/encode', [jsonPlain({ placed: 'after the rotation' })], bearer(ADMIN_TOKEN));
     expect(encoded.status).toBe(200);
     expect(metaOf(encoded.body.payloads[0], 'encoding')).toBe(ENCRYPTED_ENCODING);
     expect(metaOf(encoded.body.payloads[0], KEY_ID_METADATA)).toBe('new');
@@ -162,11 +221,13 @@ describe('key rotation and old histories', () => {
     expect(JSON.parse(Buffer.from(opened.data!).toString('utf8'))).toEqual({ placed: 'after the rotation' });
   });
 
-  test('a payload that is not encrypted (an old history) passes through unchanged', async () => {
+  test('a payload that is not encrypted (an old history, or a forged plain signal) passes through unchanged', async () => {
     const plain = [jsonPlain({ orderId: 'ord_before_encryption' }), { metadata: { encoding: b64('binary/null') }, data: '' }];
     const res = await codec('/decode', plain, bearer(ADMIN_TOKEN));
     expect(res.status).toBe(200);
     expect(res.body.payloads).toEqual(plain);
+    // Shown as plain, not as a payload some key failed to open.
+    expect(res.headers.get('x-codec-unopened')).toBeNull();
   });
 
   test('a payload no configured key opens, or whose bytes were altered, is shown as it is (never an error page)', async () => {
@@ -192,17 +253,21 @@ describe('key rotation and old histories', () => {
     const encoded = await codec('/encode', batch, bearer(ADMIN_TOKEN));
     expect(encoded.body.payloads.map((p: JsonPayload) => metaOf(p, 'encoding'))).toEqual([ENCRYPTED_ENCODING, ENCRYPTED_ENCODING, ENCRYPTED_ENCODING]);
     expect(JSON.stringify(encoded.body)).not.toContain(batch[1].data);
-    const decoded = await codec(`/${CODEC_TOKEN}/decode`, encoded.body.payloads);
+    const decoded = await codec('/decode', encoded.body.payloads, bearer(CODEC_TOKEN));
     expect(decoded.body.payloads).toEqual(batch);
   });
 });
 
 describe('the temporal CLI through the codec server (the runbook\'s command)', () => {
   let binary: string;
-  const show = async (workflowId: string, withCodec: boolean) => {
+  const cli = async (args: string[], withCodec: boolean) => {
     binary ??= (await run(process.execPath, [join(root, 'scripts', 'ensure-temporal.mjs')])).stdout.trim();
     const codecArgs = withCodec ? ['--codec-endpoint', codecUrl, '--codec-auth', `Bearer ${CODEC_TOKEN}`] : [];
-    const { stdout } = await run(binary, ['workflow', 'show', '-w', workflowId, ...codecArgs, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json'], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(binary, [...args, ...codecArgs, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json'], { maxBuffer: 16 << 20 });
+    return stdout;
+  };
+  const show = async (workflowId: string, withCodec: boolean) => {
+    const stdout = await cli(['workflow', 'show', '-w', workflowId], withCodec);
     // The CLI prints payloads in the protocol's JSON (bytes as base64): read their encodings and data.
     const payloads = payloadsOf(JSON.parse(stdout), { except: ['searchAttributes'] }) as unknown as JsonPayload[];
     return {
@@ -230,6 +295,13 @@ describe('the temporal CLI through the codec server (the runbook\'s command)', (
     expect(raw.encodings).toContain(ENCRYPTED_ENCODING);
     expect(raw.text).not.toContain(placed.body.orderId);
     expect(raw.text).not.toContain('prod_api_order_test');
+  });
+
+  test('`workflow query` works with CODEC_TOKEN (it asks /encode for an empty list of arguments) and answers decoded', async () => {
+    const { api, accountId } = await reseller(h, '1.00');
+    const placed = await api.post('/orders', { externalOrderId: 'cli-query', productId: 'prod_api_order_test', qty: 1 });
+    const answer = JSON.parse(await cli(['workflow', 'query', '-w', `order:${accountId}:cli-query`, '--type', 'state'], true));
+    expect(answer.queryResult).toEqual([expect.objectContaining({ orderId: placed.body.orderId, status: 'delivered' })]);
   });
 
   test('a history written before the rotation (old key only) is read through the codec server of the rotated ring', async () => {

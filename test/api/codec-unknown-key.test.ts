@@ -26,9 +26,9 @@ async function sealed(keys: string, value: unknown): Promise<JsonPayload> {
 const lostKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
 
 async function decode(payloads: JsonPayload[], headers: Record<string, string> = {}) {
-  const res = await fetch(`${h.baseUrl}/codec/${CODEC_TOKEN}/decode`, {
+  const res = await fetch(`${h.baseUrl}/codec/decode`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-namespace': 'default', ...headers },
+    headers: { 'content-type': 'application/json', 'x-namespace': 'default', authorization: `Bearer ${CODEC_TOKEN}`, ...headers },
     body: JSON.stringify({ payloads }),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as { payloads: JsonPayload[] } };

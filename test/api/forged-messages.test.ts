@@ -5,7 +5,9 @@ import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/clie
 import { paymentNotifiedSignal } from '../../src/contracts/payments';
 import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
 import { procurementWorkflowId, refundUpdate } from '../../src/contracts/procurement';
+import { operatorDecisionSignal, redemptionStateQuery, redemptionWorkflowId } from '../../src/contracts/redemptions';
 import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
+import { decideRedemption } from '../../src/services/redemptions';
 import { paymentNoticesUnverified, supportActionsUnverified, unencryptedPayloadsRefused } from '../../src/metrics/registry';
 import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
 import { startHarness, type Harness } from '../helpers/harness';
@@ -13,13 +15,14 @@ import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';
 import { PAYMENT_ENV, payThroughPage, reseller, waitForOrderStatus } from '../helpers/payments';
 import { adminApi, fulfillmentIs, orderUntil } from '../helpers/procurement';
+import { buyCode, redemptionReaches } from '../helpers/redemption';
 
 // Money moves only on facts (ARCHITECTURE.md, "Messages are hints; facts move money"): anyone who
 // reaches Temporal can signal a workflow. A forged `paymentNotified` signal, sent with the real
 // `temporal` CLI (plaintext) or with a client holding the service's key (as a copied, encrypted
 // payload would be), credits no top-up and pays no intent order; a forged `refund` update with no
-// support request on record refunds nothing. Each is counted. A real payment or refund afterwards
-// still moves the money exactly once.
+// support request on record refunds nothing, and a forged operator decision ends no redemption.
+// Each is counted. A real payment, refund or decision afterwards still acts exactly once.
 const root = resolve(__dirname, '..', '..');
 const run = promisify(execFile);
 const TOKEN = 'admin-token-for-forged-message-tests';
@@ -177,5 +180,28 @@ describe('a forged refund update moves no money: support actions act on a suppor
       [orderId],
     );
     expect(requests).toEqual([{ action: 'refund', actor: 'alice', applied: true }]);
+  });
+});
+
+describe('a forged operator decision ends no redemption: it is recorded only against a request on record', () => {
+  test('a fulfil signal the service never sent is refused and counted; the real decision then fulfils the attempt', async () => {
+    const { api } = await reseller(h, '200.00');
+    const { code } = await buyCode(api, 'prod_telegram_premium_3m');
+    const submitted = await api.post('/redemptions', { code, redeemInfo: { telegram_username: '@forged_case' } });
+    const id = submitted.body.redemptionId as string;
+    await redemptionReaches(api, id, 'processing');
+    const handle = h.services.temporal.client.workflow.getHandle(redemptionWorkflowId(id, 1));
+    await eventually(async () => (await handle.query(redemptionStateQuery)).phase === 'waiting');
+    const before = await total(supportActionsUnverified, { action: 'redemption.fulfill' });
+
+    await handle.signal(operatorDecisionSignal, { decision: 'fulfill', reason: 'trust me', actor: 'mallory' });
+    await eventually(async () => ((await total(supportActionsUnverified, { action: 'redemption.fulfill' })) === before + 1 ? true : undefined));
+    expect((await handle.query(redemptionStateQuery)).phase).toBe('waiting');
+    expect((await api.get(`/redemptions/${id}`)).body).toMatchObject({ status: 'processing' });
+
+    await decideRedemption({ em: h.services.orm.em.fork(), temporal: h.services.temporal }, id, { decision: 'fulfill', reason: 'applied by hand', actor: 'alice' });
+    const view = await redemptionReaches(api, id, 'fulfilled');
+    expect(view.deliverable).toContain('applied by hand');
+    expect(await total(supportActionsUnverified, { action: 'redemption.fulfill' })).toBe(before + 1);
   });
 });

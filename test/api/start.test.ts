@@ -94,22 +94,29 @@ test('npm start runs the whole stack, prints the URLs and a demo key, and keeps 
   expect(products.status).toBe(200);
   expect(products.body.products.length).toBeGreaterThan(5);
   await eventually(async () => (await fetch(uiUrl).catch(() => undefined))?.status === 200, 30_000, 250);
-  // Issue 12: the banner names the codec endpoint, the Temporal UI is configured with it, and it
-  // decodes, for the UI's origin, a payload sealed with the key `npm start` keeps under STATE_DIR (0600).
+  // Issue 12: the banner names the codec endpoint (no token in it) and the CLI command with
+  // the token in its Authorization header, the Temporal UI is configured with that endpoint, and it
+  // decodes, for the UI's origin and with the token `npm start` keeps under STATE_DIR (0600) in the
+  // header, a payload sealed with the key kept there; the token in the path is no route.
   const codecUrl = field(first.output(), 'Codec endpoint')!;
-  expect(codecUrl).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${env.PORT}/codec/\\S{16,}$`));
+  expect(codecUrl).toBe(`http://127.0.0.1:${env.PORT}/codec`);
   const settings = await (await fetch(`${uiUrl}/api/v1/settings`)).json();
   expect(settings.Codec).toMatchObject({ Endpoint: codecUrl });
   expect(statSync(join(env.STATE_DIR, 'secrets.json')).mode & 0o777).toBe(0o600);
+  const codecToken = readStateSecrets(env.STATE_DIR).CODEC_TOKEN!;
+  expect(first.output()).toContain(`--codec-endpoint ${codecUrl} --codec-auth "Bearer ${codecToken}"`);
+  expect(first.output()).not.toContain(`/codec/${codecToken}`);
   const [sealed] = await new EncryptionCodec(parseKeyRing(readStateSecrets(env.STATE_DIR).TEMPORAL_PAYLOAD_KEYS!)).encode([
     { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"decoded for the UI"') },
   ]);
   const b64 = (b: Uint8Array | null | undefined) => Buffer.from(b ?? new Uint8Array()).toString('base64');
-  const decodeRes = await fetch(`${codecUrl}/decode`, {
+  const decode = (path: string) => fetch(`${codecUrl}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: uiUrl },
+    headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: uiUrl, authorization: `Bearer ${codecToken}` },
     body: JSON.stringify({ payloads: [{ metadata: { encoding: b64(sealed.metadata!.encoding), 'encryption-key-id': b64(sealed.metadata!['encryption-key-id']) }, data: b64(sealed.data) }] }),
   });
+  expect((await decode(`/${codecToken}/decode`)).status).toBe(404);
+  const decodeRes = await decode('/decode');
   expect(decodeRes.status).toBe(200);
   expect(decodeRes.headers.get('access-control-allow-origin')).toBe(uiUrl);
   const [decoded] = (await decodeRes.json()).payloads;
@@ -121,7 +128,9 @@ test('npm start runs the whole stack, prints the URLs and a demo key, and keeps 
   const second = await start(env);
   expect(field(second.output(), 'Demo account')).toBe(accountId);
   expect(field(second.output(), 'Demo API key')).toBe(key);
-  expect(field(second.output(), 'Codec endpoint')).toBe(codecUrl); // the same key and token: old histories stay readable
+  // The same key and token: old histories stay readable.
+  expect(field(second.output(), 'Codec endpoint')).toBe(codecUrl);
+  expect(second.output()).toContain(`--codec-auth "Bearer ${codecToken}"`);
   const orders = await call(`${apiUrl}/orders`, { key });
   expect(orders.body.orders.map((o: any) => o.external_order_id)).toEqual(['restart-1']);
   expect((await call(`${apiUrl}/balance`, { key })).body.balance).toBe('99.99');

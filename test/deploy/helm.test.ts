@@ -179,6 +179,16 @@ describe.each(cases)('helm template with $name', ({ args, keda }) => {
   }
 });
 
+test('the schema owner\'s Secret (DATABASE_MIGRATION_URL) reaches the migration Job alone', () => {
+  if (skipped()) return;
+  const { objects } = render(['--set', 'migrations.secret=wholesale-owner']);
+  expect(find(objects, 'Job', 'wholesale-migrate')!.spec.template.spec.containers[0].envFrom)
+    .toEqual([{ secretRef: { name: values.existingSecret } }, { secretRef: { name: 'wholesale-owner' } }]);
+  for (const name of ['api', 'worker']) {
+    expect(JSON.stringify(find(objects, 'Deployment', `wholesale-${name}`))).not.toContain('wholesale-owner');
+  }
+});
+
 test('the PrometheusRule holds the runbook\'s alert rules, and the ServiceMonitor labels them job="wholesale"', () => {
   if (skipped()) return;
   const { objects } = render(cases[1].args);

@@ -4,17 +4,30 @@ import type { DevChain } from '../../src/dev/evm-chain';
 
 export { startDevChain, type DevChain, type DevChainToken } from '../../src/dev/evm-chain';
 
-/**
- * EVM_CHAINS (JSON) for a service that accepts USDT and USDC on `chain`. `rpcUrls` replaces the
- * chain's own URL, e.g. with a proxy in front of it or a dead endpoint ahead of it for failover tests.
- */
-export function evmChainsEnv(chain: DevChain, opts: { confirmations?: number; rpcUrls?: string[] } = {}): string {
+export interface ChainSettingOptions {
+  /** Replaces the chain's own URL, e.g. with a proxy in front of it or a dead endpoint ahead of it for failover tests. */
+  rpcUrls?: string[];
+  /** Default 2; unused with `finality`. */
+  confirmations?: number;
+  finality?: 'finalized';
+  verifyWith?: string;
+  name?: string;
+}
+
+/** One chain of EVM_CHAINS, accepting USDT and USDC on `chain`. */
+export function evmChainSetting(chain: DevChain, opts: ChainSettingOptions = {}) {
   const token = (t: DevChain['tokens']['USDT']) => ({ address: t.address, decimals: t.decimals });
-  return JSON.stringify([{
+  return {
     chainId: chain.chainId,
-    name: 'Hardhat',
+    name: opts.name ?? 'Hardhat',
     rpcUrls: opts.rpcUrls ?? [chain.rpcUrl],
-    confirmations: opts.confirmations ?? 2,
+    ...(opts.finality ? { finality: opts.finality } : { confirmations: opts.confirmations ?? 2 }),
+    ...(opts.verifyWith ? { verifyWith: opts.verifyWith } : {}),
     tokens: { USDT: token(chain.tokens.USDT), USDC: token(chain.tokens.USDC) },
-  }]);
+  };
+}
+
+/** EVM_CHAINS (JSON) for a service that accepts USDT and USDC on `chain`. */
+export function evmChainsEnv(chain: DevChain, opts: ChainSettingOptions = {}): string {
+  return JSON.stringify([evmChainSetting(chain, opts)]);
 }

@@ -17,6 +17,9 @@ import { Migration20261207000000SupplierCatalog } from './Migration2026120700000
 import { Migration20261208010000DeliveryAttemptBudget } from './Migration20261208010000DeliveryAttemptBudget';
 import { Migration20261209000000StaffConsole } from './Migration20261209000000StaffConsole';
 import { Migration20261210000000MoneyFromFacts } from './Migration20261210000000MoneyFromFacts';
+import { Migration20261210020000EvmChainReads } from './Migration20261210020000EvmChainReads';
+import { Migration20261212000000ScopedKeys } from './Migration20261212000000ScopedKeys';
+import { Migration20261212010000EventSubscriptions } from './Migration20261212010000EventSubscriptions';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -37,4 +40,7 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261208010000DeliveryAttemptBudget', class: Migration20261208010000DeliveryAttemptBudget },
   { name: 'Migration20261209000000StaffConsole', class: Migration20261209000000StaffConsole },
   { name: 'Migration20261210000000MoneyFromFacts', class: Migration20261210000000MoneyFromFacts },
+  { name: 'Migration20261210020000EvmChainReads', class: Migration20261210020000EvmChainReads },
+  { name: 'Migration20261212000000ScopedKeys', class: Migration20261212000000ScopedKeys },
+  { name: 'Migration20261212010000EventSubscriptions', class: Migration20261212010000EventSubscriptions },
 ];

@@ -5,17 +5,19 @@ import { z } from 'zod';
 import { ApiError } from '../../domain/errors';
 import { safeText } from '../../domain/text';
 import { codecUnopenedPayloads } from '../../metrics/registry';
-import { EncryptionCodec, KEY_ID_METADATA, parseKeyRing } from '../../temporal/codec';
+import { EncryptionCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, parseKeyRing } from '../../temporal/codec';
 import type { AppContext } from '../context';
-import { notFound } from '../middleware';
 
 // The codec server of Temporal's remote codec protocol, so that operators read decoded payloads
 // in the Web UI and the CLI: POST <endpoint>/decode and <endpoint>/encode with
 // `{"payloads": [{"metadata": {k: base64}, "data": base64}]}`, answered in the same shape.
 //
-// Who may ask: the CLI sends `--codec-auth 'Bearer <ADMIN_TOKEN or CODEC_TOKEN>'` to /codec; the
-// Web UI cannot send our token, so its endpoint carries CODEC_TOKEN in the path
-// (/codec/<CODEC_TOKEN>), and only the configured UI origin may call across origins. With neither
+// Who may ask: the token travels only in `Authorization: Bearer <token>` (the CLI's `--codec-auth`,
+// the Temporal UI's "pass the user access token"), never in the URL, which the UI's settings hand
+// to every browser that opens it and proxies log. CODEC_TOKEN decodes; encoding takes ADMIN_TOKEN,
+// because a payload sealed with the ring's key reads to the worker as the service's own. The token
+// is checked before the body is read, so an unauthenticated body is never buffered or parsed. Only
+// the configured UI origin may call across origins (its preflight carries no token). With neither
 // token set the codec server is off (404).
 
 export const CODEC_PREFIX = '/codec';
@@ -24,9 +26,9 @@ export const CODEC_PREFIX = '/codec';
 export const UNOPENED_HEADER = 'X-Codec-Unopened';
 export const UNOPENED_KEYS_HEADER = 'X-Codec-Unopened-Key-Ids';
 
-/** What the Temporal UI is told to call (it cannot send a token, so the path carries it). */
+/** The endpoint the CLI and the Temporal UI are given: no token in it (that goes in the Authorization header). */
 export const codecEndpoint = (config: Pick<AppContext['config'], 'publicBaseUrl' | 'CODEC_TOKEN'>) =>
-  config.CODEC_TOKEN ? `${config.publicBaseUrl}${CODEC_PREFIX}/${config.CODEC_TOKEN}` : undefined;
+  config.CODEC_TOKEN ? `${config.publicBaseUrl}${CODEC_PREFIX}` : undefined;
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const sameSecret = (given: string | undefined, expected: Buffer | undefined) => !!given && !!expected && timingSafeEqual(digest(given), expected);
@@ -73,31 +75,38 @@ export function codecRoutes(ctx: AppContext): Router {
   const warnings = new KeyWarnings();
 
   router.use((req, _res, next) => {
-    if (!admin && !operator) throw new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}${req.path}`);
+    // Neither refusal echoes the path: a client still configured with a token in it would see it repeated.
+    if (!admin && !operator) throw new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}`);
     next();
   });
   router.use(cors(ctx.config.TEMPORAL_UI_ORIGIN));
-  router.use(express.json({ limit: '8mb' }));
 
-  const bearerOk: RequestHandler = (req, _res, next) => {
+  // Before any byte of the body is read: which token the request bears, if any.
+  const bearer: RequestHandler = (req, res, next) => {
     const given = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '')?.[1];
-    if (!sameSecret(given, admin) && !sameSecret(given, operator)) throw new ApiError('unauthorized', 'Missing or invalid codec token');
+    const role = sameSecret(given, admin) ? 'admin' : sameSecret(given, operator) ? 'operator' : undefined;
+    if (!role) throw new ApiError('unauthorized', 'Missing or invalid codec token');
+    res.locals.codecRole = role;
     next();
   };
-  const pathOk: RequestHandler = (req, _res, next) => {
-    if (!sameSecret(String(req.params.token), operator)) throw new ApiError('unauthorized', 'Missing or invalid codec token');
-    next();
-  };
+  const parseJson = express.json({ limit: '8mb' });
 
   for (const action of ['decode', 'encode'] as const) {
     const handle: RequestHandler = async (req, res) => {
       const body = Body.parse(req.body);
       const payloads = body.payloads.map(fromJson);
-      // A payload no configured key opens (its key was dropped from the ring) is shown as it is,
-      // and the operator is told which key ids are missing.
+      // Sealing takes ADMIN_TOKEN. An empty list seals nothing, and the CLI's `workflow query` asks
+      // for it (its absent query arguments), so CODEC_TOKEN gets that answer.
+      if (action === 'encode' && payloads.length > 0 && res.locals.codecRole !== 'admin') {
+        throw new ApiError('unauthorized', 'Encoding takes ADMIN_TOKEN (CODEC_TOKEN only decodes)');
+      }
+      // A payload that is not encrypted is shown as it is, whatever the worker makes of it: the
+      // operator sees what a plain (maybe forged) message said. A payload no configured key opens
+      // (its key was dropped from the ring) is shown as it is too, and the operator is told which
+      // key ids are missing.
       const unopened: string[] = [];
       const out = action === 'decode'
-        ? await Promise.all(payloads.map((p) => codec.decode([p]).then(([d]) => d, () => (unopened.push(keyIdOf(p)), p))))
+        ? await Promise.all(payloads.map(async (p) => !isSealed(p) ? p : codec.decode([p]).then(([d]) => d, () => (unopened.push(keyIdOf(p)), p))))
         : await codec.encode(payloads);
       ctx.logger.info({ requestId: res.locals.requestId, action, count: payloads.length }, 'codec');
       if (unopened.length > 0) {
@@ -115,12 +124,15 @@ export function codecRoutes(ctx: AppContext): Router {
       }
       res.set('Cache-Control', 'no-store').json({ payloads: out.map(toJson) });
     };
-    router.post(`/${action}`, bearerOk, handle);
-    router.post(`/:token/${action}`, pathOk, handle);
+    router.post(`/${action}`, bearer, parseJson, handle);
   }
-  router.use(notFound);
+  router.use(() => {
+    throw new ApiError('not_found', `The codec server answers POST ${CODEC_PREFIX}/decode and ${CODEC_PREFIX}/encode; the token goes in the Authorization header, never in the path`);
+  });
   return router;
 }
+
+const isSealed = (p: Payload) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString('utf8') === ENCRYPTED_ENCODING;
 
 /**
  * The key id an encrypted payload names (ids are not secret), as the ring spells them (letters,

@@ -6,14 +6,15 @@ import { evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex } fr
 import type { Orm } from '../../db/orm';
 import { OrderSchema } from '../../db/entities';
 import { paymentProviderErrors } from '../../metrics/registry';
-import { scanCheckout, settleCheckout, type CheckoutSettlement } from '../../services/evm-checkouts';
+import { settleCheckout, type CheckoutSettlement } from '../../services/evm-checkouts';
+import { ClosingNotReadyError, rescanBeforeClosing, scanCheckout } from '../../services/evm-scan';
 import type { TemporalHandle } from '../../temporal/client';
 import { notifyPaid } from '../../temporal/payment-notices';
 import type { SettlePhase } from '../../contracts/evm-checkouts';
 import { evmCheckoutStarter } from '../../temporal/starters';
 import { depositAddress, receivingKey } from './addresses';
 import { providerError, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from '../payments';
-import { ChainRpc, type ChainHealth } from './rpc';
+import { ChainRpc, ChainUnavailableError, type ChainHealth } from './rpc';
 import type { ChainSettings } from './settings';
 
 // PAYMENT_PROVIDER=evm: the hosted checkout is ours. A checkout is a fresh deposit address derived
@@ -21,10 +22,17 @@ import type { ChainSettings } from './settings';
 // payer pays on the page at /checkout/<id> (src/pages/evm-checkout.ts). No callback ever arrives:
 // the watch tells the order's workflow itself, and a status sync reads what the watch recorded.
 
+/**
+ * The settle step's activity has 30 s (workflows/activity-options.ts): the rescan before closing
+ * stops well within it, and its next try goes on where it stopped.
+ */
+const CLOSING_RESCAN_BUDGET_MS = 15_000;
+
 export interface ChainStatus {
   chainId: number;
   name: string;
-  state: ChainHealth;
+  /** `unverified`: the tokens' decimals() have not been read yet, so nothing on the chain is credited. */
+  state: ChainHealth | 'unverified';
 }
 
 export class EvmPaymentProvider implements PaymentProvider {
@@ -35,6 +43,8 @@ export class EvmPaymentProvider implements PaymentProvider {
   private readonly orm: Orm;
   private readonly config: Config;
   private readonly temporal: TemporalHandle;
+  /** Chains whose tokens' decimals() were read and match the configuration. */
+  private readonly decimalsRead = new Set<number>();
 
   constructor(deps: { orm: Orm; config: Config; temporal: TemporalHandle; chains: ChainSettings[] }) {
     this.orm = deps.orm;
@@ -42,7 +52,7 @@ export class EvmPaymentProvider implements PaymentProvider {
     this.temporal = deps.temporal;
     this.key = receivingKey(deps.config.EVM_XPUB);
     const opts = { timeoutMs: deps.config.EVM_RPC_TIMEOUT_MS, headStallSeconds: deps.config.EVM_HEAD_STALL_SECONDS, logRangeBlocks: deps.config.EVM_LOG_RANGE_BLOCKS };
-    this.rpcs = deps.chains.map((chain) => new ChainRpc(chain, opts));
+    this.rpcs = deps.chains.map((chain, index) => new ChainRpc(chain, opts, { index }));
   }
 
   get chains(): ChainSettings[] {
@@ -78,18 +88,39 @@ export class EvmPaymentProvider implements PaymentProvider {
     return undefined;
   }
 
-  /** The watch's scan: every chain asked, what it shows recorded and confirmed. */
+  /**
+   * The watch's scan: every chain asked, what it shows recorded and confirmed. A chain whose
+   * tokens' decimals() were not read yet is not scanned (its amounts could be read wrong by orders
+   * of magnitude): it counts as unavailable, and its decimals are asked again.
+   */
   async scan(depositIndex: number): Promise<{ unavailable: number[] }> {
     const em = this.orm.em.fork();
     const checkout = await evmCheckoutAt(em, depositIndex);
     if (!checkout || checkout.state === 'closed') return { unavailable: [] };
-    return scanCheckout(em, checkout, this.rpcs);
+    const ready: ChainRpc[] = [];
+    const unverified: number[] = [];
+    for (const rpc of this.rpcs) {
+      if (await this.tokensVerified(rpc)) ready.push(rpc);
+      else unverified.push(rpc.chain.chainId);
+    }
+    const { unavailable } = await scanCheckout(em, checkout, ready);
+    return { unavailable: [...unverified, ...unavailable] };
   }
 
+  /**
+   * Counts what is confirmed. Before closing, the address is read again on every chain from the
+   * checkout's start block; the closing step fails (and is retried) until that is done.
+   */
   async settle(depositIndex: number, phase: SettlePhase): Promise<CheckoutSettlement> {
     const em = this.orm.em.fork();
     const checkout = await evmCheckoutAt(em, depositIndex);
     if (!checkout) throw new Error(`no checkout at deposit index ${depositIndex}`);
+    if (phase === 'closing' && checkout.state !== 'closed') {
+      for (const rpc of this.rpcs) {
+        if (!(await this.tokensVerified(rpc))) throw new ClosingNotReadyError(`chain ${rpc.chain.chainId}: its tokens' decimals() are not read yet`);
+      }
+      await rescanBeforeClosing(em, checkout, this.rpcs, Date.now() + CLOSING_RESCAN_BUDGET_MS);
+    }
     return settleCheckout(em, checkout.id, { levelThresholds: this.config.LEVEL_THRESHOLDS, phase });
   }
 
@@ -106,31 +137,59 @@ export class EvmPaymentProvider implements PaymentProvider {
     return Promise.all(
       this.rpcs.map(async (rpc) => {
         const state = await rpc.head().then(() => rpc.health, () => 'down' as const);
-        return { chainId: rpc.chain.chainId, name: rpc.chain.name, state };
+        const verified = state !== 'down' && (await this.tokensVerified(rpc));
+        return { chainId: rpc.chain.chainId, name: rpc.chain.name, state: state === 'down' || verified ? state : 'unverified' };
       }),
     );
   }
 
-  /**
-   * Each token's decimals() as the chain reports it, against the configuration: a mismatch would
-   * credit amounts wrong by orders of magnitude, so it stops the start. A chain that cannot be
-   * reached now is only logged: it is asked again by every scan.
-   */
-  async verifyTokens(logger: Logger): Promise<string[]> {
+  /** True once the chain's tokens' decimals() were read and match; asked again while not. */
+  private async tokensVerified(rpc: ChainRpc): Promise<boolean> {
+    if (this.decimalsRead.has(rpc.chain.chainId)) return true;
+    try {
+      return (await this.readDecimals(rpc)).length === 0;
+    } catch (err) {
+      if (err instanceof ChainUnavailableError) return false;
+      throw err;
+    }
+  }
+
+  /** Each token's decimals() on the chain against the configuration: what does not match. */
+  private async readDecimals(rpc: ChainRpc): Promise<string[]> {
     const mismatches: string[] = [];
-    for (const rpc of this.rpcs) {
-      for (const [symbol, token] of Object.entries(rpc.chain.tokens)) {
-        if (!token) continue;
-        try {
-          const actual = await rpc.decimals(token.address);
-          if (actual !== token.decimals) {
-            mismatches.push(`  EVM_CHAINS: ${symbol} on ${rpc.chain.name} (chain ${rpc.chain.chainId}) has ${actual} decimals on chain, ${token.decimals} configured`);
-          }
-        } catch {
-          logger.warn({ chainId: rpc.chain.chainId, token: symbol }, 'cannot read the token decimals now; the chain is unreachable, start goes on');
-        }
+    for (const [symbol, token] of Object.entries(rpc.chain.tokens)) {
+      if (!token) continue;
+      const actual = await rpc.decimals(token.address);
+      if (actual !== token.decimals) {
+        mismatches.push(`  EVM_CHAINS: ${symbol} on ${rpc.chain.name} (chain ${rpc.chain.chainId}) has ${actual} decimals on chain, ${token.decimals} configured`);
       }
     }
+    if (mismatches.length === 0) this.decimalsRead.add(rpc.chain.chainId);
     return mismatches;
+  }
+
+  /**
+   * What stops the start: an RPC URL (or verifyWith) that answers another chain id, named by its
+   * place in EVM_CHAINS, and a token whose decimals() differ from the configuration (amounts would
+   * be credited wrong by orders of magnitude). A node or chain that cannot be reached now is only
+   * logged: a node is asked for its chain id before it ever serves, and a chain whose decimals
+   * were not read is degraded and credits nothing until a later scan has read them.
+   */
+  async verifyTokens(logger: Logger): Promise<string[]> {
+    const problems: string[] = [];
+    for (const rpc of this.rpcs) {
+      const { chainId } = rpc.chain;
+      const { wrongChain, unreachable } = await rpc.checkNodes();
+      for (const w of wrongChain) problems.push(`  ${w.position}: answers chain ${w.answered}, not ${chainId} as configured`);
+      if (unreachable.length > 0) logger.warn({ chainId, nodes: unreachable }, 'cannot ask these JSON-RPC nodes for their chain id now; each is asked before it serves');
+      if (wrongChain.length > 0) continue;
+      try {
+        problems.push(...(await this.readDecimals(rpc)));
+      } catch (err) {
+        if (!(err instanceof ChainUnavailableError)) throw err;
+        logger.warn({ chainId }, "cannot read the tokens' decimals() now: the chain is degraded and credits nothing until a scan has read them");
+      }
+    }
+    return problems;
   }
 }

@@ -1,13 +1,15 @@
-import { createPublicClient, decodeEventLog, encodeEventTopics, http, pad, parseAbiItem, toHex, type PublicClient } from 'viem';
-import { z } from 'zod';
+import { encodeEventTopics, pad, toHex } from 'viem';
 import { evmRpcErrors } from '../../metrics/registry';
-import type { ChainSettings, TokenSymbol } from './settings';
+import { ask, checkChainId, decodeTransfer, NodeFailure, RawBlock, RawLog, rpcNode, TRANSFER_EVENT, type RpcNode } from './node';
+import { settingName, type ChainSettings, type TokenSymbol } from './settings';
+import { SecondWitness } from './verify';
 
-// One chain's JSON-RPC nodes, asked in the operator's order: a node that fails, times out,
-// answers garbage or whose head stops moving is passed over for the next, and the one that
-// answered last is asked first next time. Errors never carry a node's URL (it holds a key).
+// One chain's JSON-RPC nodes, asked in the operator's order. A read runs on one node from start to
+// end (its head, logs and blocks agree with each other); a node that fails, times out, answers
+// garbage, is on another chain or whose head stops moving is passed over for the next, and the one
+// that served last is asked first next time. A node is named by its place in EVM_CHAINS, never by
+// its URL (it holds a key).
 
-export const TRANSFER_EVENT = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
 const TRANSFER_TOPIC = encodeEventTopics({ abi: [TRANSFER_EVENT], eventName: 'Transfer' })[0];
 const DECIMALS_ABI = [{ type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint8' }] }] as const;
 
@@ -29,13 +31,6 @@ export interface ObservedTransfer {
   logIndex: number;
 }
 
-interface Node {
-  client: PublicClient;
-  head?: bigint;
-  /** When this node's head was last seen to move (ms). */
-  headMovedAt?: number;
-}
-
 export type ChainHealth = 'up' | 'down' | 'lagging';
 
 export interface RpcOptions {
@@ -44,117 +39,64 @@ export interface RpcOptions {
   logRangeBlocks: number;
 }
 
-const errorKind = (err: unknown): string => {
-  const name = (err as Error)?.name ?? '';
-  if (name.includes('Timeout')) return 'timeout';
-  if (name.includes('HttpRequest')) return 'http';
-  if (name.includes('Rpc') || name.includes('LimitExceeded')) return 'rpc';
-  return 'invalid';
-};
-
-export class ChainRpc {
-  private readonly nodes: Node[];
-  private preferred = 0;
-  private readonly label: string;
-  /** How the last call went, for /readyz. */
-  health: ChainHealth = 'up';
-
+/** What one node says during one read; `head` is its head when the read began. */
+export class NodeView {
   constructor(
-    readonly chain: ChainSettings,
+    private readonly node: RpcNode,
+    readonly head: bigint,
+    private readonly chain: ChainSettings,
     private readonly opts: RpcOptions,
-    private readonly now: () => number = Date.now,
-  ) {
-    this.label = String(chain.chainId);
-    this.nodes = chain.rpcUrls.map((url) => ({
-      // Failover and backoff are ours (the next node, the workflow's next sync), not the transport's.
-      client: createPublicClient({ transport: http(url, { timeout: opts.timeoutMs, retryCount: 0 }) }) as PublicClient,
-    }));
-  }
-
-  /** `fn` on the first node that answers, starting with the one that answered last. */
-  private async call<T>(fn: (client: PublicClient, node: Node) => Promise<T>): Promise<T> {
-    let lastKind = 'none';
-    for (let i = 0; i < this.nodes.length; i++) {
-      const index = (this.preferred + i) % this.nodes.length;
-      const node = this.nodes[index];
-      try {
-        const result = await fn(node.client, node);
-        this.preferred = index;
-        this.health = 'up';
-        return result;
-      } catch (err) {
-        lastKind = err instanceof LaggingNodeError ? 'lagging' : errorKind(err);
-        evmRpcErrors.inc({ chain: this.label, kind: lastKind });
-      }
-    }
-    this.health = lastKind === 'lagging' ? 'lagging' : 'down';
-    throw new ChainUnavailableError(this.chain, lastKind);
-  }
+  ) {}
 
   /**
-   * The head block number, from a node whose head has moved within EVM_HEAD_STALL_SECONDS. When
-   * every node that answers is stalled (a quiet chain, or all of them behind), the highest head
-   * among them is used and the chain reports itself lagging.
+   * The hash of the node's block at `number`. A node that lacks it (one behind, a backend behind a
+   * load balancer that lags) has said nothing about that block, certainly not that another one is
+   * there: it fails, and the read goes to the next node.
    */
-  async head(): Promise<bigint> {
-    let stalled: bigint | undefined;
-    try {
-      return await this.call(async (client, node) => {
-        const head = await client.getBlockNumber({ cacheTime: 0 });
-        if (!this.moved(node, head)) {
-          stalled = stalled === undefined || head > stalled ? head : stalled;
-          throw new LaggingNodeError();
-        }
-        return head;
-      });
-    } catch (err) {
-      if (stalled === undefined) throw err;
-      this.health = 'lagging';
-      return stalled;
-    }
-  }
-
-  /** Records `head` for `node`; false when it has not moved for EVM_HEAD_STALL_SECONDS. */
-  private moved(node: Node, head: bigint): boolean {
-    const now = this.now();
-    if (node.head === undefined || head > node.head) {
-      node.head = head;
-      node.headMovedAt = now;
-      return true;
-    }
-    return now - (node.headMovedAt ?? now) <= this.opts.headStallSeconds * 1000;
-  }
-
-  /** The hash of the canonical block at `number`, or null when the node has no such block. */
-  blockHash(number: bigint): Promise<`0x${string}` | null> {
-    return this.call(async (client) => {
-      const block = await client.getBlock({ blockNumber: number }).catch((err: Error) => {
-        if (err.name === 'BlockNotFoundError') return null;
-        throw err;
-      });
-      if (block && !/^0x[0-9a-f]{64}$/i.test(block.hash ?? '')) throw new InvalidAnswerError();
-      return block ? (block.hash!.toLowerCase() as `0x${string}`) : null;
-    });
+  async blockHash(number: bigint): Promise<`0x${string}`> {
+    const block = await this.block(number);
+    if (!block) throw new NodeFailure('not_found');
+    return block.hash;
   }
 
   /** The timestamp (seconds) of block `number`. */
-  blockTime(number: bigint): Promise<bigint> {
-    return this.call(async (client) => (await client.getBlock({ blockNumber: number })).timestamp);
+  async blockTime(number: bigint): Promise<bigint> {
+    const block = await this.block(number);
+    if (!block) throw new NodeFailure('not_found');
+    return block.timestamp;
+  }
+
+  /** The node's `finalized` block number; a node that has none cannot serve a chain read by finality. */
+  async finalized(): Promise<bigint> {
+    const block = await this.block('finalized');
+    if (!block) throw new NodeFailure('not_found');
+    return block.number;
   }
 
   /** decimals() of a token contract. */
   decimals(token: `0x${string}`): Promise<number> {
-    return this.call(async (client) => Number(await client.readContract({ address: token, abi: DECIMALS_ABI, functionName: 'decimals' })));
+    return ask(async () => Number(await this.node.client.readContract({ address: token, abi: DECIMALS_ABI, functionName: 'decimals' })));
+  }
+
+  private async block(tag: bigint | 'finalized'): Promise<{ hash: `0x${string}`; number: bigint; timestamp: bigint } | null> {
+    const answer = await ask(() => this.node.client.request({ method: 'eth_getBlockByNumber', params: [typeof tag === 'bigint' ? toHex(tag) : tag, false] }));
+    if (answer === null) return null;
+    const parsed = RawBlock.safeParse(answer);
+    const number = parsed.success ? BigInt(parsed.data.number) : undefined;
+    if (!parsed.success || (typeof tag === 'bigint' && number !== tag)) throw new NodeFailure('invalid');
+    return { hash: parsed.data.hash.toLowerCase() as `0x${string}`, number: number!, timestamp: BigInt(parsed.data.timestamp) };
   }
 
   /**
    * Transfers of the chain's configured tokens to `to` in [fromBlock, toBlock], asked in ranges of
-   * EVM_LOG_RANGE_BLOCKS. The node's logs are taken raw and each one is checked on its own
+   * EVM_LOG_RANGE_BLOCKS; a range past the node's head is not asked of it (it would answer for
+   * blocks it does not have). The node's logs are taken raw and each one is checked on its own
    * against what was asked (a configured token contract, the Transfer topic and its decoding, the
    * recipient, the block range, well-formed hashes): anything else is dropped and counted, so a
    * node's answer alone never makes a transfer, and one malformed log does not hide the others.
    */
   async transfersTo(to: `0x${string}`, fromBlock: bigint, toBlock: bigint): Promise<ObservedTransfer[]> {
+    if (toBlock > this.head) throw new NodeFailure('lagging');
     const tokens = Object.entries(this.chain.tokens).filter(([, t]) => t) as [TokenSymbol, { address: `0x${string}` }][];
     const byAddress = new Map(tokens.map(([symbol, t]) => [t.address.toLowerCase(), symbol]));
     const topics = [TRANSFER_TOPIC, null, pad(to.toLowerCase() as `0x${string}`)];
@@ -162,18 +104,18 @@ export class ChainRpc {
     const step = BigInt(this.opts.logRangeBlocks);
     for (let start = fromBlock; start <= toBlock; start += step) {
       const end = start + step - 1n < toBlock ? start + step - 1n : toBlock;
-      const logs = await this.call(async (client) => {
-        const answer: unknown = await client.request({
+      const logs = await ask(async () => {
+        const answer: unknown = await this.node.client.request({
           method: 'eth_getLogs',
           params: [{ address: tokens.map(([, t]) => t.address), topics: topics as `0x${string}`[], fromBlock: toHex(start), toBlock: toHex(end) }],
         });
-        if (!Array.isArray(answer)) throw new InvalidAnswerError();
+        if (!Array.isArray(answer)) throw new NodeFailure('invalid');
         return answer as unknown[];
       });
       for (const raw of logs) {
         const t = this.checked(raw, byAddress, to, start, end);
         if (t) out.push(t);
-        else evmRpcErrors.inc({ chain: this.label, kind: 'invalid' });
+        else evmRpcErrors.inc({ chain: String(this.chain.chainId), kind: 'invalid' });
       }
     }
     return out;
@@ -185,19 +127,13 @@ export class ChainRpc {
     const log = parsed.data;
     const token = byAddress.get(log.address.toLowerCase());
     if (!token || log.removed) return undefined;
-    let decoded;
-    try {
-      decoded = decodeEventLog({ abi: [TRANSFER_EVENT], data: log.data as `0x${string}`, topics: log.topics as [`0x${string}`, ...`0x${string}`[]], strict: true });
-    } catch {
-      return undefined;
-    }
+    const decoded = decodeTransfer(log);
     const blockNumber = BigInt(log.blockNumber);
-    const { to: recipient, value } = decoded.args;
-    if (recipient.toLowerCase() !== to.toLowerCase() || value <= 0n || blockNumber < start || blockNumber > end) return undefined;
+    if (!decoded || decoded.to.toLowerCase() !== to.toLowerCase() || decoded.value <= 0n || blockNumber < start || blockNumber > end) return undefined;
     return {
       token,
       to,
-      units: value,
+      units: decoded.value,
       blockNumber,
       blockHash: log.blockHash.toLowerCase() as `0x${string}`,
       txHash: log.transactionHash.toLowerCase() as `0x${string}`,
@@ -206,25 +142,117 @@ export class ChainRpc {
   }
 }
 
-const hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
-const hash32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/);
-const quantity = z.string().regex(/^0x[0-9a-fA-F]{1,16}$/);
-/** One log as the JSON-RPC spec shapes it; anything else in a node's answer is dropped. */
-const RawLog = z.object({
-  address: z.string().regex(/^0x[0-9a-fA-F]{40}$/),
-  topics: z.array(hash32).min(1).max(4),
-  data: hex,
-  blockNumber: quantity,
-  blockHash: hash32,
-  transactionHash: hash32,
-  logIndex: quantity,
-  removed: z.boolean().optional(),
-});
+export class ChainRpc {
+  private readonly nodes: RpcNode[];
+  /** The node that served the last read, its chain id checked; any other is checked before it serves. */
+  private current: number | undefined;
+  /** A node of another provider that must agree before a transfer counts (`verifyWith`). */
+  readonly witness?: SecondWitness;
+  /** How the last read went, for /readyz. */
+  health: ChainHealth = 'up';
+  private readonly now: () => number;
 
-class LaggingNodeError extends Error {
-  override name = 'LaggingNodeError';
+  constructor(
+    readonly chain: ChainSettings,
+    readonly opts: RpcOptions,
+    { index = 0, now = Date.now }: { index?: number; now?: () => number } = {},
+  ) {
+    this.now = now;
+    this.nodes = chain.rpcUrls.map((url, j) => rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs));
+    if (chain.verifyWith) this.witness = new SecondWitness(chain, rpcNode(chain.verifyWith, settingName([index, 'verifyWith']), opts.timeoutMs));
+  }
+
+  /**
+   * `fn` on one node: the first, starting with the one that served last, that is on this chain,
+   * answers and whose head has moved within EVM_HEAD_STALL_SECONDS. When every node that answers
+   * is stalled (a quiet chain, or all of them behind), the one with the highest head serves and the
+   * chain reports itself lagging. A node that fails anywhere in `fn` hands the whole read over.
+   */
+  async read<T>(fn: (node: NodeView) => Promise<T>): Promise<T> {
+    let lastKind = 'none';
+    let stalled: { index: number; head: bigint } | undefined;
+    const failed = (err: unknown) => {
+      if (!(err instanceof NodeFailure)) throw err;
+      lastKind = err.kind;
+      evmRpcErrors.inc({ chain: String(this.chain.chainId), kind: err.kind });
+    };
+    const first = this.current ?? 0;
+    for (let i = 0; i < this.nodes.length; i++) {
+      const index = (first + i) % this.nodes.length;
+      try {
+        const head = await this.headOf(index);
+        if (!this.moved(this.nodes[index], head)) {
+          if (!stalled || head > stalled.head) stalled = { index, head };
+          throw new NodeFailure('lagging');
+        }
+        return await this.serve(index, head, fn, 'up');
+      } catch (err) {
+        failed(err);
+      }
+    }
+    if (stalled) {
+      try {
+        return await this.serve(stalled.index, stalled.head, fn, 'lagging');
+      } catch (err) {
+        failed(err);
+      }
+    }
+    this.health = lastKind === 'lagging' ? 'lagging' : 'down';
+    throw new ChainUnavailableError(this.chain, lastKind);
+  }
+
+  /** The head block number, as `read` finds it. */
+  head(): Promise<bigint> {
+    return this.read(async (node) => node.head);
+  }
+
+  /** decimals() of a token contract. */
+  decimals(token: `0x${string}`): Promise<number> {
+    return this.read((node) => node.decimals(token));
+  }
+
+  /**
+   * Every node (and the witness) asked for its chain id, for the start: the places in EVM_CHAINS
+   * of those on another chain, with the chain they answered, and of those that did not answer.
+   */
+  async checkNodes(): Promise<{ wrongChain: { position: string; answered: number }[]; unreachable: string[] }> {
+    const wrongChain: { position: string; answered: number }[] = [];
+    const unreachable: string[] = [];
+    const witness = this.witness?.node;
+    for (const node of witness ? [...this.nodes, witness] : this.nodes) {
+      try {
+        const answered = await ask(() => node.client.getChainId());
+        if (answered !== this.chain.chainId) wrongChain.push({ position: node.position, answered });
+      } catch {
+        unreachable.push(node.position);
+      }
+    }
+    return { wrongChain, unreachable };
+  }
+
+  private async headOf(index: number): Promise<bigint> {
+    const node = this.nodes[index];
+    // On every change of node, so that a URL that now leads to another chain never serves.
+    if (index !== this.current) await checkChainId(node, this.chain.chainId);
+    return ask(() => node.client.getBlockNumber({ cacheTime: 0 }));
+  }
+
+  private async serve<T>(index: number, head: bigint, fn: (node: NodeView) => Promise<T>, health: ChainHealth): Promise<T> {
+    const result = await fn(new NodeView(this.nodes[index], head, this.chain, this.opts));
+    this.current = index;
+    this.health = health;
+    return result;
+  }
+
+  /** Records `head` for `node`; false when it has not moved for EVM_HEAD_STALL_SECONDS. */
+  private moved(node: RpcNode, head: bigint): boolean {
+    const now = this.now();
+    if (node.head === undefined || head > node.head) {
+      node.head = head;
+      node.headMovedAt = now;
+      return true;
+    }
+    return now - (node.headMovedAt ?? now) <= this.opts.headStallSeconds * 1000;
+  }
 }
 
-class InvalidAnswerError extends Error {
-  override name = 'InvalidAnswerError';
-}

@@ -2,7 +2,8 @@ import { z } from 'zod';
 
 // The operator's chains, as EVM_CHAINS holds them (JSON): which tokens a payer may send where,
 // through which nodes, and how deep a transfer must be before it counts. It is a secret of the
-// deployment (RPC URLs carry provider keys), so no part of it is ever logged.
+// deployment (RPC URLs carry provider keys), so no part of it is ever logged: a problem with a URL
+// is named by its place in EVM_CHAINS, never by its text.
 
 const address = z
   .string()
@@ -20,23 +21,32 @@ export type TokenSymbol = (typeof TOKEN_SYMBOLS)[number];
 
 const rpcUrl = z
   .string()
-  .url('expected an http(s) URL')
-  .refine((u) => /^https?:\/\//.test(u), 'expected an http(s) URL');
+  .url('expected an http(s) or ws(s) URL')
+  .refine((u) => /^(https?|wss?):\/\//.test(u), 'expected an http(s) or ws(s) URL');
 
 export const chainSchema = z
   .object({
     chainId: z.number().int().positive(),
     name: z.string().min(1).max(40),
-    // Tried in order: the first that answers and whose head moves serves the call.
+    // Tried in order: the first that answers, is on this chain and whose head moves serves the call.
     rpcUrls: z.array(rpcUrl).min(1, 'at least one JSON-RPC URL'),
-    // Blocks on top of a transfer's block before it counts (0: counted in its own block).
-    confirmations: z.number().int().min(0).max(10_000),
+    // Blocks on top of a transfer's block before it counts (0: counted in its own block)...
+    confirmations: z.number().int().min(0).max(10_000).optional(),
+    // ...or the node's `finalized` block: a transfer counts once its block is at or below it.
+    finality: z.literal('finalized').optional(),
+    // A node of another provider that must show the same receipt and block before a transfer counts.
+    verifyWith: rpcUrl.optional(),
     tokens: z
       .object({ USDT: token.optional(), USDC: token.optional() })
       .strict()
       .refine((t) => t.USDT || t.USDC, 'at least one of USDT and USDC'),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.confirmations === undefined && !c.finality) ctx.addIssue({ code: 'custom', path: ['confirmations'], message: 'required (or "finality": "finalized")' });
+    if (c.confirmations !== undefined && c.finality) ctx.addIssue({ code: 'custom', path: ['finality'], message: 'either confirmations or "finality": "finalized", not both' });
+    if (c.verifyWith && c.rpcUrls.includes(c.verifyWith)) ctx.addIssue({ code: 'custom', path: ['verifyWith'], message: "must be another node than the chain's rpcUrls (another provider's)" });
+  });
 
 export type ChainSettings = z.infer<typeof chainSchema>;
 
@@ -51,15 +61,46 @@ export const chainsSchema = z
     }
   });
 
-/** EVM_CHAINS parsed, or the list of what is wrong with it (never quoting its values: URLs hold keys). */
-export function parseChains(raw: string): { chains: ChainSettings[] } | { errors: string[] } {
+/** Where a setting sits in EVM_CHAINS, as an operator would write it: EVM_CHAINS[0].rpcUrls[1]. */
+export function settingName(path: readonly PropertyKey[]): string {
+  return `EVM_CHAINS${path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}`;
+}
+
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+/**
+ * Production reads the chain only over TLS, or in plain text from a node on this host, and never
+ * counts a transfer in its own block (a block the next one can replace).
+ */
+function productionProblems(chains: ChainSettings[]): string[] {
+  const problems: string[] = [];
+  for (const [i, c] of chains.entries()) {
+    const urls: [PropertyKey[], string][] = [...c.rpcUrls.map((u, j): [PropertyKey[], string] => [[i, 'rpcUrls', j], u]), ...(c.verifyWith ? [[[i, 'verifyWith'], c.verifyWith] as [PropertyKey[], string]] : [])];
+    for (const [path, url] of urls) {
+      const { protocol, hostname } = new URL(url);
+      const tls = protocol === 'https:' || protocol === 'wss:';
+      if (!tls && !LOOPBACK_HOSTS.test(hostname)) {
+        problems.push(`${settingName(path)}: must be https:// or wss:// in production (plain http:// or ws:// only to a node on this host, at a loopback address)`);
+      }
+    }
+    if (c.confirmations === 0) problems.push(`${settingName([i, 'confirmations'])}: must be at least 1 in production (or "finality": "finalized" instead)`);
+  }
+  return problems;
+}
+
+/**
+ * EVM_CHAINS parsed, or what is wrong with it, each line starting with the setting it is about
+ * (never quoting its values: URLs hold keys).
+ */
+export function parseChains(raw: string, opts: { production?: boolean } = {}): { chains: ChainSettings[] } | { errors: string[] } {
   let json: unknown;
   try {
     json = JSON.parse(raw);
   } catch {
-    return { errors: ['not valid JSON (expected an array of chains, see the README)'] };
+    return { errors: ['EVM_CHAINS: not valid JSON (expected an array of chains, see the README)'] };
   }
   const parsed = chainsSchema.safeParse(json);
-  if (parsed.success) return { chains: parsed.data };
-  return { errors: parsed.error.issues.map((i) => `${i.path.length ? `[${i.path.join('.')}] ` : ''}${i.message}`) };
+  if (!parsed.success) return { errors: parsed.error.issues.map((i) => `${settingName(i.path)}: ${i.message}`) };
+  const problems = opts.production ? productionProblems(parsed.data) : [];
+  return problems.length > 0 ? { errors: problems } : { chains: parsed.data };
 }

@@ -1,0 +1,190 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import {
+  evmScans,
+  evmTransfers,
+  recordEvmTransfer,
+  saveEvmRescan,
+  saveEvmScan,
+  setEvmTransferState,
+  type EvmCheckoutRow,
+  type EvmScanRow,
+  type EvmTransferRow,
+} from '../db/evm-store';
+import { evmConfirmationLag } from '../metrics/registry';
+import type { ChainRpc, NodeView, ObservedTransfer } from '../providers/evm/rpc';
+import type { ChainSettings, TokenSymbol } from '../providers/evm/settings';
+
+// What the chain says about one checkout's address, made into facts. Transfers seen are recorded;
+// one is confirmed once it is deep enough, its block is the one the node still has at that height
+// and, where the chain has a second witness, that witness shows the same; it is dropped only when
+// a node deep enough has another block at its height and no longer lists it. A node that lacks a
+// block ("not found") says nothing about it: the read goes to the next node, and with none left
+// the transfer waits and is asked about again. Every read of a scan comes from one node, so its
+// head, logs and blocks agree with each other.
+
+/** Seconds before a checkout's creation that its first scan starts at, for clocks that disagree. */
+const START_SLACK_SECONDS = 120n;
+
+/** A rescan before closing that has not finished (a chain not read to its end, a transfer still waiting): the step is tried again. */
+export class ClosingNotReadyError extends Error {
+  override name = 'ClosingNotReadyError';
+}
+
+/**
+ * Scans every chain for transfers to the checkout's address, from where the last scan of that
+ * chain left off (less the blocks that may still change, so a reorg is seen) up to the serving
+ * node's head, and confirms what is deep enough. A chain whose nodes are all down is skipped this
+ * time; the others go on. Returns the chains that could not be scanned.
+ */
+export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {
+  const scans = new Map((await evmScans(em, checkout.id)).map((s) => [s.chain_id, s]));
+  const unavailable: number[] = [];
+  for (const rpc of rpcs) {
+    try {
+      await scanChain(em, checkout, rpc, scans.get(rpc.chain.chainId));
+    } catch (err) {
+      if ((err as Error).name !== 'ChainUnavailableError') throw err;
+      unavailable.push(rpc.chain.chainId);
+    }
+  }
+  return { unavailable };
+}
+
+/**
+ * Before a checkout closes: its address is read again on every chain from the checkout's start
+ * block, so a transfer that a node left out of its logs while it lagged (and that later scans'
+ * windows moved past) is still recorded; then a scan confirms what is deep enough. The rescan
+ * keeps its progress range by range, so one cut short by `deadline` (ms) goes on from there.
+ * Throws (ClosingNotReadyError, or ChainUnavailableError) until every chain was read to its end
+ * and no transfer waits for its confirmations.
+ */
+export async function rescanBeforeClosing(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[], deadline: number): Promise<void> {
+  for (const rpc of rpcs) await rescanChain(em, checkout, rpc, deadline);
+  const waiting = (await evmTransfers(em, checkout.id)).filter((t) => t.state === 'seen').length;
+  if (waiting > 0) throw new ClosingNotReadyError(`the checkout's closing waits for ${waiting} transfer(s) to be confirmed or dropped`);
+}
+
+async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, deadline: number): Promise<void> {
+  const { chainId } = rpc.chain;
+  const scanOf = async () => (await evmScans(em, checkout.id)).find((s) => s.chain_id === chainId);
+  // Never scanned (its nodes were down all along): the first scan reads from the start block.
+  if (!(await scanOf())) await scanChain(em, checkout, rpc, undefined);
+  const range = BigInt(rpc.opts.logRangeBlocks);
+  for (let scan = (await scanOf())!; ; scan = (await scanOf())!) {
+    const from = (scan.rescanned_to === null ? BigInt(scan.start_block) - 1n : BigInt(scan.rescanned_to)) + 1n;
+    const target = BigInt(scan.scanned_to);
+    if (from > target) return scanChain(em, checkout, rpc, scan);
+    if (Date.now() > deadline) throw new ClosingNotReadyError(`the rescan of the checkout's address on chain ${chainId} goes on`);
+    const to = from + range - 1n < target ? from + range - 1n : target;
+    const seen = await rpc.read((node) => node.transfersTo(checkout.address, from, to));
+    await em.transactional(async (tx) => {
+      for (const t of seen) await record(tx, checkout, rpc.chain, t);
+    });
+    await saveEvmRescan(em, checkout.id, chainId, to);
+  }
+}
+
+async function scanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, scan: EvmScanRow | undefined): Promise<void> {
+  const { chain } = rpc;
+  await rpc.read(async (node) => {
+    const depth = await depthOn(node, chain);
+    const waiting = await waitingOn(em, checkout.id, chain.chainId);
+    const start = scan ? BigInt(scan.start_block) : await firstBlockAfter(node, BigInt(Math.floor(new Date(checkout.created_at).getTime() / 1000)) - START_SLACK_SECONDS);
+    const unsettled = scan ? depth.unsettledFrom(BigInt(scan.scanned_to)) : start;
+    const from = unsettled > start ? unsettled : start;
+    const seen = from <= node.head ? await node.transfersTo(checkout.address, from, node.head) : [];
+    // A transfer still waiting below that window is looked for again in its own block.
+    for (const block of new Set(waiting.map((t) => BigInt(t.block_number)).filter((n) => n < from && n <= node.head))) {
+      seen.push(...(await node.transfersTo(checkout.address, block, block)));
+    }
+    const listed = new Set(seen.map((t) => `${t.txHash}:${t.logIndex}`));
+    // Not listed any more: gone only if this node, deep enough, has another block at its height.
+    const gone: EvmTransferRow[] = [];
+    for (const t of waiting) {
+      const number = BigInt(t.block_number);
+      if (number > node.head || listed.has(`${t.tx_hash}:${t.log_index}`) || !depth.reached(number)) continue;
+      if ((await node.blockHash(number)) !== t.block_hash) gone.push(t);
+    }
+    await em.transactional(async (tx) => {
+      for (const t of seen) await record(tx, checkout, chain, t);
+      for (const t of gone) await setEvmTransferState(tx, t.id, 'dropped', t.block_hash);
+    });
+    await saveEvmScan(em, { checkoutId: checkout.id, chainId: chain.chainId, startBlock: start, scannedTo: node.head, head: node.head, finalized: depth.finalized });
+    await confirmDeepEnough(em, checkout, rpc, node, depth);
+  });
+}
+
+const record = (em: EntityManager, checkout: EvmCheckoutRow, chain: ChainSettings, t: ObservedTransfer) =>
+  recordEvmTransfer(em, { checkoutId: checkout.id, chainId: chain.chainId, ...t, decimals: chain.tokens[t.token]!.decimals });
+
+const waitingOn = async (em: EntityManager, checkoutId: string, chainId: number) =>
+  (await evmTransfers(em, checkoutId)).filter((t) => t.chain_id === chainId && t.state === 'seen');
+
+/** How deep a block is, by the chain's rule, on the node serving the read. */
+interface Depth {
+  /** The block is deep enough to count (and to be judged gone). */
+  reached(block: bigint): boolean;
+  /** Blocks it still lacks. */
+  missing(block: bigint): bigint;
+  /** Where a scan that last read up to `scannedTo` reads again from: the blocks that may still change. */
+  unsettledFrom(scannedTo: bigint): bigint;
+  finalized: bigint | null;
+}
+
+async function depthOn(node: NodeView, chain: ChainSettings): Promise<Depth> {
+  if (chain.finality === 'finalized') {
+    const finalized = await node.finalized();
+    return {
+      reached: (block) => block <= finalized,
+      missing: (block) => (block > finalized ? block - finalized : 0n),
+      unsettledFrom: (scannedTo) => (scannedTo < finalized + 1n ? scannedTo : finalized + 1n),
+      finalized,
+    };
+  }
+  const need = BigInt(chain.confirmations ?? 0);
+  const depth = (block: bigint) => node.head - block + 1n;
+  return {
+    reached: (block) => depth(block) >= need,
+    missing: (block) => (depth(block) < need ? need - depth(block) : 0n),
+    unsettledFrom: (scannedTo) => scannedTo - need,
+    finalized: null,
+  };
+}
+
+/** The first block at or after `time` (seconds), by bisection on block timestamps. */
+async function firstBlockAfter(node: NodeView, time: bigint): Promise<bigint> {
+  if ((await node.blockTime(node.head)) < time) return node.head;
+  let lo = 0n;
+  let hi = node.head;
+  while (lo < hi) {
+    const mid = (lo + hi) / 2n;
+    if ((await node.blockTime(mid)) < time) lo = mid + 1n;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Waiting transfers deep enough whose block the node has with the same hash are confirmed (once
+ * the chain's witness, if any, agrees). A different hash leaves them waiting: whether they are gone
+ * is judged with the scan's listing, never here.
+ */
+async function confirmDeepEnough(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, node: NodeView, depth: Depth): Promise<void> {
+  const { chain } = rpc;
+  let missing = 0n;
+  for (const t of await waitingOn(em, checkout.id, chain.chainId)) {
+    const number = BigInt(t.block_number);
+    if (number > node.head) continue;
+    if (!depth.reached(number)) {
+      if (depth.missing(number) > missing) missing = depth.missing(number);
+      continue;
+    }
+    if ((await node.blockHash(number)) !== t.block_hash) continue;
+    if (rpc.witness) {
+      const claim = { txHash: t.tx_hash as `0x${string}`, logIndex: t.log_index, token: chain.tokens[t.token as TokenSymbol]!.address, to: checkout.address, units: BigInt(t.units), blockNumber: number, blockHash: t.block_hash as `0x${string}` };
+      if ((await rpc.witness.check(claim)) !== 'agrees') continue;
+    }
+    await setEvmTransferState(em, t.id, 'confirmed', t.block_hash);
+  }
+  evmConfirmationLag.set({ chain: String(chain.chainId) }, Number(missing));
+}
