@@ -75,7 +75,7 @@ describe('docker-compose.yml', () => {
     expect(config).toMatchObject({
       PAYMENT_PROVIDER: 'evm', SUPPLIER_PROVIDER: 'none', REDEMPTION_UPSTREAM: 'operators',
       TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'default', METRICS_PORT: 9464, HOST: '0.0.0.0',
-      MIGRATE_ON_START: true, publicBaseUrl: 'https://wholesale.example.com',
+      MIGRATE_ON_START: true, publicBaseUrl: 'https://wholesale.example.com', TRUST_PROXY: 1,
     });
     expect(config.evmChains).toEqual([expect.objectContaining({ chainId: 137, confirmations: 12 })]);
     expect(new URL(config.DATABASE_URL!).password).toBe(vars.POSTGRES_PASSWORD);
