@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hitCounterSql } from './rate-limits-store';
 
 // Reads and writes of accounts and their API keys that the entity API cannot say in one
 // statement: row locks, the database clock (`now()`), and the usable-key rule.
@@ -70,22 +71,37 @@ export async function expireRotatedKey(em: EntityManager, keyId: string, replace
   return expires_at;
 }
 
-/** A usable key by its hash; `stale` when its last use was recorded more than `resolutionSeconds` ago. */
+/** A request counted in its key's fixed window: the bucket is `bucketPrefix` + the key's id. */
+export interface KeyHitWindow {
+  bucketPrefix: string;
+  windowStart: Date;
+}
+
 /**
  * The usable key with this hash and its account's columns, in one statement (the account as
- * `accounts` stores it, for `em.map`).
+ * `accounts` stores it, for `em.map`); `stale` when the key's last use was recorded more than
+ * `resolutionSeconds` ago. With `hit`, the same statement counts the request in the key's window
+ * (`hits`: the window's count with it), so a request's key check and its rate limit are one round
+ * trip; an unknown or dead key counts nothing.
  */
-export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number) {
+export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number, hit?: KeyHitWindow) {
   const [row] = await em.execute<Record<string, unknown>[]>(
-    `select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", a.*
-       from (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
-               from api_keys where key_hash = ? and ${USABLE}) k
-       join accounts a on a.id = k.account_id`,
-    [resolutionSeconds, hash],
+    `with k as (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
+                  from api_keys where key_hash = ? and ${USABLE})
+          ${hit ? `, hit as (${hitCounterSql('k', `?::text || k.id::text`)})` : ''}
+     select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", ${hit ? '(select count from hit)' : 'null'} as "k$hits", a.*
+       from k join accounts a on a.id = k.account_id`,
+    [resolutionSeconds, hash, ...(hit ? [hit.bucketPrefix, hit.windowStart] : [])],
   );
   if (!row) return undefined;
   const account = Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('k$')));
-  return { id: String(row['k$id']), key_hash: String(row['k$key_hash']), stale: Boolean(row['k$stale']), account };
+  return {
+    id: String(row['k$id']),
+    key_hash: String(row['k$key_hash']),
+    stale: Boolean(row['k$stale']),
+    hits: row['k$hits'] == null ? undefined : Number(row['k$hits']),
+    account,
+  };
 }
 
 export async function touchKeyLastUsed(em: EntityManager, keyId: string): Promise<void> {
