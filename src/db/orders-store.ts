@@ -94,6 +94,19 @@ export async function purchaseWithCodes(
   return { columns, codes: codes as string[] };
 }
 
+/**
+ * What an order's create response shows that never travels through Temporal: its checkout link and
+ * its codes (voided ones aside, oldest first), in one statement.
+ */
+export async function checkoutAndCodes(em: EntityManager, orderId: string): Promise<{ checkoutUrl: string | null; codes: string[] } | undefined> {
+  const [row] = await em.execute<{ checkout_url: string | null; codes: string[] }[]>(
+    `select o.checkout_url, (select coalesce(json_agg(c.code order by c.id), '[]'::json) from issued_codes c where c.order_id = o.id and c.voided = false) as codes
+       from orders o where o.id = ?`,
+    [orderId],
+  );
+  return row && { checkoutUrl: row.checkout_url, codes: row.codes };
+}
+
 /** The codes stored for an order so far (voided ones aside), oldest first. */
 export async function orderCodes(em: EntityManager, orderId: string): Promise<string[]> {
   const rows = await em.execute<{ code: string }[]>('select code from issued_codes where order_id = ? and voided = false order by id', [orderId]);

@@ -121,6 +121,7 @@ const TOOLS: Tool[] = [
           temporal: ctx.temporal,
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
+          admission: ctx.admission,
         },
         { accountId: principal.account.id, externalTopupId: args.externalTopupId, amount: args.amount, currency: args.currency, source: 'mcp' },
       ),
@@ -153,7 +154,7 @@ const TOOLS: Tool[] = [
     annotations: WRITE,
     run: async (args, { ctx, principal }) =>
       submitOrder(
-        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config },
+        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config, admission: ctx.admission },
         { ...args, accountId: principal.account.id, source: 'mcp' },
       ),
   }),

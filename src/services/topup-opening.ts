@@ -40,15 +40,21 @@ export async function replayOrCheckLimit(
   req: { accountId: string; externalTopupId: string | null; amount: string; currency: string },
   maxPending: number,
 ): Promise<Order | undefined> {
-  if (req.externalTopupId) {
-    const existing = await findByKey(em, req.accountId, req.externalTopupId);
-    if (existing) {
-      assertSameTopup(existing, req);
-      return existing;
-    }
-  }
+  const existing = await earlierTopup(em, req);
+  if (existing) return existing;
   if ((await countPendingTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
   return undefined;
+}
+
+/** The top-up this externalTopupId was used for before (idempotency_conflict if it differs), if any. */
+export async function earlierTopup(
+  em: EntityManager,
+  req: { accountId: string; externalTopupId: string | null; amount: string; currency: string },
+): Promise<Order | undefined> {
+  if (!req.externalTopupId) return undefined;
+  const existing = await findByKey(em, req.accountId, req.externalTopupId);
+  if (existing) assertSameTopup(existing, req);
+  return existing ?? undefined;
 }
 
 /**

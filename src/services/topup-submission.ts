@@ -11,7 +11,8 @@ import { topupStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { updateWithStart } from '../temporal/update-with-start';
 import { hitRateLimit } from './rate-limit';
-import { replayOrCheckLimit } from './topup-opening';
+import type { PlacementGate } from './admission';
+import { earlierTopup, replayOrCheckLimit } from './topup-opening';
 
 // The API's side of a top-up: POST /topup and MCP create_topup, answered by the top-up workflow's
 // opening (update-with-start), and the response they render.
@@ -47,14 +48,31 @@ export function topupResponse(order: Order, reused: boolean): TopupCreateRespons
 }
 
 /**
- * POST /topup and MCP create_topup: the hourly quota (replays count), the replay fast path, then
- * the top-up workflow through update-with-start.
+ * POST /topup, MCP create_topup and the account area: admission control, the hourly quota
+ * (replays count), the replay fast path, then the top-up workflow through update-with-start. A
+ * request shed by admission control that replays an earlier top-up is answered from Postgres.
  */
 export async function submitTopup(
-  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; config: TimingConfig },
+  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; config: TimingConfig; admission?: PlacementGate },
   input: TopupInput,
 ): Promise<TopupCreateResponse> {
   if (parseDecimal(input.amount) <= 0) throw new ApiError('invalid_input', 'amount must be greater than 0');
+  // The top-up's checkout is opened inside its placement: its latency is the provider's, not a measure of the engine.
+  const open = () => openThroughWorkflow(deps, input);
+  try {
+    return await (deps.admission ? deps.admission.run('topup', input.accountId, false, open) : open());
+  } catch (err) {
+    const shed = err instanceof ApiError && err.code === 'service_unavailable';
+    const earlier = shed ? await earlierTopup(deps.em.fork(), input).catch(() => undefined) : undefined;
+    if (earlier) return topupResponse(earlier, true);
+    throw err;
+  }
+}
+
+async function openThroughWorkflow(
+  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; config: TimingConfig },
+  input: TopupInput,
+): Promise<TopupCreateResponse> {
   const quota = await hitRateLimit(deps.em, `topup:${input.accountId}`, deps.limits.perHour, 3600);
   if (!quota.allowed) {
     rateLimited.inc({ limit: 'topups' });

@@ -1,0 +1,151 @@
+import type { Config } from '../config';
+import { ApiError } from '../domain/errors';
+import { admissionInFlight, admissionLimit, placementsAdmitted, placementsShed } from '../metrics/registry';
+import { isTemporalUnavailable } from '../temporal/errors';
+import { AdaptiveLimit } from './adaptive-limit';
+import type { WorkersView } from './worker-watch';
+
+// Admission control of placements (orders and top-ups, REST, MCP and the account area) in one API
+// process. A placement is let through only while
+// - some worker polls the task queue (a fresh heartbeat row, ./worker-watch.ts, or a placement of
+//   this process answered within WORKER_HEARTBEAT_STALE_MS): with none, it could only wait for
+//   PLACEMENT_TIMEOUT_MS;
+// - fewer placements than the adaptive limit run in this process (./adaptive-limit.ts: it finds
+//   how many finish within ADMISSION_LATENCY_TARGET_MS, and backs off while the workers report
+//   their workflow tasks waiting over ADMISSION_WORKER_QUEUE_MS);
+// - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever other
+//   accounts placed or were refused within the last window, so one reseller's burst cannot take
+//   every place while others wait. An account alone may use the whole limit; with others about,
+//   the room it cannot take is what their placements find free (and the limit grows while latency
+//   allows, so the busy account still gets the throughput the engine has).
+// Anything else is answered at once, before anything is read or written, with the spec's 503
+// (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
+
+export type PlacementKind = 'order' | 'topup';
+export type ShedReason = 'limit' | 'account_share' | 'no_worker';
+
+export interface AdmissionSettings {
+  enabled: boolean;
+  targetMs: number;
+  initialLimit: number;
+  maxLimit: number;
+  accountShare: number;
+  workerQueueTargetMs: number;
+  /** A placement answered this recently shows a worker polls, whatever the heartbeats say. */
+  staleMs: number;
+}
+
+export function admissionSettingsOf(c: Config): AdmissionSettings {
+  return {
+    enabled: c.ADMISSION_CONTROL,
+    targetMs: c.ADMISSION_LATENCY_TARGET_MS,
+    initialLimit: c.ADMISSION_INITIAL_LIMIT,
+    maxLimit: c.ADMISSION_MAX_LIMIT,
+    accountShare: c.ADMISSION_ACCOUNT_SHARE,
+    workerQueueTargetMs: c.ADMISSION_WORKER_QUEUE_MS,
+    staleMs: c.WORKER_HEARTBEAT_STALE_MS,
+  };
+}
+
+/** The lowest the adaptive limit goes: a few placements always run, so latency can be measured again. */
+const MIN_LIMIT = 4;
+const RETRY_AFTER_SECONDS = 1;
+
+const SHED_MESSAGES: Record<ShedReason, string> = {
+  limit: 'The service is at capacity; nothing was done. Retry the same request after Retry-After',
+  account_share: "This account's placements already take their share of the service's capacity; nothing was done. Retry the same request after Retry-After",
+  no_worker: 'No worker is placing orders right now (a restart); nothing was done. Retry the same request after Retry-After',
+};
+
+export class PlacementGate {
+  private readonly limiter: AdaptiveLimit;
+  private inFlight = 0;
+  private readonly byAccount = new Map<string, number>();
+  /** When each account last asked for a placement (admitted or refused), within about two windows. */
+  private readonly seen = new Map<string, number>();
+  private seenPrunedAt: number;
+  private lastAnsweredAt = -Infinity;
+
+  constructor(
+    private readonly settings: AdmissionSettings,
+    private readonly workers: () => WorkersView,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.limiter = new AdaptiveLimit({ initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs }, this.now());
+    this.seenPrunedAt = this.now();
+    admissionLimit.set(this.limiter.limit);
+  }
+
+  get limit(): number {
+    return this.limiter.limit;
+  }
+
+  /**
+   * Runs one placement if it is admitted, or throws the 503 at once. `sampled`: its latency is the
+   * engine's and the database's (a balance order), not an outside party's (a checkout opened
+   * inside it), so it may steer the limit.
+   */
+  async run<T>(kind: PlacementKind, accountId: string, sampled: boolean, place: () => Promise<T>): Promise<T> {
+    if (!this.settings.enabled) return place();
+    const startedAt = this.now();
+    this.admit(kind, accountId, startedAt);
+    try {
+      const result = await place();
+      this.answered(sampled, startedAt);
+      return result;
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) this.answered(sampled, startedAt);
+      else if (isTemporalUnavailable(err) || (err instanceof ApiError && err.code === 'service_unavailable')) this.limiter.unanswered(this.now());
+      throw err;
+    } finally {
+      this.release(accountId);
+    }
+  }
+
+  private admit(kind: PlacementKind, accountId: string, now: number): void {
+    const view = this.workers();
+    this.seen.set(accountId, now);
+    if (view.known && view.live === 0 && now - this.lastAnsweredAt > this.settings.staleMs) this.shed(kind, 'no_worker');
+    if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs) this.limiter.congestion(now);
+    const limit = this.limiter.limit;
+    admissionLimit.set(limit);
+    if (this.inFlight >= limit) this.shed(kind, 'limit');
+    const mine = this.byAccount.get(accountId) ?? 0;
+    if (this.othersAbout(accountId, now) && mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) this.shed(kind, 'account_share');
+    this.inFlight++;
+    this.byAccount.set(accountId, mine + 1);
+    admissionInFlight.set(this.inFlight);
+    this.limiter.started(this.inFlight, now);
+    placementsAdmitted.inc({ kind });
+  }
+
+  /** Whether another account asked for a placement within the last window. */
+  private othersAbout(accountId: string, now: number): boolean {
+    const window = this.settings.targetMs;
+    if (now - this.seenPrunedAt > window) {
+      for (const [account, at] of this.seen) if (now - at > window) this.seen.delete(account);
+      this.seenPrunedAt = now;
+    }
+    for (const [account, at] of this.seen) if (account !== accountId && now - at <= window) return true;
+    return false;
+  }
+
+  private answered(sampled: boolean, startedAt: number): void {
+    const now = this.now();
+    this.lastAnsweredAt = now;
+    if (sampled) this.limiter.answered(now - startedAt, now);
+  }
+
+  private release(accountId: string): void {
+    this.inFlight--;
+    const mine = (this.byAccount.get(accountId) ?? 1) - 1;
+    if (mine > 0) this.byAccount.set(accountId, mine);
+    else this.byAccount.delete(accountId);
+    admissionInFlight.set(this.inFlight);
+  }
+
+  private shed(kind: PlacementKind, reason: ShedReason): never {
+    placementsShed.inc({ kind, reason });
+    throw new ApiError('service_unavailable', SHED_MESSAGES[reason], { reason }, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+  }
+}
