@@ -7,14 +7,13 @@ import type { WorkersView } from './worker-watch';
 
 // Admission control of placements (orders and top-ups, REST, MCP and the account area) in one API
 // process. A placement is let through only while
-// - some worker polls the task queue (a fresh heartbeat row, ./worker-watch.ts, or a placement of
-//   this process answered within WORKER_HEARTBEAT_STALE_MS): with none, it could only wait for
-//   PLACEMENT_TIMEOUT_MS;
+// - some worker polls the task queue (a heartbeat row fresher than WORKER_HEARTBEAT_STALE_MS,
+//   ./worker-watch.ts): with none, it could only wait for PLACEMENT_TIMEOUT_MS;
 // - fewer placements than the adaptive limit run in this process (./adaptive-limit.ts: it finds
 //   how many finish within ADMISSION_LATENCY_TARGET_MS, and backs off while the workers report
 //   their workflow tasks waiting over ADMISSION_WORKER_QUEUE_MS);
-// - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever other
-//   accounts placed or were refused within the last window, so one reseller's burst cannot take
+// - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever another
+//   account has a placement in flight or asked for one within the last second, so one reseller's burst cannot take
 //   every place while others wait. An account alone may use the whole limit; with others about,
 //   the room it cannot take is what their placements find free (and the limit grows while latency
 //   allows, so the busy account still gets the throughput the engine has).
@@ -31,8 +30,6 @@ export interface AdmissionSettings {
   maxLimit: number;
   accountShare: number;
   workerQueueTargetMs: number;
-  /** A placement answered this recently shows a worker polls, whatever the heartbeats say. */
-  staleMs: number;
 }
 
 export function admissionSettingsOf(c: Config): AdmissionSettings {
@@ -43,13 +40,14 @@ export function admissionSettingsOf(c: Config): AdmissionSettings {
     maxLimit: c.ADMISSION_MAX_LIMIT,
     accountShare: c.ADMISSION_ACCOUNT_SHARE,
     workerQueueTargetMs: c.ADMISSION_WORKER_QUEUE_MS,
-    staleMs: c.WORKER_HEARTBEAT_STALE_MS,
   };
 }
 
 /** The lowest the adaptive limit goes: a few placements always run, so latency can be measured again. */
 const MIN_LIMIT = 4;
 const RETRY_AFTER_SECONDS = 1;
+/** Another account that asked for a placement this recently counts as waiting for room. */
+const RECENT_MS = 1000;
 
 const SHED_MESSAGES: Record<ShedReason, string> = {
   limit: 'The service is at capacity; nothing was done. Retry the same request after Retry-After',
@@ -61,10 +59,9 @@ export class PlacementGate {
   private readonly limiter: AdaptiveLimit;
   private inFlight = 0;
   private readonly byAccount = new Map<string, number>();
-  /** When each account last asked for a placement (admitted or refused), within about two windows. */
+  /** When each account last asked for a placement (admitted or refused), for about a second. */
   private readonly seen = new Map<string, number>();
   private seenPrunedAt: number;
-  private lastAnsweredAt = -Infinity;
 
   constructor(
     private readonly settings: AdmissionSettings,
@@ -105,7 +102,7 @@ export class PlacementGate {
   private admit(kind: PlacementKind, accountId: string, now: number): void {
     const view = this.workers();
     this.seen.set(accountId, now);
-    if (view.known && view.live === 0 && now - this.lastAnsweredAt > this.settings.staleMs) this.shed(kind, 'no_worker');
+    if (view.known && view.live === 0) this.shed(kind, 'no_worker');
     if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs) this.limiter.congestion(now);
     const limit = this.limiter.limit;
     admissionLimit.set(limit);
@@ -119,20 +116,19 @@ export class PlacementGate {
     placementsAdmitted.inc({ kind });
   }
 
-  /** Whether another account asked for a placement within the last window. */
+  /** Whether another account has a placement in flight, or asked for one within the last second. */
   private othersAbout(accountId: string, now: number): boolean {
-    const window = this.settings.targetMs;
-    if (now - this.seenPrunedAt > window) {
-      for (const [account, at] of this.seen) if (now - at > window) this.seen.delete(account);
+    if (this.byAccount.size > (this.byAccount.has(accountId) ? 1 : 0)) return true;
+    if (now - this.seenPrunedAt > RECENT_MS) {
+      for (const [account, at] of this.seen) if (now - at > RECENT_MS) this.seen.delete(account);
       this.seenPrunedAt = now;
     }
-    for (const [account, at] of this.seen) if (account !== accountId && now - at <= window) return true;
+    for (const [account, at] of this.seen) if (account !== accountId && now - at <= RECENT_MS) return true;
     return false;
   }
 
   private answered(sampled: boolean, startedAt: number): void {
     const now = this.now();
-    this.lastAnsweredAt = now;
     if (sampled) this.limiter.answered(now - startedAt, now);
   }
 

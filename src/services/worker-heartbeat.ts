@@ -35,6 +35,7 @@ export class WorkerHeartbeat {
   private beating = false;
   private inFlight?: Promise<void>;
   private lastWaits?: Waits;
+  private queueMs: number | null = null;
   private failing = false;
 
   constructor(private readonly opts: WorkerHeartbeatOptions) {}
@@ -71,8 +72,10 @@ export class WorkerHeartbeat {
         this.lastWaits = undefined;
         return;
       }
-      await beatWorker(em, { id: this.id, taskQueue: this.opts.taskQueue, scheduleToStartMs: await this.scheduleToStartMs() });
+      await beatWorker(em, { id: this.id, taskQueue: this.opts.taskQueue, scheduleToStartMs: this.queueMs });
       this.beating = true;
+      // For the next beat, so that reading the metrics never delays a beat.
+      this.queueMs = await this.scheduleToStartMs();
       if (this.failing) this.opts.logger.info('worker heartbeat written again');
       this.failing = false;
     } catch (err) {
@@ -86,7 +89,7 @@ export class WorkerHeartbeat {
   private async scheduleToStartMs(): Promise<number | null> {
     if (!this.opts.coreMetricsUrl) return null;
     try {
-      const res = await fetch(this.opts.coreMetricsUrl, { signal: AbortSignal.timeout(this.opts.everyMs) });
+      const res = await fetch(this.opts.coreMetricsUrl, { signal: AbortSignal.timeout(this.opts.everyMs / 2) });
       const now = workflowTaskWaits(await res.text());
       const before = this.lastWaits;
       this.lastWaits = now;
