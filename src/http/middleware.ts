@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from '../db/errors';
 import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/errors';
+import type { PlacementKind } from '../services/admission';
 import { authenticate, type Principal } from '../services/accounts';
 import { hitRateLimit, pruneSometimes, rateLimitResult, rateWindow, type RateLimitResult } from '../services/rate-limit';
 import { timed } from './server-timing';
@@ -81,6 +82,18 @@ export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
       await pruneSometimes(em);
       enforceBudget(res, budget, rateLimitResult(hits ?? 0, budget.limit, window));
     }
+    next();
+  };
+}
+
+/**
+ * A placement route (POST /orders, POST /topup) this process cannot take from anyone now (its
+ * admission limit is full) is refused before the key is looked up: the refusal reads nothing and
+ * counts against no budget.
+ */
+export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: PlacementKind): RequestHandler {
+  return (_req, _res, next) => {
+    ctx.admission?.refuseEarly(kind);
     next();
   };
 }

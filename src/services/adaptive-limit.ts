@@ -8,8 +8,9 @@
 // moment in the window):
 // - the window's placements finished in time (90th percentile within the target, an unanswered
 //   one counting as over it): it grows by one;
-// - they did not: it shrinks in proportion to the overshoot (× target / p90, between × 0.5 and
-//   × 0.9), so a deep overload is left in a few windows;
+// - they did not: it shrinks in proportion to the overshoot (× target / p90, between × 0.7 and
+//   × 0.9), so a deep overload is left in a few windows without cutting far below the knee (the
+//   latencies that close a window are of placements admitted a latency ago, at the older limit);
 // - the workers reported their workflow tasks waiting longer than they should (`congestion`): it
 //   shrinks by a tenth, however fast this process's own placements were.
 // A window in which the limit was far from in use changes nothing: it was not what held placements
@@ -90,7 +91,7 @@ export class AdaptiveLimit {
     // An unanswered placement counts as one over any target.
     const p90 = percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)]);
     if (p90 <= targetMs) this.value = Math.min(max, this.value + 1);
-    else this.value = Math.max(min, this.value * Math.min(0.9, Math.max(0.5, targetMs / p90)));
+    else this.value = Math.max(min, this.value * Math.min(0.9, Math.max(0.7, targetMs / p90)));
   }
 }
 

@@ -19,6 +19,8 @@ import type { WorkersView } from './worker-watch';
 //   allows, so the busy account still gets the throughput the engine has).
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
+// REST placements meet the limit before their key is even looked up (`refuseEarly`), so a
+// refusal at capacity costs the database nothing when it is busiest.
 
 export type PlacementKind = 'order' | 'topup';
 export type ShedReason = 'limit' | 'account_share' | 'no_worker';
@@ -97,6 +99,15 @@ export class PlacementGate {
     } finally {
       this.release(accountId);
     }
+  }
+
+  /**
+   * Refuses at once, before the caller's key is read, a placement this process could take from
+   * nobody because its limit is full. The rest is checked by `run`, after the key: with no worker,
+   * a replay of a placed order is still answered from Postgres, which is not the busy part then.
+   */
+  refuseEarly(kind: PlacementKind): void {
+    if (this.settings.enabled && this.inFlight >= this.limiter.limit) this.shed(kind, 'limit');
   }
 
   private admit(kind: PlacementKind, accountId: string, now: number): void {

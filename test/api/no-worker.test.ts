@@ -56,6 +56,9 @@ test('the only worker killed: refused at once once its heartbeat is stale; its r
   await exited;
   await eventually(async () => (await live()) === 0, 30_000, 100, 'the killed worker counted as gone');
   await expectRefusedForNoWorker(await api.post('/orders', { externalOrderId: 'while-down', productId: 'prod_api_order_test', qty: 1 }), accountId, 'while-down');
+  // A replay of the order placed before the kill needs no worker: it is answered from Postgres.
+  const replay = await api.post('/orders', { externalOrderId: 'before-kill', productId: 'prod_api_order_test', qty: 1 });
+  expect(replay.body).toEqual({ ...first.body, reused: true });
   const during = await expectLedgerMatchesBalance(h, accountId);
   expect(during.rows.map((r) => r.type)).toEqual(['adjust', 'purchase']);
 
