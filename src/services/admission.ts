@@ -13,10 +13,10 @@ import type { WorkersView } from './worker-watch';
 //   how many finish within ADMISSION_LATENCY_TARGET_MS, and backs off while the workers report
 //   their workflow tasks waiting over ADMISSION_WORKER_QUEUE_MS);
 // - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever another
-//   account has a placement in flight or asked for one within the last second, so one reseller's burst cannot take
-//   every place while others wait. An account alone may use the whole limit; with others about,
-//   the room it cannot take is what their placements find free (and the limit grows while latency
-//   allows, so the busy account still gets the throughput the engine has).
+//   account has a placement in flight or asked for one within the last second, so one reseller's
+//   burst cannot take every place while others wait. An account alone may use the whole limit;
+//   with others about, the room it cannot take is what their placements find free (and the limit
+//   grows while latency allows, so the busy account still gets the throughput the engine has).
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
 // REST placements meet the limit before their key is even looked up (`refuseEarly`), so a
@@ -73,10 +73,6 @@ export class PlacementGate {
     this.limiter = new AdaptiveLimit({ initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs }, this.now());
     this.seenPrunedAt = this.now();
     admissionLimit.set(this.limiter.limit);
-  }
-
-  get limit(): number {
-    return this.limiter.limit;
   }
 
   /**

@@ -41,8 +41,16 @@ export async function replayOrCheckLimit(
   maxPending: number,
 ): Promise<Order | undefined> {
   const existing = await earlierTopup(em, req);
-  if (existing) return existing;
-  if ((await countPendingTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
+  return existing ?? replayOrRoom({ existing: undefined, pending: await countPendingTopups(em, req.accountId) }, req, maxPending);
+}
+
+/** The same rule on what was read already: the earlier top-up under the key, and the unpaid ones. */
+export function replayOrRoom(read: { existing: Order | undefined; pending: number }, req: { amount: string; currency: string }, maxPending: number): Order | undefined {
+  if (read.existing) {
+    assertSameTopup(read.existing, req);
+    return read.existing;
+  }
+  if (read.pending >= maxPending) throw tooManyPending(maxPending);
   return undefined;
 }
 
