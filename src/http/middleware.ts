@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../db/errors';
 import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/errors';
-import type { PlacementKind } from '../services/admission';
+import { PlacementRefused, type PlacementKind } from '../services/admission';
 import { authenticate, type Principal } from '../services/accounts';
 import { hitRateLimit, pruneSometimes, rateLimitResult, rateWindow, type RateLimitResult } from '../services/rate-limit';
 import { timed } from './server-timing';
@@ -138,8 +138,11 @@ export function errorHandler(ctx: AppContext, outage: OutageLog = outageLogOf(ct
     const apiError = toApiError(err);
     // An outage answers every request with a retryable 503: sampled warnings between one error
     // line when it begins and one info line when it ends (./outage-log), not a line per request.
-    if (apiError.code === 'service_unavailable') outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
-    else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+    // A placement refused by admission control is no outage and no fault: its metrics count it.
+    if (!(err instanceof PlacementRefused)) {
+      if (apiError.code === 'service_unavailable') outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
+      else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+    }
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
     res.status(apiError.status).json(errorBody(apiError, res.locals.requestId));
   };

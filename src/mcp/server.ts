@@ -9,6 +9,7 @@ import { TopupBody, TopupResult } from '../http/routers/topups';
 import { assertCleanInput, IdString } from '../http/hygiene';
 import { Availability, Balance, Cursor as CursorParam, OrderCreate, OrderDetail, OrderSummary, Product, Transaction } from '../http/schemas';
 import type { Principal } from '../services/accounts';
+import { PlacementRefused } from '../services/admission';
 import { checkAvailability, listProducts } from '../services/catalog';
 import { getBalance } from '../services/ledger';
 import { listOrders, listTransactions, orderDetail } from '../services/order-queries';
@@ -257,7 +258,7 @@ async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToo
   } catch (err) {
     const apiError = toApiError(err);
     // Arguments and results may hold codes or checkout links: only the tool name and the outcome are logged.
-    if (apiError.status >= 500) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
+    if (apiError.status >= 500 && !(err instanceof PlacementRefused)) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
     else ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name, error: apiError.code }, 'mcp tool');
     return errorResult(apiError, requestId);
   }

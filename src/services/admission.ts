@@ -57,6 +57,13 @@ const SHED_MESSAGES: Record<ShedReason, string> = {
   no_worker: 'No worker is placing orders right now (a restart); nothing was done. Retry the same request after Retry-After',
 };
 
+/** A placement refused by admission control: the spec's 503, expected under load, and no outage. */
+export class PlacementRefused extends ApiError {
+  constructor(readonly reason: ShedReason) {
+    super('service_unavailable', SHED_MESSAGES[reason], { reason }, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+  }
+}
+
 export class PlacementGate {
   private readonly limiter: AdaptiveLimit;
   private inFlight = 0;
@@ -149,6 +156,6 @@ export class PlacementGate {
 
   private shed(kind: PlacementKind, reason: ShedReason): never {
     placementsShed.inc({ kind, reason });
-    throw new ApiError('service_unavailable', SHED_MESSAGES[reason], { reason }, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    throw new PlacementRefused(reason);
   }
 }

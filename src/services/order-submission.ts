@@ -56,8 +56,12 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
     placement = await timed('engine', () => (deps.admission ? deps.admission.run('order', input.accountId, input.payment === 'balance', place) : place()));
   } catch (err) {
     // Shed, past its deadline or the engine out of reach: an order already placed under this
-    // externalOrderId is still answered, from Postgres.
-    const earlier = isUnavailable(err) ? await answerFromPostgres(deps, input, placementId).catch(() => undefined) : undefined;
+    // externalOrderId is still answered, from Postgres (if Postgres answers; else the 503 stands).
+    if (!isUnavailable(err)) throw err;
+    const earlier = await answerFromPostgres(deps, input, placementId).catch((readErr: unknown) => {
+      if (readErr instanceof ApiError) throw readErr;
+      return undefined;
+    });
     if (earlier) return earlier;
     throw err;
   }
