@@ -56,7 +56,8 @@ export class WorkerWatch {
       this.failing = false;
     } catch (err) {
       this.view = { known: false, live: 0, scheduleToStartMs: null };
-      if (!this.failing) this.opts.logger.warn({ err: { message: (err as Error).message } }, 'worker heartbeats not readable; placements admitted without them');
+      // Postgres out of reach: the requests' own outage lines say so (src/http/outage-log.ts).
+      if (!this.failing) this.opts.logger.debug({ err: { message: (err as Error).message } }, 'worker heartbeats not readable; placements admitted without them');
       this.failing = true;
     }
   }
