@@ -19,9 +19,13 @@ import { adjustBalance } from './services/admin';
 import { syncSupplierCatalog } from './services/supplier-costs';
 import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
+import { admissionSettingsOf, PlacementGate } from './services/admission';
+import { WorkerHeartbeat } from './services/worker-heartbeat';
+import { WorkerWatch } from './services/worker-watch';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
+import { coreMetricsUrl } from './temporal/runtime';
 import { createActivities } from '../activities/all-activities';
 import { createWorker } from './temporal/worker';
 import { workerBundle } from './temporal/workflow-bundle';
@@ -88,6 +92,7 @@ export async function startServices(opts: {
   if (opts.registerSearchAttributes) await registerSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE);
 
   let supervisor: WorkerSupervisor | undefined;
+  let heartbeat: WorkerHeartbeat | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let stopReconcileSchedule: (() => void) | undefined;
   if (opts.worker) {
@@ -100,6 +105,8 @@ export async function startServices(opts: {
       onGiveUp: opts.onWorkerGiveUp,
     });
     await supervisor.start();
+    heartbeat = new WorkerHeartbeat({ orm, taskQueue: config.TEMPORAL_TASK_QUEUE, worker: supervisor, everyMs: config.WORKER_HEARTBEAT_MS, logger, coreMetricsUrl: coreMetricsUrl() });
+    await heartbeat.start();
     dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
     await dispatcher.start();
     // The reconciler runs where the workers are, on a Temporal Schedule (RECONCILE_SECONDS=0: none).
@@ -107,8 +114,13 @@ export async function startServices(opts: {
   }
 
   let server: Server | undefined;
+  let watch: WorkerWatch | undefined;
   if (opts.api) {
-    const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor });
+    // What the placements' admission control knows of the workers: their heartbeat rows.
+    watch = new WorkerWatch({ orm, taskQueue: config.TEMPORAL_TASK_QUEUE, staleMs: config.WORKER_HEARTBEAT_STALE_MS, everyMs: Math.ceil(config.WORKER_HEARTBEAT_MS / 2), logger });
+    await watch.start();
+    const admission = new PlacementGate(admissionSettingsOf(config), () => watch!.current);
+    const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor, admission });
     server = await new Promise<Server>((ok) => {
       const s = app.listen(config.PORT, config.HOST, () => ok(s));
     });
@@ -135,6 +147,9 @@ export async function startServices(opts: {
     async stop() {
       if (server) await closeServer(server);
       if (ops) await closeServer(ops);
+      await watch?.stop();
+      // The API processes stop sending placements here before the worker drains.
+      await heartbeat?.stop();
       stopReconcileSchedule?.();
       await dispatcher?.stop();
       await supervisor?.stop();

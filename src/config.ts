@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { admissionProblems, admissionVariables } from './config-admission';
 import { productionExposureProblems } from './config-exposure';
 import { eventSettings } from './config-events';
 import { trustProxySetting } from './http/trust-proxy';
@@ -181,6 +182,8 @@ export const configSchema = z.object({
   // An order or top-up workflow that has answered no placement this long after it started looks
   // its order up in Postgres (a placement committed just before a Temporal restart lost its update).
   PLACEMENT_RECOVERY_SECONDS: int(120, 1),
+  // Admission control of placements and the worker heartbeats it reads (src/config-admission.ts).
+  ...admissionVariables,
   PAYMENT_CALLBACK_SECRET: z.string().min(8).default(DEV_SECRETS.PAYMENT_CALLBACK_SECRET),
   // The keys that encrypt every Temporal payload (and redemption secrets staged in Postgres):
   // `id:base64(32 bytes)` entries, comma-separated; the first encrypts, all decrypt (rotation).
@@ -321,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   problems.push(...upstreamProblems(c));
   problems.push(...temporalConnectionProblems(c));
+  problems.push(...admissionProblems(c));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
     const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hitCounterSql } from './rate-limits-store';
 
 // Reads and writes of accounts and their API keys that the entity API cannot say in one
 // statement: row locks, the database clock (`now()`), and the usable-key rule.
@@ -78,20 +79,29 @@ export async function expireRotatedKey(em: EntityManager, keyId: string, replace
   return expires_at;
 }
 
+/** A request counted in its key's fixed window: the bucket is `bucketPrefix` + the key's id. */
+export interface KeyHitWindow {
+  bucketPrefix: string;
+  windowStart: Date;
+}
+
 /**
  * The usable key with this hash, its limits and its account's columns, in one statement (the
  * account as `accounts` stores it, for `em.map`); `stale` when its last use was recorded more than
- * `resolutionSeconds` ago, `expired` when it is past the end its owner chose.
+ * `resolutionSeconds` ago, `expired` when it is past the end its owner chose. With `hit`, the same
+ * statement counts the request in the key's window (`hits`: the window's count with it), so a
+ * request's key check and its rate limit are one round trip; an unknown or dead key counts nothing.
  */
-export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number) {
+export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number, hit?: KeyHitWindow) {
   const [row] = await em.execute<Record<string, unknown>[]>(
-    `select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", k.scopes as "k$scopes", k.allowed_cidrs as "k$cidrs",
-            k.expired as "k$expired", a.*
-       from (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale,
-                    scopes, allowed_cidrs, coalesce(valid_until <= now(), false) as expired
-               from api_keys where key_hash = ? and ${USABLE}) k
-       join accounts a on a.id = k.account_id`,
-    [resolutionSeconds, hash],
+    `with k as (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale,
+                       scopes, allowed_cidrs, coalesce(valid_until <= now(), false) as expired
+                  from api_keys where key_hash = ? and ${USABLE})
+          ${hit ? `, hit as (${hitCounterSql('k', `?::text || k.id::text`)})` : ''}
+     select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", k.scopes as "k$scopes", k.allowed_cidrs as "k$cidrs",
+            k.expired as "k$expired", ${hit ? '(select count from hit)' : 'null'} as "k$hits", a.*
+       from k join accounts a on a.id = k.account_id`,
+    [resolutionSeconds, hash, ...(hit ? [hit.bucketPrefix, hit.windowStart] : [])],
   );
   if (!row) return undefined;
   const account = Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('k$')));
@@ -102,6 +112,7 @@ export async function usableKeyByHash(em: EntityManager, hash: string, resolutio
     scopes: row['k$scopes'] as string[] | null,
     cidrs: row['k$cidrs'] as string[] | null,
     expired: Boolean(row['k$expired']),
+    hits: row['k$hits'] == null ? undefined : Number(row['k$hits']),
     account,
   };
 }

@@ -12,7 +12,10 @@ import { ProductSchema, type Order, type Product } from './entities';
 // reseller's concurrent orders wait on each other for that long and no longer.
 
 /** The order already placed under an externalOrderId: what a replay or a conflict needs. */
-export type ExistingOrder = Pick<Order, 'id' | 'productId' | 'qty' | 'amount' | 'currency' | 'status' | 'payment' | 'checkoutUrl' | 'placementId' | 'fulfillmentStatus'>;
+export type ExistingOrder = Pick<
+  Order,
+  'id' | 'productId' | 'qty' | 'amount' | 'currency' | 'status' | 'payment' | 'checkoutUrl' | 'placementId' | 'fulfillmentStatus' | 'deliveryType' | 'fulfilledQuantity'
+>;
 
 export interface PlacementRead {
   /** Absent: no such account. */
@@ -30,7 +33,8 @@ export async function readPlacement(em: EntityManager, q: { accountId: string; p
     `select a.level as "a$level", a.balance as "a$balance", a.cumulative_spending as "a$spending",
             (select json_object_agg(pp.level, pp.price::text) from product_prices pp where pp.product_id = p.id) as "pr$prices",
             (select json_build_object('id', o.id, 'productId', o.product_id, 'qty', o.qty, 'amount', o.amount::text, 'currency', o.currency, 'status', o.status, 'payment', o.payment,
-                                      'checkoutUrl', o.checkout_url, 'placementId', o.placement_id, 'fulfillmentStatus', o.fulfillment_status)
+                                      'checkoutUrl', o.checkout_url, 'placementId', o.placement_id, 'fulfillmentStatus', o.fulfillment_status,
+                                      'deliveryType', o.delivery_type, 'fulfilledQuantity', o.fulfilled_quantity)
                from orders o where o.account_id = a.id and o.external_order_id = ? and o.kind = 'purchase') as "o$existing",
             p.*
        from (select ?::uuid as id) wanted

@@ -1,6 +1,6 @@
 import express, { Router, type Express } from 'express';
 import type { AppContext } from './context';
-import { accessLog, bearerAuth, errorHandler, notFound, rateLimit, requestId } from './middleware';
+import { accessLog, bearerAuth, errorHandler, notFound, placementPrecheck, requestId } from './middleware';
 import { healthz, readyz } from './health';
 import { metricsEndpoint } from '../metrics/endpoint';
 import { httpMetrics } from '../metrics/http';
@@ -52,8 +52,10 @@ export function createApp(ctx: AppContext): Express {
   api.use(express.json({ limit: '256kb' }));
   // After the body parser: its callback runs outside the request's async context.
   api.use(serverTiming(ctx.config.SERVER_TIMING));
-  api.use(bearerAuth(ctx));
-  api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
+  api.post('/orders', placementPrecheck(ctx, 'order'));
+  api.post('/topup', placementPrecheck(ctx, 'topup'));
+  // The key and its per-minute budget: one statement.
+  api.use(bearerAuth(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
   catalogRoutes(api, registry, API_PREFIX, ctx);
   orderRoutes(api, registry, API_PREFIX, ctx);
   topupRoutes(api, registry, API_PREFIX, ctx);

@@ -11,6 +11,7 @@ import { Availability, Balance, Cursor as CursorParam, OrderCreate, OrderDetail,
 import type { KeyScope } from '../domain/key-scopes';
 import type { Principal } from '../services/accounts';
 import { assertScope } from '../services/key-access';
+import { PlacementRefused } from '../services/admission';
 import { checkAvailability, listProducts } from '../services/catalog';
 import { getBalance } from '../services/ledger';
 import { listOrders, listTransactions, orderDetail } from '../services/order-queries';
@@ -129,6 +130,7 @@ const TOOLS: Tool[] = [
           temporal: ctx.temporal,
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
+          admission: ctx.admission,
         },
         { accountId: principal.account.id, externalTopupId: args.externalTopupId, amount: args.amount, currency: args.currency, source: 'mcp' },
       ),
@@ -162,7 +164,7 @@ const TOOLS: Tool[] = [
     scope: 'orders',
     run: async (args, { ctx, principal }) =>
       submitOrder(
-        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config },
+        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config, admission: ctx.admission },
         { ...args, accountId: principal.account.id, source: 'mcp' },
       ),
   }),
@@ -272,7 +274,7 @@ async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToo
   } catch (err) {
     const apiError = toApiError(err);
     // Arguments and results may hold codes or checkout links: only the tool name and the outcome are logged.
-    if (apiError.status >= 500) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
+    if (apiError.status >= 500 && !(err instanceof PlacementRefused)) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
     else ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name, error: apiError.code }, 'mcp tool');
     return errorResult(apiError, requestId);
   }

@@ -11,6 +11,7 @@ import {
   touchKeyLastUsed,
   usableKeyByHash,
   usableKeyRows,
+  type KeyHitWindow,
   type KeyRow,
 } from '../db/accounts-store';
 import { AccountSchema, type Account } from '../db/entities';
@@ -185,14 +186,20 @@ export interface Principal extends KeyGrant {
   apiKeyId: string;
 }
 
-/** Resolves a bearer key to its account, or undefined (unknown, revoked, or past its grace period). */
-export async function authenticate(em: EntityManager, presented: string): Promise<Principal | undefined> {
+/**
+ * Resolves a bearer key to its account, or undefined (unknown, revoked, or past its grace period).
+ * With `hit`, the lookup also counts the request in the key's rate-limit window, in the same
+ * statement, and `hits` is the window's count with it.
+ */
+export async function authenticate(em: EntityManager, presented: string): Promise<Principal | undefined>;
+export async function authenticate(em: EntityManager, presented: string, hit: KeyHitWindow): Promise<(Principal & { hits: number }) | undefined>;
+export async function authenticate(em: EntityManager, presented: string, hit?: KeyHitWindow): Promise<(Principal & { hits?: number }) | undefined> {
   if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return undefined;
   const hash = hashApiKey(presented);
-  const key = await usableKeyByHash(em, hash, LAST_USED_RESOLUTION_SECONDS);
+  const key = await usableKeyByHash(em, hash, LAST_USED_RESOLUTION_SECONDS, hit);
   // The lookup is by hash; compare again in constant time so no timing reveals a near match.
   if (!key || !timingSafeEqual(Buffer.from(key.key_hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
   const account = em.map(AccountSchema, key.account);
   if (key.stale) await touchKeyLastUsed(em, key.id);
-  return { account, apiKeyId: key.id, scopes: key.scopes, cidrs: key.cidrs, expired: key.expired };
+  return { account, apiKeyId: key.id, scopes: key.scopes, cidrs: key.cidrs, expired: key.expired, ...(hit ? { hits: key.hits ?? 0 } : {}) };
 }

@@ -20,6 +20,7 @@ import { Migration20261210000000MoneyFromFacts } from './Migration20261210000000
 import { Migration20261210020000EvmChainReads } from './Migration20261210020000EvmChainReads';
 import { Migration20261212000000ScopedKeys } from './Migration20261212000000ScopedKeys';
 import { Migration20261212010000EventSubscriptions } from './Migration20261212010000EventSubscriptions';
+import { Migration20261211000000WorkerHeartbeats } from './Migration20261211000000WorkerHeartbeats';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -43,4 +44,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261210020000EvmChainReads', class: Migration20261210020000EvmChainReads },
   { name: 'Migration20261212000000ScopedKeys', class: Migration20261212000000ScopedKeys },
   { name: 'Migration20261212010000EventSubscriptions', class: Migration20261212010000EventSubscriptions },
+  { name: 'Migration20261211000000WorkerHeartbeats', class: Migration20261211000000WorkerHeartbeats },
 ];

@@ -33,7 +33,7 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
       'payment_provider_error', 'payment_provider_timeout'],
   }, async ({ body, principal }) =>
     submitOrder(
-      { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, config: ctx.config },
+      { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, config: ctx.config, admission: ctx.admission },
       { ...body, accountId: principal.account.id, source: 'rest' },
     ));
 

@@ -48,6 +48,7 @@ export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: st
         temporal: ctx.temporal,
         limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
         config: ctx.config,
+        admission: ctx.admission,
       },
       { accountId: principal.account.id, externalTopupId: header ?? body.externalTopupId ?? null, amount: body.amount, currency: body.currency, source: 'rest' },
     );
