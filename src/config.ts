@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { bulkSettings } from './config-bulk';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
@@ -232,6 +233,7 @@ export const configSchema = z.object({
   SIGN_IN_RATE_LIMIT_PER_ACCOUNT: int(10, 1),
   SIGN_IN_RATE_LIMIT_PER_IP: int(50, 1),
   SIGN_UP_RATE_LIMIT_PER_IP: int(10, 1),
+  ...bulkSettings,
 });
 
 export type Config = z.infer<typeof configSchema> & {

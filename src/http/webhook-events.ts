@@ -2,7 +2,7 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from './openapi';
 import { Decimal } from './schemas';
 
-// The six events of spec part 6 as the receiver gets them: one JSON object, the envelope
+// The six events of spec part 6, and the additions beyond it (export.ready, batch.completed), as the receiver gets them: one JSON object, the envelope
 // (eventId, event, timestamp) merged flat with the payload, signed over the raw body. Published
 // in the OpenAPI document's `webhooks`, so receivers can be typed and validated.
 
@@ -94,6 +94,30 @@ export const WebhookTestEvent = z
   .object({ ...envelope('webhook.test', EVT_ID), message: z.string() })
   .openapi('WebhookTestEvent');
 
+export const ExportReadyEvent = z
+  .object({
+    ...envelope('export.ready', EVT_ID),
+    exportId: z.string(),
+    externalExportId: z.string(),
+    kind: z.enum(['orders', 'ledger']),
+    from: z.string().describe('ISO 8601 UTC'),
+    to: z.string().describe('ISO 8601 UTC'),
+    rows: z.number().int().min(0),
+    expiresAt: z.number().int().describe('Unix seconds when the download link stops working'),
+  })
+  .openapi('ExportReadyEvent', { description: 'The file is ready: GET /exports/{exportId} gives its downloadUrl (the link itself is never sent in an event)' });
+
+export const BatchCompletedEvent = z
+  .object({
+    ...envelope('batch.completed', EVT_ID),
+    batchId: z.string(),
+    externalBatchId: z.string(),
+    total: z.number().int().min(1),
+    placed: z.number().int().min(0),
+    rejected: z.number().int().min(0),
+  })
+  .openapi('BatchCompletedEvent', { description: 'Every line has its outcome: GET /batches/{batchId}/lines lists them' });
+
 /** Every event body, by its `event` name. */
 export const WEBHOOK_EVENTS = {
   'order.delivered': { schema: OrderDeliveredEvent, operationId: 'orderDelivered', summary: 'An order reached delivered: all codes are ready' },
@@ -105,6 +129,8 @@ export const WEBHOOK_EVENTS = {
   'redemption.fulfilled': { schema: RedemptionFulfilledEvent, operationId: 'redemptionFulfilled', summary: 'A redemption attempt reached fulfilled (once per attempt)' },
   'redemption.failed': { schema: RedemptionFailedEvent, operationId: 'redemptionFailed', summary: 'A redemption attempt reached failed (once per attempt)' },
   'webhook.test': { schema: WebhookTestEvent, operationId: 'webhookTest', summary: 'Sent by POST /webhook/test' },
+  'export.ready': { schema: ExportReadyEvent, operationId: 'exportReady', summary: 'An export job wrote its file (beyond the spec)' },
+  'batch.completed': { schema: BatchCompletedEvent, operationId: 'batchCompleted', summary: 'Every line of a batch was placed or refused (beyond the spec)' },
 } as const;
 
 export type WebhookEventName = keyof typeof WEBHOOK_EVENTS;
@@ -112,6 +138,7 @@ export type WebhookEventName = keyof typeof WEBHOOK_EVENTS;
 /** One body schema that accepts any event (a receiver's first check). */
 export const WebhookEvent = z.discriminatedUnion('event', [
   OrderDeliveredEvent, OrderDeliveryAttentionEvent, TopupCreditedEvent, RedemptionFulfilledEvent, RedemptionFailedEvent, WebhookTestEvent,
+  ExportReadyEvent, BatchCompletedEvent,
 ]);
 
 export const SIGNATURE_HEADERS = {

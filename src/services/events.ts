@@ -8,7 +8,9 @@ export type EventType =
   | 'topup.credited'
   | 'redemption.fulfilled'
   | 'redemption.failed'
-  | 'webhook.test';
+  | 'webhook.test'
+  | 'export.ready'
+  | 'batch.completed';
 
 /**
  * Writes an event to the outbox in the caller's transaction. `id` is given for events whose id

@@ -47,8 +47,9 @@ describe('what integrators need from the document', () => {
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect(operations(doc).map((o) => o.op.operationId).sort()).toEqual([
-      'checkAvailability', 'createOrder', 'createTopup', 'getBalance', 'getOrder', 'getProduct', 'getRedemption', 'getRedemptionByCode',
-      'getWebhook', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'retryWebhookDelivery', 'sendTestWebhook',
+      'checkAvailability', 'createBatch', 'createExport', 'createOrder', 'createTopup', 'downloadExport', 'exportLedgerCsv', 'exportOrdersCsv',
+      'getBalance', 'getBatch', 'getExport', 'getOrder', 'getProduct', 'getRedemption', 'getRedemptionByCode',
+      'getWebhook', 'listBatchLines', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'retryWebhookDelivery', 'sendTestWebhook',
       'setWebhook', 'submitRedemption',
     ]);
     for (const { op } of ops) {
@@ -80,8 +81,9 @@ describe('what integrators need from the document', () => {
     expect(codesOf(op('/transactions', 'get'))).toContain('invalid_cursor');
   });
 
-  test('webhooks: the six events of spec 6 with the flat envelope, their payloads and the four signature headers', () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['order.delivered', 'order.delivery_attention', 'redemption.failed', 'redemption.fulfilled', 'topup.credited', 'webhook.test']);
+  test('webhooks: the six events of spec 6 and the two beyond it, with the flat envelope, their payloads and the four signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual(['batch.completed', 'export.ready', 'order.delivered', 'order.delivery_attention', 'redemption.failed',
+      'redemption.fulfilled', 'topup.credited', 'webhook.test']);
     const schemaOf = (event: string) => {
       const ref = doc.webhooks[event].post.requestBody.content['application/json'].schema.$ref as string;
       return doc.components.schemas[ref.split('/').pop()!];
