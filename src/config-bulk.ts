@@ -9,7 +9,7 @@ export const bulkSettings = {
   // larger range is an export job (POST /exports), written in pages by a workflow.
   EXPORT_STREAM_MAX_ROWS: count(10_000, 1, 1_000_000),
   // Rows per page: of a streamed export, and of a job's file as Postgres keeps it.
-  EXPORT_PAGE_ROWS: count(2_000, 10, 50_000),
+  EXPORT_PAGE_ROWS: count(2_000, 1, 50_000),
   // How long a job's download link works (and its file is kept) once the file is ready.
   EXPORT_LINK_SECONDS: count(86_400, 1, 30 * 86_400),
   // Lines of a batch placed per activity (one heartbeat per line).
