@@ -43,8 +43,12 @@ export interface OrderCreateResponse {
 /** Unix seconds, as the API gives times (spec 2). */
 export const unixSeconds = (d?: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
+/** What an order's summary is made of. */
+export type SummaryFields = Pick<Order, 'id' | 'kind' | 'externalOrderId' | 'externalTopupId' | 'channel' | 'productId' | 'qty' | 'amount' | 'status'
+  | 'deliveryType' | 'fulfillmentStatus' | 'fulfilledQuantity' | 'errorCode' | 'resolution'>;
+
 /** A row of GET /orders: never codes or paymentUrl (spec 2.4). */
-export function orderSummary(order: Order, baseUrl: string) {
+export function orderSummary(order: SummaryFields, baseUrl: string) {
   return {
     id: order.id,
     external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
