@@ -1,7 +1,19 @@
-import { once } from 'node:events';
 import type { Response } from 'express';
 import type { Logger } from 'pino';
 import type { CsvFile } from '../services/export-queries';
+
+/** Until the client has read what was written, or gone away (the listeners removed either way). */
+function drainedOrClosed(res: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
 
 /**
  * Sends a CSV file as its pieces come, waiting whenever the client reads slower than they come,
@@ -21,7 +33,7 @@ export async function sendCsv(res: Response, file: CsvFile, logger: Logger): Pro
   try {
     while (!next.done) {
       if (res.destroyed) return void (await pieces.return?.());
-      if (!res.write(next.value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      if (!res.write(next.value)) await drainedOrClosed(res);
       next = await pieces.next();
     }
     res.end();
