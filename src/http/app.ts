@@ -28,8 +28,9 @@ import { CODEC_PREFIX, codecRoutes } from './routers/codec';
 import { mcpRoutes } from '../mcp/route';
 import { outageLogOf } from './outage-log';
 import { serverTiming } from './server-timing';
+import { API_PREFIX } from './api-prefix';
 
-export const API_PREFIX = '/wholesale/v1';
+export { API_PREFIX };
 
 export function createApp(ctx: AppContext): Express {
   const app = express();

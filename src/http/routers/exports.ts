@@ -4,6 +4,7 @@ import { EXPORT_KINDS, type ExportKind } from '../../contracts/exports';
 import { derivedSessionSecret } from '../form-pages';
 import { getExport, openDownload, openRangeCsv, type LinkSigner } from '../../services/export-queries';
 import { submitExport } from '../../services/export-submission';
+import { API_PREFIX } from '../api-prefix';
 import type { AppContext } from '../context';
 import { sendCsv } from '../csv-response';
 import { z } from '../openapi';
@@ -62,13 +63,13 @@ const RANGE_NOTE = 'Rows created in [from, to), oldest first. A range of more th
   + '`invalid_input` (`details.reason` = `too_many_rows`): create an export job with POST /exports instead.';
 
 /** The key export download links are signed with (never the one that signs sessions or cursors). */
-export const linkSigner = (ctx: AppContext, mount: string): LinkSigner => ({
+export const linkSigner = (ctx: AppContext): LinkSigner => ({
   key: derivedSessionSecret(ctx.config, 'export-download-links'),
-  apiUrl: `${ctx.config.publicBaseUrl}${mount}`,
+  apiUrl: `${ctx.config.publicBaseUrl}${API_PREFIX}`,
 });
 
 export function exportRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
-  const signer = linkSigner(ctx, mount);
+  const signer = linkSigner(ctx);
   const stream = (kind: ExportKind) =>
     addRoute(router, registry, mount, {
       method: 'get', path: `/exports/${kind}.csv`, operationId: kind === 'orders' ? 'exportOrdersCsv' : 'exportLedgerCsv', tag: 'Exports',
@@ -98,7 +99,7 @@ export function exportRoutes(router: Router, registry: OpenAPIRegistry, mount: s
 
 /** The download of an export's file: no key (the link is the credential), so it is mounted before the API's key check. */
 export function exportDownloadRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
-  const signer = linkSigner(ctx, mount);
+  const signer = linkSigner(ctx);
   addRoute(router, registry, mount, {
     method: 'get', path: '/exports/:id/download', operationId: 'downloadExport', tag: 'Exports', summary: "An export job's CSV file, by its download link",
     description: 'The downloadUrl of a ready export, as given: no Authorization header. An unknown export, a wrong token and an expired link are all `not_found`.',
