@@ -63,6 +63,13 @@ describe('what integrators need from the document', () => {
     }
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([{ bearer: [] }]);
+    // An export's download link is its own credential; the CSV answers say so in their content type.
+    const download = doc.paths['/wholesale/v1/exports/{id}/download'].get;
+    expect(download.security).toEqual([]);
+    for (const op of [download, doc.paths['/wholesale/v1/exports/orders.csv'].get, doc.paths['/wholesale/v1/exports/ledger.csv'].get]) {
+      expect(Object.keys(op.responses['200'].content)).toEqual(['text/csv']);
+      expect(op.responses['200'].headers['Content-Disposition'].required).toBe(true);
+    }
   });
 
   test('the spec 7 codes sit on the operations that produce them, each with an example', () => {
