@@ -16,6 +16,8 @@ import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { startDevTemporal } from '../../src/dev/temporal';
 import { exportWorkflowId } from '../../src/contracts/exports';
+import { insertExport } from '../../src/db/exports-store';
+import { exportWindow } from '../../src/services/export-csv';
 import { batchWorkflowId } from '../../src/contracts/batches';
 import { reconcileWorkflowId } from '../../src/contracts/reconcile';
 import type { exportWorkflow } from '../../workflows/export-workflow';
@@ -52,11 +54,15 @@ async function main() {
 
     const connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection, dataConverter: dataConverter(parseKeyRing(keys)) });
-    // An export bounded to two pages a run, started as its starter would but for that bound.
-    const bounded = await api.post('/exports', { externalExportId: 'cap-bounded', kind: 'orders', ...range });
-    const boundedId = `${exportWorkflowId(bounded.body.exportId)}-bounded`;
+    // An export bounded to two pages a run: its row written as POST /exports writes it, its workflow started here with that bound.
+    const em = h.services.orm.em.fork();
+    const boundedRange = { accountId: a.accountId, from: new Date(range.from), to: new Date(range.to) };
+    const { row: bounded } = await insertExport(em, {
+      id: 'exp_capture_bounded', externalExportId: 'cap-bounded', kind: 'orders', ...boundedRange, window: await exportWindow(em, 'orders', boundedRange),
+    });
+    const boundedId = exportWorkflowId(bounded.id);
     await client.workflow.start<typeof exportWorkflow>('exportWorkflow', {
-      workflowId: boundedId, taskQueue: h.config.TEMPORAL_TASK_QUEUE, args: [{ exportId: bounded.body.exportId, pagesPerRun: 2 }],
+      workflowId: boundedId, taskQueue: h.config.TEMPORAL_TASK_QUEUE, args: [{ exportId: bounded.id, pagesPerRun: 2 }],
     });
     const ids = [exportWorkflowId(pages.body.exportId), exportWorkflowId(empty.body.exportId), boundedId, batchWorkflowId(batch.body.batchId)];
     await eventually(async () => {
@@ -70,7 +76,7 @@ async function main() {
       for (const id of ids) {
         for await (const wf of client.workflow.list({ query: `WorkflowId = "${id}"` })) found.push({ workflowId: id, runId: wf.runId, type: typeOf(id) });
       }
-      return found.length > ids.length + 1 ? found : undefined;
+      return found.length >= ids.length + 2 ? found : undefined;
     }, 30_000, 500, 'every run listed');
     await writeFixtures(client, keys, ['exportWorkflow', 'batchWorkflow'], closed, { jobs: 'test/replay/capture-jobs.ts' });
 
