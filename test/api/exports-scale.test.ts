@@ -14,10 +14,10 @@ import { seedOrders } from '../helpers/seed-rows';
 // `npm run api`), measured from /proc: each one's peak RSS over the work, above where it started.
 // A page is EXPORT_PAGE_ROWS rows (2,000 by default), so memory holds a page, never the file; what
 // the peak shows beyond that is the garbage of pages already sent, which V8 collects when its heap
-// and external-memory thresholds say so (tens of MiB), not when the export ends. A process that held
-// the export whole grows by hundreds of MiB (253 MiB measured here for 100,000 orders when each
-// row was hydrated as an entity). Runs with EXPORT_TEST_ORDERS from 30,000 to 300,000 are in
-// docs/benchmarks.md.
+// and external-memory thresholds say so (tens of MiB), not when the export ends. A process that
+// held the export whole, or even read each page as entities, grows by hundreds of MiB (253 MiB for
+// 100,000 orders read as entities, docs/benchmarks.md). Runs with EXPORT_TEST_ORDERS from 30,000
+// to 300,000 are there too.
 const ORDERS = Number(process.env.EXPORT_TEST_ORDERS ?? 100_000);
 /** What a process may grow by while it exports, whatever the size of the export. */
 const BOUND_MIB = 96;
