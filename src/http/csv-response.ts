@@ -25,6 +25,10 @@ function drainedOrClosed(res: Response): Promise<void> {
 export async function sendCsv(res: Response, file: CsvFile, logger: Logger): Promise<void> {
   const pieces = file.chunks[Symbol.asyncIterator]();
   let next = await pieces.next();
+  let gone = false;
+  res.once('close', () => {
+    gone = true;
+  });
   res.status(200);
   res.setHeader('Content-Type', 'text/csv; charset=utf-8; header=present');
   res.setHeader('Content-Disposition', `attachment; filename="${file.filename}"`);
@@ -32,7 +36,7 @@ export async function sendCsv(res: Response, file: CsvFile, logger: Logger): Pro
   if (file.bytes !== undefined) res.setHeader('Content-Length', String(file.bytes));
   try {
     while (!next.done) {
-      if (res.destroyed) return void (await pieces.return?.());
+      if (gone) return void (await pieces.return?.());
       if (!res.write(next.value)) await drainedOrClosed(res);
       next = await pieces.next();
     }
