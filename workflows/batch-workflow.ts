@@ -22,7 +22,7 @@ export async function batchWorkflow(input: BatchWorkflowInput): Promise<BatchWor
   const chunksPerRun = input.chunksPerRun ?? DEFAULT_CHUNKS_PER_RUN;
   let from = input.fromLine ?? 0;
   for (let chunks = 0; ; chunks++) {
-    if (chunks >= chunksPerRun || workflowInfo().continueAsNewSuggested) {
+    if (chunks > 0 && (chunks >= chunksPerRun || workflowInfo().continueAsNewSuggested)) {
       await continueAsNew<typeof batchWorkflow>({ ...input, fromLine: from });
     }
     const to = from + input.chunkLines;

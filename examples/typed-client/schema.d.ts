@@ -1073,6 +1073,7 @@ export interface components {
             externalOrderId: string;
             productId: string;
             qty: number;
+            /** @example 12.50 */
             expectedUnitPrice: string | null;
             /** @enum {string} */
             status: "pending" | "placed" | "rejected";
@@ -1083,6 +1084,7 @@ export interface components {
             order: {
                 /** @enum {string} */
                 status: "pending" | "paid" | "delivered" | "expired" | "refunded";
+                /** @example 12.50 */
                 amount: string;
                 /** @enum {string|null} */
                 deliveryType: "redemption" | "direct_code" | null;

@@ -7,7 +7,7 @@ import type { AppContext } from '../context';
 import { ErrorBody, z } from '../openapi';
 import { IdString } from '../hygiene';
 import { addRoute } from '../route';
-import { Cursor, Limit } from '../schemas';
+import { Cursor, Decimal, Limit } from '../schemas';
 import { CreateOrderBody } from './orders';
 
 // Many orders in one request (beyond the spec's 1.4.0): a batch of lines, each an order with its
@@ -55,14 +55,14 @@ const BatchLineResult = z
     externalOrderId: z.string(),
     productId: z.string(),
     qty: z.number().int(),
-    expectedUnitPrice: z.string().nullable(),
+    expectedUnitPrice: Decimal.nullable(),
     status: z.enum(['pending', 'placed', 'rejected']),
     orderId: z.string().nullable(),
     reused: z.boolean().nullable().describe('As in the order response: the externalOrderId had an order already (an earlier order or line)'),
     order: z
       .object({
         status: z.enum(['pending', 'paid', 'delivered', 'expired', 'refunded']),
-        amount: z.string(),
+        amount: Decimal,
         deliveryType: z.enum(['redemption', 'direct_code']).nullable(),
         fulfillmentStatus: z.string().nullable(),
         fulfilledQuantity: z.number().int().min(0),
