@@ -3,6 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 // Order batches: a batch and its lines as they were posted, each line's outcome once its batch
 // workflow placed it (the order, or the order API's refusal), and the reads of progress.
 
+/** A batch as `select *` reads it (times as Postgres writes them). */
 export interface BatchRow {
   id: string;
   account_id: string;
@@ -10,8 +11,8 @@ export interface BatchRow {
   lines_hash: string;
   total: number;
   status: 'running' | 'completed';
-  created_at: Date;
-  completed_at: Date | null;
+  created_at: string;
+  completed_at: string | null;
 }
 
 export interface BatchLineInput {

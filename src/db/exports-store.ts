@@ -67,13 +67,14 @@ export function ledgerRowsPage(em: EntityManager, q: PageQuery): Promise<LedgerR
   );
 }
 
+/** An export as `select *` reads it (times as Postgres writes them). */
 export interface ExportRow {
   id: string;
   account_id: string;
   external_export_id: string;
   kind: ExportKind;
-  range_from: Date;
-  range_to: Date;
+  range_from: string;
+  range_to: string;
   status: ExportStatus;
   first_key: string | null;
   last_key: string | null;
@@ -82,9 +83,9 @@ export interface ExportRow {
   rows: number;
   pages: number;
   bytes: string;
-  created_at: Date;
-  ready_at: Date | null;
-  expires_at: Date | null;
+  created_at: string;
+  ready_at: string | null;
+  expires_at: string | null;
 }
 
 /** Inserts an export, or finds the account's export under this externalExportId; `created` tells which. */

@@ -35,7 +35,7 @@ export interface LinkSigner {
   apiUrl: string;
 }
 
-const unix = (d: Date | null) => (d ? Math.floor(new Date(d).getTime() / 1000) : null);
+const unix = (t: string | null) => (t ? Math.floor(new Date(t).getTime() / 1000) : null);
 
 const linkToken = (signer: LinkSigner, row: Pick<ExportRow, 'id' | 'expires_at'>) =>
   createHmac('sha256', signer.key).update(`${row.id}\0${new Date(row.expires_at!).getTime()}`).digest('base64url');

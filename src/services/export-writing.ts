@@ -35,8 +35,8 @@ export async function writeNextPage(em: EntityManager, exportId: string, setting
     if (row.status !== 'running' || isWritten(row)) return { progress: progressOf(row, true), kind: row.kind, rows: 0 };
     const page = await renderPage(tx, row.kind, {
       accountId: row.account_id,
-      from: row.range_from,
-      to: row.range_to,
+      from: new Date(row.range_from),
+      to: new Date(row.range_to),
       window: { rows: row.total_rows, firstKey: row.first_key === null ? null : Number(row.first_key), lastKey: row.last_key === null ? null : Number(row.last_key) },
       after: row.cursor === null ? null : Number(row.cursor),
       limit: settings.pageRows,
