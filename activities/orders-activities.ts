@@ -6,7 +6,7 @@ import { paymentCallbackUrl, type PaymentProvider } from '../src/providers/payme
 import { findByExternalId } from '../src/services/orders';
 import { placeOrder, type OpenCheckout } from '../src/services/order-placement';
 import { attachCheckout } from '../src/services/payments';
-import type { OrderWorkflowInput, Placement, PlaceOrderRequest } from '../src/contracts/orders';
+import type { OrderWorkflowInput, PlacedView, Placement, PlaceOrderRequest } from '../src/contracts/orders';
 import { placementDuration } from '../src/metrics/registry';
 import { asRejection } from './activity-errors';
 
@@ -43,7 +43,9 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
           const checkout = await openCheckout(order.id, fromDb(order.amount), order.currency, `Order ${order.id}`);
           await attachCheckout(em, order.id, checkout);
         }
-        return { outcome: 'placed', orderId: order.id, reused, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
+        const placed = { outcome: 'placed' as const, orderId: order.id, reused, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
+        if (reused) return placed;
+        return { ...placed, shown: { amount: toDecimal(fromDb(order.amount)), deliveryType: order.deliveryType as PlacedView['deliveryType'], fulfilledQuantity: order.fulfilledQuantity } };
       }).finally(() => timer());
     },
 

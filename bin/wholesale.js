@@ -1,4 +1,3 @@
 #!/usr/bin/env node
-// `npx wholesale ...`: the operator command, run from the TypeScript sources through tsx.
-require('tsx/cjs/api').register();
-require('../src/cli.ts');
+// `npx wholesale ...`: the operator command (compiled under dist/ in production, see run.js).
+require('./run.js').runEntry('cli');

@@ -40,11 +40,11 @@ export function duration(ms) {
 const stderrLine = (m) => process.stderr.write(`${m}\n`);
 
 /**
- * Runs `go install -v PACKAGES` with GOBIN=`gobin`. `what` names the thing built, `why` says why
- * it is built, `usually` how long a first build takes here. Resolves on success; rejects with Go's
- * last lines otherwise.
+ * Runs `go install -v PACKAGES` with GOBIN=`gobin` (in `cwd`, for a module of this repository).
+ * `what` names the thing built, `why` says why it is built, `usually` how long a first build takes
+ * here. Resolves on success; rejects with Go's last lines otherwise.
  */
-export function goInstall({ go, packages, gobin, what, why = '', usually, log = stderrLine, everyMs = 30_000 }) {
+export function goInstall({ go, packages, gobin, cwd, what, why = '', usually, log = stderrLine, everyMs = 30_000 }) {
   log(`${what}: ${why}building with Go into ${tildify(gobin)}, once per machine `
     + `(usually ${usually} on 2 cores; later runs reuse it)`);
   const started = Date.now();
@@ -53,6 +53,7 @@ export function goInstall({ go, packages, gobin, what, why = '', usually, log = 
   const tail = [];
   return new Promise((resolve, reject) => {
     const child = spawn(go, ['install', '-v', ...packages], {
+      cwd,
       env: { ...process.env, GOBIN: gobin, GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
       // stdout carries the scripts' answer (a path): Go's output goes to stderr, counted, not echoed.
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,10 +3,11 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { Worker, WorkflowBundle } from '@temporalio/worker';
+import type { Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError, type Config } from './config';
 import { AccountSchema } from './db/entities';
-import { initOrm, migrate, type Orm } from './db/orm';
+import { initOrm, migrate, pendingMigrations, type Orm } from './db/orm';
+import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
 import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './http/app';
@@ -18,11 +19,16 @@ import { adjustBalance } from './services/admin';
 import { syncSupplierCatalog } from './services/supplier-costs';
 import { accountLoginWorks, setAccountLogin } from './services/users';
 import { WebhookDispatcher } from './services/webhook-dispatcher';
+import { admissionSettingsOf, PlacementGate } from './services/admission';
+import { WorkerHeartbeat } from './services/worker-heartbeat';
+import { WorkerWatch } from './services/worker-watch';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
+import { coreMetricsUrl } from './temporal/runtime';
 import { createActivities } from '../activities/all-activities';
-import { bundleWorkflows, createWorker } from './temporal/worker';
+import { createWorker } from './temporal/worker';
+import { workerBundle } from './temporal/workflow-bundle';
 import { WorkerSupervisor } from './temporal/worker-supervisor';
 
 export interface Services {
@@ -50,8 +56,8 @@ export async function startServices(opts: {
   logger: Logger;
   api: boolean;
   worker: boolean;
-  /** Tests bundle the workflow code once and pass it in. */
-  workflowBundle?: WorkflowBundle;
+  /** Tests bundle the workflow code once and pass it in; otherwise the prebuilt bundle or, in development, one made now. */
+  workflowBundle?: WorkflowBundleOption;
   /** A lone worker process gives up after this many failures in a row and calls `onWorkerGiveUp`. */
   workerMaxFailures?: number;
   onWorkerGiveUp?: (err: unknown) => void;
@@ -60,10 +66,12 @@ export async function startServices(opts: {
   if (config.devSecrets.length > 0) {
     logger.warn({ variables: config.devSecrets }, 'built-in development secrets in use; set your own before production (NODE_ENV=production refuses them)');
   }
+  // First, so a production worker without its prebuilt bundle is refused before it touches anything.
+  const workflowBundle = opts.worker ? (opts.workflowBundle ?? (await workerBundle(config))) : undefined;
   // The migrator's own lines are not JSON: it stays quiet and what it did is one log line.
   const orm = await initOrm(opts.databaseUrl, {}, { quietMigrations: true });
-  const applied = await migrate(orm);
-  if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+  await prepareSchema(orm, config, logger);
+  await reportAuditLogGuard(orm, config, logger);
   // The catalog says which supplier serves each direct-code product, as the supplier's settings do.
   const remapped = await syncSupplierCatalog(orm.em.fork(), config);
   if (remapped.length > 0) logger.info({ products: remapped, supplier: config.SUPPLIER_PROVIDER }, 'supplier catalog updated from the supplier settings');
@@ -84,10 +92,10 @@ export async function startServices(opts: {
   if (opts.registerSearchAttributes) await registerSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE);
 
   let supervisor: WorkerSupervisor | undefined;
+  let heartbeat: WorkerHeartbeat | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let stopReconcileSchedule: (() => void) | undefined;
   if (opts.worker) {
-    const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
     const activities = createActivities({ orm, config, providers, temporal });
     supervisor = new WorkerSupervisor({
       create: () =>
@@ -97,6 +105,8 @@ export async function startServices(opts: {
       onGiveUp: opts.onWorkerGiveUp,
     });
     await supervisor.start();
+    heartbeat = new WorkerHeartbeat({ orm, taskQueue: config.TEMPORAL_TASK_QUEUE, worker: supervisor, everyMs: config.WORKER_HEARTBEAT_MS, logger, coreMetricsUrl: coreMetricsUrl() });
+    await heartbeat.start();
     dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
     await dispatcher.start();
     // The reconciler runs where the workers are, on a Temporal Schedule (RECONCILE_SECONDS=0: none).
@@ -104,8 +114,13 @@ export async function startServices(opts: {
   }
 
   let server: Server | undefined;
+  let watch: WorkerWatch | undefined;
   if (opts.api) {
-    const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor });
+    // What the placements' admission control knows of the workers: their heartbeat rows.
+    watch = new WorkerWatch({ orm, taskQueue: config.TEMPORAL_TASK_QUEUE, staleMs: config.WORKER_HEARTBEAT_STALE_MS, everyMs: Math.ceil(config.WORKER_HEARTBEAT_MS / 2), logger });
+    await watch.start();
+    const admission = new PlacementGate(admissionSettingsOf(config), () => watch!.current);
+    const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor, admission });
     server = await new Promise<Server>((ok) => {
       const s = app.listen(config.PORT, config.HOST, () => ok(s));
     });
@@ -132,6 +147,9 @@ export async function startServices(opts: {
     async stop() {
       if (server) await closeServer(server);
       if (ops) await closeServer(ops);
+      await watch?.stop();
+      // The API processes stop sending placements here before the worker drains.
+      await heartbeat?.stop();
       stopReconcileSchedule?.();
       await dispatcher?.stop();
       await supervisor?.stop();
@@ -139,6 +157,35 @@ export async function startServices(opts: {
       await orm.close();
     },
   };
+}
+
+/**
+ * Migrates (MIGRATE_ON_START, the default; replicas starting together wait for one another), or,
+ * where a Job migrates before the processes start, refuses to run on a schema this code outgrew.
+ */
+export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_START' | 'DATABASE_MIGRATION_URL'>, logger: Logger): Promise<string[]> {
+  if (config.MIGRATE_ON_START) {
+    const onWait = () => logger.info('another process is migrating the database; waiting for it');
+    const applied = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL, quiet: true, onWait });
+    if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+    return applied;
+  }
+  const pending = await pendingMigrations(orm);
+  if (pending.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  MIGRATE_ON_START: false, and the database lacks ${pending.length} migration(s) of this version (${pending.join(', ')}): run \`npm run migrate\` first`);
+  }
+  return [];
+}
+
+/**
+ * In production, says once at start whether the audit log is append-only against this process's
+ * own database role, and warns when it is not (docs/operations.md, *Database roles*).
+ */
+async function reportAuditLogGuard(orm: Orm, config: Config, logger: Logger): Promise<void> {
+  if (config.NODE_ENV !== 'production') return;
+  const guard = await auditLogGuard(orm.em.fork());
+  if (guard === 'grants') logger.info({ auditLog: guard }, 'audit log: this database role may only insert and read it');
+  else logger.warn({ auditLog: guard }, 'audit log: this database role could rewrite it or disable its triggers; run the service as a role that owns nothing (DATABASE_MIGRATION_URL)');
 }
 
 export const DEMO_EMAIL = 'demo@example.com';

@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from './config';
 import type { Orm } from './db/orm';
+import { accountOfOrder } from './db/audit-store';
 import { ApiError } from './domain/errors';
+import { auditedCommand, operatorOf } from './cli-operator';
 import {
   deliverOrder,
   FULFILLMENT_STATUSES,
@@ -22,29 +24,23 @@ import { connectTemporalFor } from './temporal/client';
 export const SUPPORT_USAGE = `  support orders [--status needs_attention] [--account ID] [--limit N]
                                                       direct-code orders by fulfillment status, longest waiting first
   support show ORDER_ID                               one order: support actions and the procurement workflow's state
-  support resume ORDER_ID --actor NAME --reason TEXT  try the supplier again for a needs_attention order
-  support deliver ORDER_ID --actor NAME --reason TEXT (--codes A,B | --codes-file FILE)
+  support resume ORDER_ID --by NAME --reason TEXT     try the supplier again for a needs_attention order
+  support deliver ORDER_ID --by NAME --reason TEXT (--codes A,B | --codes-file FILE)
                                                       deliver codes obtained by hand, one per missing unit
-  support refund ORDER_ID --actor NAME --reason TEXT  refund the undelivered units to the balance; obtained codes
+  support refund ORDER_ID --by NAME --reason TEXT     refund the undelivered units to the balance; obtained codes
                                                       go to the reseller and the order becomes refunded`;
 
-/** The parseArgs options these commands read. */
+/** The parseArgs options these commands read (besides --by, --actor and --reason). */
 export const SUPPORT_OPTIONS = {
-  status: { type: 'string' }, actor: { type: 'string' }, codes: { type: 'string' }, 'codes-file': { type: 'string' }, limit: { type: 'string' },
+  status: { type: 'string' }, codes: { type: 'string' }, 'codes-file': { type: 'string' }, limit: { type: 'string' },
 } as const;
 
 type Values = Record<string, string | undefined>;
 type SupportCommand = (ctx: { orm: Orm; config: Config; values: Values; positionals: string[] }) => Promise<unknown>;
 
-const required = (values: Values, name: string): string => {
-  const v = values[name]?.trim();
-  if (!v) throw new ApiError('invalid_input', `--${name} is required`);
-  return v;
-};
-
 function orderIdOf(positionals: string[], usage: string): string {
   const id = positionals[2];
-  if (!id) throw new ApiError('invalid_input', `usage: ${usage}`);
+  if (!id || id.length > 255) throw new ApiError('invalid_input', `usage: ${usage}`);
   return id;
 }
 
@@ -56,6 +52,23 @@ async function withSupport<T>(orm: Orm, config: Config, run: (deps: SupportDeps)
   } finally {
     await temporal.connection.close();
   }
+}
+
+type OrderAction = 'order.resume' | 'order.deliver' | 'order.refund';
+
+/** A support action on an order, by the operator the command names, under its audit row (filed under the order's account too). */
+function supportAction<T>(
+  orm: Orm,
+  config: Config,
+  values: Values,
+  entry: { action: OrderAction; orderId: string; details?: Record<string, unknown> },
+  run: (deps: SupportDeps, who: { actor: string; reason: string }) => Promise<T>,
+): Promise<T> {
+  const operator = operatorOf(values);
+  return withSupport(orm, config, async (deps) => {
+    const audit = { action: entry.action, subjectId: entry.orderId, accountId: await accountOfOrder(orm.em.fork(), entry.orderId), details: entry.details };
+    return auditedCommand(deps.em, operator, audit, () => run(deps, { actor: operator.name, reason: operator.reason! }));
+  });
 }
 
 function codesFrom(values: Values): string[] {
@@ -79,18 +92,17 @@ export const supportCommands: Record<string, SupportCommand> = {
   'support show': ({ orm, config, positionals }) =>
     withSupport(orm, config, (deps) => supportOrderDetail(deps, orderIdOf(positionals, 'support show ORDER_ID'))),
   'support resume': ({ orm, config, values, positionals }) => {
-    const orderId = orderIdOf(positionals, 'support resume ORDER_ID --actor NAME --reason TEXT');
-    const who = { actor: required(values, 'actor'), reason: required(values, 'reason') };
-    return withSupport(orm, config, (deps) => resumeOrder(deps, orderId, who));
+    const orderId = orderIdOf(positionals, 'support resume ORDER_ID --by NAME --reason TEXT');
+    return supportAction(orm, config, values, { action: 'order.resume', orderId }, (deps, who) => resumeOrder(deps, orderId, who));
   },
   'support deliver': ({ orm, config, values, positionals }) => {
-    const orderId = orderIdOf(positionals, 'support deliver ORDER_ID --actor NAME --reason TEXT (--codes A,B | --codes-file FILE)');
-    const request = { actor: required(values, 'actor'), reason: required(values, 'reason'), codes: codesFrom(values) };
-    return withSupport(orm, config, (deps) => deliverOrder(deps, orderId, request));
+    const orderId = orderIdOf(positionals, 'support deliver ORDER_ID --by NAME --reason TEXT (--codes A,B | --codes-file FILE)');
+    const codes = codesFrom(values);
+    return supportAction(orm, config, values, { action: 'order.deliver', orderId, details: { codes: codes.length } }, (deps, who) =>
+      deliverOrder(deps, orderId, { ...who, codes }));
   },
   'support refund': ({ orm, config, values, positionals }) => {
-    const orderId = orderIdOf(positionals, 'support refund ORDER_ID --actor NAME --reason TEXT');
-    const who = { actor: required(values, 'actor'), reason: required(values, 'reason') };
-    return withSupport(orm, config, (deps) => refundOrder(deps, orderId, who));
+    const orderId = orderIdOf(positionals, 'support refund ORDER_ID --by NAME --reason TEXT');
+    return supportAction(orm, config, values, { action: 'order.refund', orderId }, (deps, who) => refundOrder(deps, orderId, who));
   },
 };

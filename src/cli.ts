@@ -6,13 +6,16 @@ import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { ConfigError, loadConfig, type Config } from './config';
 import { initOrm, migrate, type Orm } from './db/orm';
+import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
 import { productCostRows } from './db/supplier-catalog-store';
 import { startEmbeddedPostgres } from './dev/postgres';
 import { createAccount, createApiKey } from './services/accounts';
+import { keyLimitDetails, keyLimits } from './services/key-access';
 import { adjustBalance, importStock } from './services/admin';
 import { groupPicker } from './services/catalog';
 import { ApiError } from './domain/errors';
+import { isUuid } from './domain/redeem-info';
 import { OrderSchema, ProductPriceSchema, ProductSchema } from './db/entities';
 import { payCheckout } from './providers/sandbox-payments';
 import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
@@ -30,32 +33,42 @@ import { STAFF_OPTIONS, STAFF_USAGE, staffCommands } from './console/cli';
 import { readStateSecrets } from './dev/state-secrets';
 import { PlainText, REPORT_OPTIONS, REPORT_USAGE, reportCommands } from './cli-reports';
 import { syncSupplierCatalog } from './services/supplier-costs';
+import { auditedCommand, OPERATOR_OPTIONS, operatorOf } from './cli-operator';
 
 const USAGE = `usage: wholesale <command>
+Commands that change money, codes, access, staff or prices take --by NAME (who runs it; --actor is its
+older name) and --reason TEXT, and write an audit row before they act.
   accounts create --name NAME                         create an account; prints {accountId, apiKey} (key shown once)
-  keys create --account ID                            create another API key for an account
-  balance adjust --account ID --amount 12.34 --note TEXT   write an adjust ledger row (amount may be negative)
-  stock import --product ID --file codes.txt          import inventory codes, one per line
+  keys create --account ID --by NAME --reason TEXT [--scopes read,orders] [--cidr 203.0.113.0/24,...] [--expires 2027-01-01]
+                                                      create another API key for an account (every scope, anywhere,
+                                                      no expiry unless limited; a date expires at its start, UTC)
+  balance adjust --account ID --amount 12.34 --note TEXT --by NAME
+                                                      write an adjust ledger row (amount may be negative; the note is the reason)
+  stock import --product ID --file codes.txt --by NAME --reason TEXT
+                                                      import inventory codes, one per line
   products list                                       the catalog with Lv1..Lv5 prices
   products group GROUP_ID [--level N]                 gift-card value picker: in-stock, available rows by denomination
-  catalog seed                                        insert the demo catalog (existing products are kept)
+  catalog seed --by NAME --reason TEXT                insert the demo catalog (existing products are kept)
   sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
   evm address INDEX                                   the deposit address EVM_XPUB derives at m/44'/60'/0'/0/INDEX (check it in your wallet)
   dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]
                                                       PAYMENT_PROVIDER=evm under npm start: send what is missing (or
                                                       --amount) to the checkout's deposit address on the local chain
-  support redemption fulfill|reject ID [--reason TEXT]   operator decision on a pending or processing redemption;
+  support redemption fulfill|reject ID --by NAME --reason TEXT
+                                                      operator decision on a pending or processing redemption;
                                                       waits for the outcome (Temporal at TEMPORAL_ADDRESS or 127.0.0.1:TEMPORAL_PORT)
   reconcile --dry-run                                 what the reconciler would restart now, and ledgers that do not add up
   reconcile                                           reconcile now, from this process (the schedule does it every RECONCILE_SECONDS)
   reconcile --history [--limit N]                     what the reconciler did: repairs, give-ups, ledger alerts, newest first
+  migrate                                             apply pending migrations (as DATABASE_MIGRATION_URL's role when set, then
+                                                      grant DATABASE_URL's role); says whether that role can rewrite the audit log
 ${SUPPORT_USAGE}
 ${REPORT_USAGE}
 ${OPERATOR_QUEUE_USAGE}
 ${WEBHOOKS_USAGE}
 ${STAFF_USAGE}`;
 
-type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[] }) => Promise<unknown>;
+type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[]; migrated: string[] }) => Promise<unknown>;
 
 const need = (values: Record<string, string | undefined>, name: string): string => {
   const v = values[name];
@@ -63,21 +76,36 @@ const need = (values: Record<string, string | undefined>, name: string): string 
   return v;
 };
 
+const accountIdOf = (values: Record<string, string | undefined>): string => {
+  const id = need(values, 'account');
+  if (!isUuid(id)) throw new ApiError('invalid_input', '--account must be an account id (a UUID)');
+  return id;
+};
+
 const commands: Record<string, Command> = {
   'accounts create': ({ orm, values }) => createAccount(orm.em.fork(), need(values, 'name')),
   'keys create': async ({ orm, values }) => {
-    const accountId = need(values, 'account');
-    return { accountId, apiKey: await createApiKey(orm.em.fork(), accountId) };
+    const accountId = accountIdOf(values);
+    const em = orm.em.fork();
+    const limits = keyLimits({ scopes: values.scopes?.split(','), cidrs: values.cidr?.split(','), expires: values.expires });
+    const apiKey = await auditedCommand(em, operatorOf(values), { action: 'key.create', subjectId: accountId, accountId, details: keyLimitDetails(limits) }, () =>
+      createApiKey(em, accountId, limits));
+    return { accountId, apiKey, ...keyLimitDetails(limits) };
   },
-  'balance adjust': ({ orm, config, values }) =>
-    adjustBalance(orm.em.fork(), {
-      accountId: need(values, 'account'),
-      amount: need(values, 'amount'),
-      note: need(values, 'note'),
-      levelThresholds: config.LEVEL_THRESHOLDS,
-    }),
-  'stock import': ({ orm, values }) =>
-    importStock(orm.em.fork(), need(values, 'product'), readFileSync(resolve(need(values, 'file')), 'utf8').split(/\r?\n/)),
+  'balance adjust': ({ orm, config, values }) => {
+    const [accountId, amount, note] = [accountIdOf(values), need(values, 'amount'), need(values, 'note')];
+    const em = orm.em.fork();
+    return auditedCommand(em, operatorOf(values), { action: 'balance.adjust', subjectId: accountId, accountId, details: { amount } }, () =>
+      adjustBalance(em, { accountId, amount, note, levelThresholds: config.LEVEL_THRESHOLDS }));
+  },
+  'stock import': ({ orm, values }) => {
+    const [productId, file] = [need(values, 'product'), need(values, 'file')];
+    const operator = operatorOf(values);
+    const lines = readFileSync(resolve(file), 'utf8').split(/\r?\n/);
+    const em = orm.em.fork();
+    return auditedCommand(em, operator, { action: 'stock.import', subjectId: productId, details: { lines: lines.filter((l) => l.trim()).length } }, () =>
+      importStock(em, productId, lines));
+  },
   'products list': async ({ orm }) => {
     const em = orm.em.fork();
     const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
@@ -94,8 +122,8 @@ const commands: Record<string, Command> = {
     const groupId = positionals[2] ?? need(values, 'group');
     return groupPicker(orm.em.fork(), groupId, Number(values.level ?? 1), config.STOCK_DISPLAY_CAP);
   },
-  'catalog seed': async ({ orm, config }) => {
-    await seedCatalog(orm.em.fork());
+  'catalog seed': async ({ orm, config, values }) => {
+    await auditedCommand(orm.em.fork(), operatorOf(values), { action: 'catalog.seed' }, () => seedCatalog(orm.em.fork()));
     // New direct-code products get their supplier now rather than at the service's next start.
     await syncSupplierCatalog(orm.em.fork(), config);
     return { ok: true };
@@ -139,18 +167,23 @@ const commands: Record<string, Command> = {
   },
   'support redemption': async ({ orm, config, values, positionals }) => {
     const [action, redemptionId] = positionals.slice(2);
-    if ((action !== 'fulfill' && action !== 'reject') || !redemptionId) {
-      throw new ApiError('invalid_input', 'usage: support redemption fulfill|reject ID [--reason TEXT]');
+    if ((action !== 'fulfill' && action !== 'reject') || !redemptionId || redemptionId.length > 255) {
+      throw new ApiError('invalid_input', 'usage: support redemption fulfill|reject ID --by NAME --reason TEXT');
     }
+    const operator = operatorOf(values);
     const temporal = await connectTemporalFor(config);
     try {
-      const decision = { decision: action, reason: values.reason ?? '', actor: process.env.USER ?? 'cli' } as const;
-      const ref = await decideRedemption({ em: orm.em.fork(), temporal }, redemptionId, decision);
+      const decision = { decision: action, reason: operator.reason!, actor: operator.name } as const;
+      const em = orm.em.fork();
+      const ref = await auditedCommand(em, operator, { action: action === 'fulfill' ? 'redemption.fulfil' : 'redemption.reject', subjectId: redemptionId }, () =>
+        decideRedemption({ em, temporal }, redemptionId, decision));
       return await settledRedemption(orm.em.fork(), ref, 30_000);
     } finally {
       await temporal.connection.close();
     }
   },
+  // Every command migrates first; this one says what that did, and what guards the audit log.
+  migrate: async ({ orm, migrated }) => ({ migrated, auditLog: await auditLogGuard(orm.em.fork()) }),
   reconcile: async ({ orm, config, values }) => {
     if (values.history) return reconcileHistory(orm.em.fork(), Math.min(Math.max(Number(values.limit ?? 50) || 50, 1), 1000));
     const temporal = await connectTemporalFor(config);
@@ -197,11 +230,11 @@ async function main(argv: string[]): Promise<number> {
     args: argv,
     allowPositionals: true,
     options: {
-      name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, note: { type: 'string' },
+      name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, ...OPERATOR_OPTIONS,
       product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      reason: { type: 'string' }, token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
+      token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
       port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
-      'dry-run': { type: 'boolean' }, history: { type: 'boolean' },
+      'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -217,8 +250,8 @@ async function main(argv: string[]): Promise<number> {
   const db = await openDatabase(config);
   const orm = await initOrm(db.url);
   try {
-    await migrate(orm);
-    const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals });
+    const migrated = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL });
+    const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals, migrated });
     process.stdout.write(result instanceof PlainText ? result.text : `${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } finally {

@@ -1,5 +1,9 @@
 import { z } from 'zod';
+import { admissionProblems, admissionVariables } from './config-admission';
 import { bulkSettings } from './config-bulk';
+import { eventSettings } from './config-events';
+import { productionExposureProblems } from './config-exposure';
+import { trustProxySetting } from './http/trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
@@ -72,6 +76,8 @@ export const configSchema = z.object({
   // A Server-Timing header on API answers, for the latency anatomy (bench/anatomy.ts).
   SERVER_TIMING: bool(false),
   DATABASE_URL: z.string().url().optional(),
+  // Each process migrates at start, under a lock (src/db/orm.ts); false where a Job runs `npm run migrate`.
+  MIGRATE_ON_START: bool(true),
   STATE_DIR: z.string().default('.state'),
   EMBEDDED_PG_PORT: int(54329, 1),
   TEMPORAL_PORT: int(7233, 1),
@@ -101,7 +107,8 @@ export const configSchema = z.object({
   DEV_TEMPORAL_DYNAMIC_CONFIG: z.string().optional().transform((v) => (v ? v.split(/\s+/).filter(Boolean) : [])),
   PUBLIC_BASE_URL: z.string().url().optional(),
   // Prometheus metrics (with /healthz and /readyz) on their own port, kept off the public API
-  // port; unset, an API process serves /metrics on its own port and a lone worker serves none.
+  // port; unset, an API process serves /metrics on its own port (never in production, which
+  // requires it) and a lone worker serves none.
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   METRICS_HOST: z.string().default('127.0.0.1'),
   // Where the Temporal core exports its own metrics (loopback); unset, a free port is taken.
@@ -176,6 +183,8 @@ export const configSchema = z.object({
   // An order or top-up workflow that has answered no placement this long after it started looks
   // its order up in Postgres (a placement committed just before a Temporal restart lost its update).
   PLACEMENT_RECOVERY_SECONDS: int(120, 1),
+  // Admission control of placements and the worker heartbeats it reads (src/config-admission.ts).
+  ...admissionVariables,
   PAYMENT_CALLBACK_SECRET: z.string().min(8).default(DEV_SECRETS.PAYMENT_CALLBACK_SECRET),
   // The keys that encrypt every Temporal payload (and redemption secrets staged in Postgres):
   // `id:base64(32 bytes)` entries, comma-separated; the first encrypts, all decrypt (rotation).
@@ -229,10 +238,18 @@ export const configSchema = z.object({
   SESSION_TTL_SECONDS: int(43200, 60),
   // A rotated API key keeps working this long, then stops (a revoked one stops at once).
   KEY_ROTATION_GRACE_SECONDS: int(86400, 0),
-  // Sign-in attempts per email and per client IP in a 15-minute window; sign-ups per IP per hour.
+  // Failed sign-ins per email from one client IP, and per IP, in 15 minutes; sign-ups per IP per hour.
   SIGN_IN_RATE_LIMIT_PER_ACCOUNT: int(10, 1),
   SIGN_IN_RATE_LIMIT_PER_IP: int(50, 1),
   SIGN_UP_RATE_LIMIT_PER_IP: int(10, 1),
+
+  // Who the client is (the proxies whose X-Forwarded-For names it: src/http/trust-proxy.ts), views
+  // of checkout links (page and status JSON) per client IP per minute, and the role that migrates
+  // (the schema's owner; DATABASE_URL's role then gets INSERT and SELECT alone on the audit log).
+  TRUST_PROXY: trustProxySetting,
+  CHECKOUT_RATE_LIMIT_PER_MINUTE: int(120, 1),
+  DATABASE_MIGRATION_URL: z.string().url().optional(),
+  ...eventSettings,
   ...bulkSettings,
 });
 
@@ -309,6 +326,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   problems.push(...upstreamProblems(c));
   problems.push(...temporalConnectionProblems(c));
+  problems.push(...admissionProblems(c));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
     const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);
@@ -317,6 +335,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // Reloadly's sandbox sells cards no brand accepts: selling them would be selling nothing.
     if (c.SUPPLIER_PROVIDER === 'reloadly' && c.RELOADLY_ENV !== 'live') lines.push("  RELOADLY_ENV: Reloadly's sandbox must not run in production (its cards are not real); set RELOADLY_ENV=live");
     lines.push(...sandboxesInUse(c).map(({ name, alternatives }) => `  ${name}: the sandbox must not run in production (it gives away what it sells); set ${name} to ${alternatives}`));
+    lines.push(...productionExposureProblems(c));
     if (lines.length > 0) throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');

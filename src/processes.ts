@@ -39,12 +39,15 @@ export function runProcess(role: 'api' | 'worker'): void {
     };
     onShutdownSignal(stop);
   };
-  run().catch((err) => {
-    // One JSON line, like every other line these processes write.
-    const message = err instanceof ConfigError ? err.message : safeText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 2000);
-    process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'wholesale', role, msg: 'cannot start', err: { message, stack: err instanceof ConfigError ? undefined : err?.stack } })}\n`);
-    process.exit(1);
-  });
+  run().catch((err) => exitCannotStart(role, err));
+}
+
+/** One JSON line, like every other line these processes write, then exit 1. */
+export function exitCannotStart(role: string, err: unknown): never {
+  const message = err instanceof ConfigError ? err.message : safeText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 2000);
+  const stack = err instanceof ConfigError || !(err instanceof Error) ? undefined : err.stack;
+  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'wholesale', role, msg: 'cannot start', err: { message, stack } })}\n`);
+  process.exit(1);
 }
 
 /**

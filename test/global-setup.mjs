@@ -1,8 +1,8 @@
 // Starts the servers the API tests need, on loopback only: embedded Postgres (or TEST_DATABASE_URL)
 // and the Temporal dev server (or TEST_TEMPORAL_ADDRESS). Workers read their addresses from env.
 // It also gets, once per machine, what the selected tests need and a fresh machine lacks: a
-// Chromium for test/browser (CHROMIUM_PATH) and the production Temporal server's binaries; the
-// Temporal CLI is found or built by startDevTemporal.
+// Chromium for test/browser (CHROMIUM_PATH), the production Temporal server's binaries, and helm
+// with the manifest checker (test/deploy); the Temporal CLI is found or built by startDevTemporal.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { register } from 'tsx/cjs/api';
 import { ensureChromium } from '../scripts/ensure-chromium.mjs';
 import { ensureTemporalServer } from '../scripts/ensure-temporal-server.mjs';
+import { ensureDeployTools } from '../scripts/ensure-deploy-tools.mjs';
 
 // The dev-stack helpers are TypeScript (CommonJS); tsx loads them here, outside jest's module system.
 register();
@@ -62,7 +63,12 @@ export default async function globalSetup(globalConfig) {
   }
   // Built here rather than in the tests that use it, so its progress shows and two test workers
   // never build it at once. A failure is left to those tests, which say why.
-  if (selects(globalConfig, 'api', (f) => f === 'temporal-server.test.ts' || f === 'temporal-tls.test.ts') || selects(globalConfig, 'topology')) {
+  if (selects(globalConfig, 'api', (f) => f === 'temporal-server.test.ts' || f === 'temporal-tls.test.ts') || selects(globalConfig, 'topology')
+    || selects(globalConfig, 'deploy', (f) => f === 'production-build.test.ts' || f === 'compose.test.ts')) {
     await ensureTemporalServer().catch((err) => process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`));
+  }
+  // helm and the manifest checker for the Helm chart's test, built once per machine the same way.
+  if (selects(globalConfig, 'deploy', (f) => f === 'helm.test.ts')) {
+    await ensureDeployTools().catch((err) => process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`));
   }
 }

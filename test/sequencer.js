@@ -11,6 +11,7 @@ const LONG_FIRST = [
   'test/api/start.test.ts',
   'test/api/webhook-attempts-crash.test.ts',
   'test/evm/faults.test.ts',
+  'test/deploy/production-build.test.ts',
 ];
 
 function rank(test) {

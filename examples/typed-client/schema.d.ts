@@ -245,6 +245,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wholesale/v1/webhook/deliveries/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend every failed or cancelled delivery created in a time range
+         * @description Extension (event subscriptions). Each failed or cancelled delivery created from `since` up to `until` is reset and attempted at once, oldest first, at most `limit` per call; while `hasMore` is true, call again with the same range for the next ones. Repeating a call is harmless: a delivery already resent is pending or succeeded, not failed, so it is not sent twice. A resent delivery keeps its event id, so receivers dedupe it.
+         */
+        post: operations["resendWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/wholesale/v1/exports/orders.csv": {
         parameters: {
             query?: never;
@@ -528,8 +548,10 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * An export job wrote its file (beyond the spec)
-         * @description A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
+         * An export job wrote its file
+         * @description Extension beyond spec 1.4.0, sent like the spec's events (to an endpoint without an `events` list, or whose list names it), and only to an account that asked for it: one per export job (POST /exports), once its file is ready.
+         *
+         *     A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
          */
         post: operations["exportReady"];
         delete?: never;
@@ -548,10 +570,56 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Every line of a batch was placed or refused (beyond the spec)
-         * @description A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
+         * Every line of a batch was placed or refused
+         * @description Extension beyond spec 1.4.0, sent like the spec's events (to an endpoint without an `events` list, or whose list names it), and only to an account that asked for it: one per batch (POST /batches), once every line has its outcome.
+         *
+         *     A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
          */
         post: operations["batchCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "product.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A product's price at the account's level, its stock or its availability changed
+         * @description Opt-in (extension beyond spec 1.4.0): sent only to an endpoint whose `events` list names it. Changes to one product within a minute (PRODUCT_UPDATE_COALESCE_SECONDS) are announced as one event, and none when they cancel out. Triggered by price changes and stock imports; read GET /products/{id} for the state now.
+         *
+         *     A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
+         */
+        post: operations["productUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "balance.low": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The balance fell below the endpoint's balanceLowThreshold
+         * @description Opt-in (extension beyond spec 1.4.0): sent only to an endpoint whose `events` list names it. Once per crossing: written with the ledger row that takes the balance from the threshold or above to below it; the next one comes only after the balance has been back at or above the threshold.
+         *
+         *     A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
+         */
+        post: operations["balanceLow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -567,7 +635,7 @@ export interface components {
              * @description Stable machine code: branch on this, never on the message
              * @enum {string}
              */
-            error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "claim_conflict" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
+            error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "claim_conflict" | "insufficient_scope" | "ip_not_allowed" | "key_expired" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
             /** @description Human readable, may be localized */
             message: string;
             /** @description Also returned in X-Request-Id; quote it to support */
@@ -740,6 +808,66 @@ export interface components {
             total: number;
             placed: number;
             rejected: number;
+        };
+        ProductUpdatedEvent: {
+            /**
+             * @description Stable across redeliveries of one event: dedupe on it
+             * @example evt_6f1c2a9e0b4d4f8a
+             */
+            eventId: string;
+            /** @enum {string} */
+            event: "product.updated";
+            /** @description Unix seconds of the event */
+            timestamp: number;
+            productId: string;
+            /** @description What changed for this account since the last announcement (or since before the change) */
+            changed: ("price" | "inStock" | "available" | "stock" | "availabilityStatus" | "deliveryMode")[];
+            /**
+             * @description The unit price at the account's level
+             * @example 12.50
+             */
+            price: string;
+            /** @enum {string} */
+            currency: "USDT" | "USDC";
+            inStock: boolean;
+            available: boolean;
+            /** @enum {string} */
+            stockMode: "inventory" | "on_demand" | "limited";
+            stock: number | null;
+            stockCapped: boolean;
+            /** @enum {string} */
+            availabilityStatus: "available" | "manual" | "degraded" | "unavailable";
+            /** @enum {string} */
+            deliveryMode: "automatic" | "manual" | "manual_fallback" | "unavailable" | "test_code_only";
+        };
+        BalanceLowEvent: {
+            /**
+             * @description Stable across redeliveries of one event: dedupe on it
+             * @example evt_6f1c2a9e0b4d4f8a
+             */
+            eventId: string;
+            /** @enum {string} */
+            event: "balance.low";
+            /** @description Unix seconds of the event */
+            timestamp: number;
+            /**
+             * @description The balance after the change that took it below the threshold
+             * @example 12.50
+             */
+            balance: string;
+            /**
+             * @description The endpoint's balanceLowThreshold
+             * @example 12.50
+             */
+            threshold: string;
+            /** @enum {string} */
+            currency: "USDT";
+            /**
+             * @description The ledger row of that change
+             * @enum {string}
+             */
+            transactionType: "topup" | "purchase" | "refund" | "adjust";
+            orderId: string | null;
         };
         Product: {
             id: string;
@@ -974,6 +1102,9 @@ export interface components {
             url: string;
             /** @description Signing secret, returned once; rotates on every reconfiguration */
             secret?: string;
+            events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "export.ready" | "batch.completed" | "product.updated" | "balance.low")[];
+            /** @example 12.50 */
+            balanceLowThreshold?: string;
         };
         PutWebhook: {
             /**
@@ -981,6 +1112,21 @@ export interface components {
              * @example https://example.com/hooks/wholesale
              */
             url: string;
+            /**
+             * @description Extension (event subscriptions): the events this endpoint receives. Without a list it receives every event of spec part 6, and `export.ready` and `batch.completed` (sent only to an account that makes exports or batches); `product.updated` and `balance.low` come only to a list that names them. Omitted on PUT: the list is kept. `webhook.test` is always sent when asked for. Answers carry the list only for an endpoint that has one.
+             * @example [
+             *       "order.delivered",
+             *       "topup.credited",
+             *       "product.updated",
+             *       "balance.low"
+             *     ]
+             */
+            events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "export.ready" | "batch.completed" | "product.updated" | "balance.low")[];
+            /**
+             * @description Extension (event subscriptions): `balance.low` is sent when the balance falls from this amount or above to below it; required with balance.low, and only with it.
+             * @example 100.00
+             */
+            balanceLowThreshold?: string | null;
         };
         WebhookDelivery: {
             id: string;
@@ -994,6 +1140,17 @@ export interface components {
             nextAttemptAt: number | null;
             createdAt: number;
             updatedAt: number;
+        };
+        ResendDeliveries: {
+            /** @description Unix seconds: deliveries created at or after it */
+            since: number;
+            /** @description Unix seconds: deliveries created before it (default: now) */
+            until?: number;
+            /**
+             * @description At most this many per call (1 to 100, default 100)
+             * @default 100
+             */
+            limit: number;
         };
         ExportCreated: components["schemas"]["Export"] & {
             reused: boolean;
@@ -1100,7 +1257,7 @@ export interface components {
                  * @description Stable machine code: branch on this, never on the message
                  * @enum {string}
                  */
-                error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "claim_conflict" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
+                error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "claim_conflict" | "insufficient_scope" | "ip_not_allowed" | "key_expired" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
                 message: string;
                 details?: {
                     [key: string]: unknown;
@@ -1163,6 +1320,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -1293,6 +1473,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -1457,6 +1660,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `not_found`: Unknown id, or not the caller's. */
             404: {
                 headers: {
@@ -1587,6 +1813,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -1742,6 +1991,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited`: Request limit hit; honor Retry-After. */
             429: {
                 headers: {
@@ -1882,6 +2154,29 @@ export interface operations {
             };
             /** @description `insufficient_balance`: Balance order with too little balance; top up or lower qty. */
             402: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -2109,6 +2404,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `not_found`: Unknown id, or not the caller's. */
             404: {
                 headers: {
@@ -2266,6 +2584,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited`: Request limit hit; honor Retry-After. */
             429: {
                 headers: {
@@ -2387,6 +2728,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -2587,6 +2951,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `invalid_code`: Code unknown, voided or not the caller's. */
             404: {
                 headers: {
@@ -2733,6 +3120,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -2937,6 +3347,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `not_found`: Unknown id, or not the caller's. */
             404: {
                 headers: {
@@ -3047,6 +3480,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         url: string;
+                        events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "export.ready" | "batch.completed" | "product.updated" | "balance.low")[];
+                        /** @example 12.50 */
+                        balanceLowThreshold?: string;
                     };
                 };
             };
@@ -3069,6 +3505,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -3216,6 +3675,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited`: Request limit hit; honor Retry-After. */
             429: {
                 headers: {
@@ -3334,6 +3816,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -3505,6 +4010,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited`: Request limit hit; honor Retry-After. */
             429: {
                 headers: {
@@ -3638,8 +4166,209 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `not_found`: Unknown id, or not the caller's. */
             404: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `webhook_not_configured`: POST /webhook/test (or a retry) with no webhook set. */
+            409: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resendWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResendDeliveries"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        resent: number;
+                        deliveryIds: string[];
+                        hasMore: boolean;
+                    };
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -3807,6 +4536,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `rate_limited`: Request limit hit; honor Retry-After. */
             429: {
                 headers: {
@@ -3927,6 +4679,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -4074,6 +4849,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `idempotency_conflict`: Key reused with different parameters; use a new id. */
             409: {
                 headers: {
@@ -4206,6 +5004,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -4370,6 +5191,29 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `idempotency_conflict`: Key reused with different parameters; use a new id. */
             409: {
                 headers: {
@@ -4502,6 +5346,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -4660,6 +5527,29 @@ export interface operations {
             };
             /** @description `unauthorized`: Missing or invalid key. */
             401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
                 headers: {
                     /** @description Identifies this request; also in the error body as requestId */
                     "X-Request-Id": string;
@@ -5130,6 +6020,82 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["BatchCompletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 5 seconds acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (timeouts and 3xx included) is retried */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    productUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=` + hex HMAC-SHA256 of the raw body, keyed with the signing secret from PUT /webhook. Verify it against the raw body before trusting a delivery. */
+                "X-Wholesale-Signature": string;
+                /** @description Stable across redeliveries of one event */
+                "X-Wholesale-Event-Id": string;
+                /** @description Unique per attempt */
+                "X-Wholesale-Delivery-Id": string;
+                /** @description Unix seconds of the event; usable to reject stale replays */
+                "X-Wholesale-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProductUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 5 seconds acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (timeouts and 3xx included) is retried */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    balanceLow: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=` + hex HMAC-SHA256 of the raw body, keyed with the signing secret from PUT /webhook. Verify it against the raw body before trusting a delivery. */
+                "X-Wholesale-Signature": string;
+                /** @description Stable across redeliveries of one event */
+                "X-Wholesale-Event-Id": string;
+                /** @description Unique per attempt */
+                "X-Wholesale-Delivery-Id": string;
+                /** @description Unix seconds of the event; usable to reject stale replays */
+                "X-Wholesale-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BalanceLowEvent"];
             };
         };
         responses: {

@@ -14,8 +14,8 @@ import { consoleIdleSeconds, endStaffSession, startStaffSession } from './sessio
 // half-signed-in state), signing out, and the one-time setup a new member's link leads to.
 
 const SIGN_IN_WINDOW_SECONDS = 15 * 60;
-/** Tries per staff email per window: stricter than resellers', a console account can move money. */
-const SIGN_IN_PER_EMAIL = 5;
+/** Failed tries per staff email from one address per window: stricter than resellers', a console account can move money. */
+const SIGN_IN_PER_EMAIL_AND_IP = 5;
 
 const NOTICES = { 'signed-out': 'You are signed out.', 'session-ended': 'Your session ended. Please sign in again.' };
 
@@ -68,7 +68,7 @@ const ipOf = (req: Request) => req.ip ?? 'unknown';
 
 export function authRoutes(router: Router, ctx: AppContext, keys: KeyRing): void {
   const { config } = ctx;
-  const limits = { perEmail: SIGN_IN_PER_EMAIL, perIp: config.SIGN_IN_RATE_LIMIT_PER_IP, windowSeconds: SIGN_IN_WINDOW_SECONDS };
+  const limits = { perEmailAndIp: SIGN_IN_PER_EMAIL_AND_IP, perIp: config.SIGN_IN_RATE_LIMIT_PER_IP, windowSeconds: SIGN_IN_WINDOW_SECONDS };
 
   router.get('/sign-in', (req, res) => {
     if (req.session.staffId) return res.redirect(303, '/console');

@@ -5,11 +5,12 @@ import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { STAFF_ROLES, type StaffRole } from '../db/staff-store';
 import { ApiError } from '../domain/errors';
-import { actorLabel, audited, type Actor } from '../services/audit';
+import { auditedCommand, operatorOf } from '../cli-operator';
+import { actorLabel } from '../services/audit';
 import { inviteStaff, setupUrl } from '../services/staff';
 import { parseKeyRing } from '../temporal/codec';
 
-export const STAFF_USAGE = `  staff create --role viewer|support|admin --email EMAIL --name NAME
+export const STAFF_USAGE = `  staff create --role viewer|support|admin --email EMAIL --name NAME --by NAME --reason TEXT
                                                       a console member (the first admin); prints a one-time setup
                                                       link for the password and the TOTP second factor`;
 
@@ -33,10 +34,10 @@ export const staffCommands: Record<string, StaffCommand> = {
     if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw new ApiError('invalid_input', '--email must be an email address');
     const name = text(values, 'name');
     if (name.length > 80) throw new ApiError('invalid_input', '--name must be at most 80 characters');
-    const actor: Actor = { kind: 'cli', user: process.env.USER ?? 'unknown' };
+    const operator = operatorOf(values);
     const em = orm.em.fork();
-    const inv = await audited(em, { actor, requestId: null }, { action: 'staff.invite', details: { email, role } }, () =>
-      inviteStaff(em, parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS), { email, name, role: role as StaffRole }, actorLabel(actor)));
+    const inv = await auditedCommand(em, operator, { action: 'staff.invite', details: { email, role } }, () =>
+      inviteStaff(em, parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS), { email, name, role: role as StaffRole }, actorLabel({ kind: 'cli', user: operator.name })));
     return {
       staffId: inv.staff.id,
       email: inv.staff.email,

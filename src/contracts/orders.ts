@@ -34,12 +34,23 @@ export interface Rejection {
 }
 
 /**
- * What a placement answers (the update's result, and its local activity's). Ids and statuses only:
- * codes and checkout links stay in Postgres, where the API reads them for its response.
+ * What a placement answers (the update's result, and its local activity's). Ids, statuses and
+ * amounts only: codes and checkout links stay in Postgres, where the API reads them by the order's
+ * id when its response shows them. A new placement also carries the rest of what the response
+ * shows (`shown`), so the API does not read the order back; a replay (`reused`) does not, since the
+ * order may have moved on since it was placed.
  */
 export type Placement =
-  | { outcome: 'placed'; orderId: string; reused: boolean; status: string; fulfillmentStatus: string | null }
+  | { outcome: 'placed'; orderId: string; reused: boolean; status: string; fulfillmentStatus: string | null; shown?: PlacedView }
   | Rejected;
+
+/** The placed order as its create response shows it, bar the codes and the checkout link. */
+export interface PlacedView {
+  /** Decimal string. */
+  amount: string;
+  deliveryType: 'redemption' | 'direct_code';
+  fulfilledQuantity: number;
+}
 
 /** A placement or top-up that an expected business rule refused. */
 export interface Rejected {

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { hitCounterSql } from './rate-limits-store';
 
 // Reads and writes of accounts and their API keys that the entity API cannot say in one
 // statement: row locks, the database clock (`now()`), and the usable-key rule.
@@ -11,9 +12,17 @@ export interface KeyRow {
   created_at: Date;
   last_used_at: Date | null;
   expires_at: Date | null;
+  /** Null: every scope. */
+  scopes: string[] | null;
+  /** Null: from anywhere. */
+  allowed_cidrs: string[] | null;
+  valid_until: Date | null;
+  /** Past `valid_until` by the database's clock. */
+  expired: boolean;
 }
 
-const KEY_COLUMNS = 'id, name, prefix, last_four, created_at, last_used_at, expires_at';
+const KEY_COLUMNS = `id, name, prefix, last_four, created_at, last_used_at, expires_at, scopes, allowed_cidrs, valid_until,
+  coalesce(valid_until <= now(), false) as expired`;
 /** Usable now: not revoked, and not past the end of a rotation's grace period (by the database's clock). */
 const USABLE = 'revoked_at is null and (expires_at is null or expires_at > now())';
 
@@ -70,22 +79,66 @@ export async function expireRotatedKey(em: EntityManager, keyId: string, replace
   return expires_at;
 }
 
-/** A usable key by its hash; `stale` when its last use was recorded more than `resolutionSeconds` ago. */
+/** A request counted in its key's fixed window: the bucket is `bucketPrefix` + the key's id. */
+export interface KeyHitWindow {
+  bucketPrefix: string;
+  windowStart: Date;
+}
+
 /**
- * The usable key with this hash and its account's columns, in one statement (the account as
- * `accounts` stores it, for `em.map`).
+ * The usable key with this hash, its limits and its account's columns, in one statement (the
+ * account as `accounts` stores it, for `em.map`); `stale` when its last use was recorded more than
+ * `resolutionSeconds` ago, `expired` when it is past the end its owner chose. With `hit`, the same
+ * statement counts the request in the key's window (`hits`: the window's count with it), so a
+ * request's key check and its rate limit are one round trip; an unknown or dead key counts nothing.
  */
-export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number) {
+export async function usableKeyByHash(em: EntityManager, hash: string, resolutionSeconds: number, hit?: KeyHitWindow) {
   const [row] = await em.execute<Record<string, unknown>[]>(
-    `select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", a.*
-       from (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale
-               from api_keys where key_hash = ? and ${USABLE}) k
-       join accounts a on a.id = k.account_id`,
-    [resolutionSeconds, hash],
+    `with k as (select id, account_id, key_hash, (last_used_at is null or last_used_at < now() - make_interval(secs => ?)) as stale,
+                       scopes, allowed_cidrs, coalesce(valid_until <= now(), false) as expired
+                  from api_keys where key_hash = ? and ${USABLE})
+          ${hit ? `, hit as (${hitCounterSql('k', `?::text || k.id::text`)})` : ''}
+     select k.id as "k$id", k.key_hash as "k$key_hash", k.stale as "k$stale", k.scopes as "k$scopes", k.allowed_cidrs as "k$cidrs",
+            k.expired as "k$expired", ${hit ? '(select count from hit)' : 'null'} as "k$hits", a.*
+       from k join accounts a on a.id = k.account_id`,
+    [resolutionSeconds, hash, ...(hit ? [hit.bucketPrefix, hit.windowStart] : [])],
   );
   if (!row) return undefined;
   const account = Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('k$')));
-  return { id: String(row['k$id']), key_hash: String(row['k$key_hash']), stale: Boolean(row['k$stale']), account };
+  return {
+    id: String(row['k$id']),
+    key_hash: String(row['k$key_hash']),
+    stale: Boolean(row['k$stale']),
+    scopes: row['k$scopes'] as string[] | null,
+    cidrs: row['k$cidrs'] as string[] | null,
+    expired: Boolean(row['k$expired']),
+    hits: row['k$hits'] == null ? undefined : Number(row['k$hits']),
+    account,
+  };
+}
+
+export interface KeyInsert {
+  id: string;
+  accountId: string;
+  name: string | null;
+  prefix: string;
+  lastFour: string;
+  keyHash: string;
+  scopes: string[] | null;
+  cidrs: string[] | null;
+  validUntil: Date | null;
+}
+
+/** A text[] from a JSON array parameter (the driver would spread a JS array into a list); `[]` or null is null. */
+const TEXT_ARRAY = '(select array_agg(v) from jsonb_array_elements_text(?::jsonb) v)';
+const jsonArray = (a: string[] | null) => (a ? JSON.stringify(a) : null);
+
+export async function insertKeyRow(em: EntityManager, k: KeyInsert): Promise<void> {
+  await em.execute(
+    `insert into api_keys (id, account_id, name, prefix, last_four, key_hash, scopes, allowed_cidrs, valid_until)
+     values (?, ?, ?, ?, ?, ?, ${TEXT_ARRAY}, ${TEXT_ARRAY}, ?)`,
+    [k.id, k.accountId, k.name, k.prefix, k.lastFour, k.keyHash, jsonArray(k.scopes), jsonArray(k.cidrs), k.validUntil],
+  );
 }
 
 export async function touchKeyLastUsed(em: EntityManager, keyId: string): Promise<void> {

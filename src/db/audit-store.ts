@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 // The audit log (audit_log, audit_outcomes). Only inserts and reads live here: the tables'
-// triggers refuse UPDATE, DELETE and TRUNCATE, so there is nothing else to write.
+// triggers refuse UPDATE, DELETE and TRUNCATE, and the service's role may be granted nothing else
+// (./service-role), so there is nothing else to write.
 
 export interface AuditInsert {
   actor: string;

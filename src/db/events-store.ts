@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Client as PgClient } from 'pg';
+import { OPT_IN_EVENTS } from '../domain/event-types';
 
 // The events outbox: producers insert in their own transaction, the dispatcher relays.
 
@@ -27,13 +28,20 @@ export async function listenForEvents(client: PgClient): Promise<void> {
   await client.query(`listen ${EVENTS_CHANNEL}`);
 }
 
+// Code constants, not input: the opt-in event names are written into the statement.
+const OPT_IN_LIST = OPT_IN_EVENTS.map((t) => `'${t}'`).join(', ');
+
 /**
  * Claims up to `limit` undispatched events, oldest first, for the caller's transaction (rows
- * another relay holds are skipped), each with whether its account has a webhook configured.
+ * another relay holds are skipped), each with whether its account has a webhook that receives it:
+ * one whose list names it, or one without a list and an event that is not opt-in.
  */
 export async function claimUndispatchedEvents(em: EntityManager, limit: number) {
   return em.execute<{ id: string; account_id: string; configured: boolean }[]>(
-    `select e.id, e.account_id, exists (select 1 from webhook_endpoints w where w.account_id = e.account_id) as configured
+    `select e.id, e.account_id,
+            exists (select 1 from webhook_endpoints w
+                     where w.account_id = e.account_id
+                       and (case when w.events is null then e.type not in (${OPT_IN_LIST}) else e.type = any (w.events) end)) as configured
        from events e where e.dispatched_at is null
       order by e.created_at, e.id limit ? for update of e skip locked`,
     [limit],

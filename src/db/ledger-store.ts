@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { EVENTS_CHANNEL } from './events-store';
 
 // The balance on the account row and the ledger that records every change of it. Writes run in
 // the caller's transaction, on an account row it locked with `lockAccountBalance`.
@@ -24,6 +25,34 @@ export async function ledgerKeyUsed(em: EntityManager, idempotencyKey: string): 
   return seen.length > 0;
 }
 
+/**
+ * The `balance.low` event of a balance change, as a statement to use as a CTE of the statement
+ * that writes the change, so the event exists exactly when the change does (the outbox). It is
+ * written when the account's endpoint names balance.low and the change takes the balance from its
+ * threshold or above to below it: once per crossing, since the next change that starts below the
+ * threshold crosses nothing. Each argument is a SQL expression used once, placeholders and all,
+ * in the order given; `from` names the CTEs the expressions read.
+ */
+export function balanceLowInsert(x: {
+  eventId: string;
+  accountId: string;
+  balanceAfter: string;
+  amount: string;
+  ledgerType: string;
+  orderId: string;
+  from?: string;
+}): string {
+  return `insert into events (id, account_id, type, payload)
+       select ${x.eventId}, c.account_id, 'balance.low',
+              jsonb_build_object('balance', c.after::text, 'threshold', w.balance_low_threshold::text, 'currency', 'USDT',
+                                 'transactionType', c.type, 'orderId', c.order_id)
+         from (select ${x.accountId}::uuid as account_id, (${x.balanceAfter})::numeric(18,2) as after, (${x.amount})::numeric as amount,
+                      ${x.ledgerType}::text as type, ${x.orderId}::text as order_id${x.from ? ` from ${x.from}` : ''}) c
+         join webhook_endpoints w on w.account_id = c.account_id
+        where 'balance.low' = any (w.events) and c.after < w.balance_low_threshold and c.after - c.amount >= w.balance_low_threshold
+       returning id`;
+}
+
 /** Decimal strings, as stored. */
 export interface LedgerWrite {
   accountId: string;
@@ -35,6 +64,8 @@ export interface LedgerWrite {
   orderId: string | null;
   idempotencyKey: string;
   note: string | null;
+  /** The id its `balance.low` event gets, if the change crosses the account's threshold. */
+  lowEventId: string;
 }
 
 /**
@@ -48,13 +79,23 @@ export function purchaseLedgerInsert(amount: string): string {
        select debited.id, 'purchase', -${amount}::numeric, debited.balance, placed.id, 'purchase:' || placed.id, null from debited, placed`;
 }
 
-/** The balance and its ledger row in one statement (one round trip while the account is locked). */
+/**
+ * The balance, its ledger row and, when it crosses the account's threshold, its `balance.low`
+ * event with the notification, in one statement (one round trip while the account is locked).
+ */
 export async function writeBalanceAndLedger(em: EntityManager, w: LedgerWrite): Promise<void> {
+  const low = balanceLowInsert({ eventId: '?', accountId: '?', balanceAfter: '?', amount: '?', ledgerType: '?', orderId: '?' });
   await em.execute(
-    `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?)
-     insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
-     values (?, ?, ?, ?, ?, ?, ?)`,
-    [w.balance, w.cumulativeSpending, w.level, w.accountId, w.accountId, w.type, w.amount, w.balance, w.orderId, w.idempotencyKey, w.note],
+    `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?),
+     ledger as (insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
+                values (?, ?, ?, ?, ?, ?, ?)),
+     low as (${low})
+     select pg_notify('${EVENTS_CHANNEL}', id) from low`,
+    [
+      w.balance, w.cumulativeSpending, w.level, w.accountId,
+      w.accountId, w.type, w.amount, w.balance, w.orderId, w.idempotencyKey, w.note,
+      w.lowEventId, w.accountId, w.balance, w.amount, w.type, w.orderId,
+    ],
   );
 }
 

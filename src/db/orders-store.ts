@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Order } from './entities';
+import { hitCounterSql } from './rate-limits-store';
 
 // Orders and the codes issued to them: row locks, conditional state changes and bulk code
 // inserts that the entity API cannot say in one statement.
@@ -40,6 +41,28 @@ export async function countPendingTopups(em: EntityManager, accountId: string): 
     [accountId],
   );
   return Number(row.n);
+}
+
+/**
+ * What a top-up request checks before its workflow, in one statement: one hit of `bucket` in the
+ * window starting at `windowStart` (the hourly quota, replays included), the top-up already under
+ * this externalTopupId (its columns, for `em.map`), and the account's unpaid top-ups.
+ */
+export async function topupChecks(
+  em: EntityManager,
+  q: { bucket: string; windowStart: Date; accountId: string; externalTopupId: string | null },
+): Promise<{ hits: number; pending: number; existing: Record<string, unknown> | undefined }> {
+  const [row] = await em.execute<Record<string, unknown>[]>(
+    `with hit as (${hitCounterSql('(select 1) one', '?::text')})
+     select (select count from hit) as "q$hits",
+            (select count(*) from orders p where p.account_id = ? and p.kind = 'topup' and p.status = 'pending') as "q$pending",
+            o.*
+       from (select 1) one
+       left join orders o on o.account_id = ? and o.external_topup_id = ? and o.kind = 'topup'`,
+    [q.bucket, q.windowStart, q.accountId, q.accountId, q.externalTopupId],
+  );
+  const { ['q$hits']: hits, ['q$pending']: pending, ...columns } = row;
+  return { hits: Number(hits), pending: Number(pending), existing: columns.id == null ? undefined : columns };
 }
 
 /** Inserts platform codes of an order, skipping any that already exist; returns the ones inserted. */
@@ -92,6 +115,19 @@ export async function purchaseWithCodes(
   if (!row) return undefined;
   const { ['c$codes']: codes, ...columns } = row;
   return { columns, codes: codes as string[] };
+}
+
+/**
+ * What an order's create response shows that never travels through Temporal: its checkout link and
+ * its codes (voided ones aside, oldest first), in one statement.
+ */
+export async function checkoutAndCodes(em: EntityManager, orderId: string): Promise<{ checkoutUrl: string | null; codes: string[] } | undefined> {
+  const [row] = await em.execute<{ checkout_url: string | null; codes: string[] }[]>(
+    `select o.checkout_url, (select coalesce(json_agg(c.code order by c.id), '[]'::json) from issued_codes c where c.order_id = o.id and c.voided = false) as codes
+       from orders o where o.id = ?`,
+    [orderId],
+  );
+  return row && { checkoutUrl: row.checkout_url, codes: row.codes };
 }
 
 /** The codes stored for an order so far (voided ones aside), oldest first. */

@@ -2,7 +2,7 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isDatabaseUnavailable } from './errors';
 import { EVENTS_CHANNEL } from './events-store';
-import { purchaseLedgerInsert } from './ledger-store';
+import { balanceLowInsert, purchaseLedgerInsert } from './ledger-store';
 import { ProductSchema, type Order, type Product } from './entities';
 
 // A balance order's placement in two statements: one read of everything its checks need, with no
@@ -12,7 +12,10 @@ import { ProductSchema, type Order, type Product } from './entities';
 // reseller's concurrent orders wait on each other for that long and no longer.
 
 /** The order already placed under an externalOrderId: what a replay or a conflict needs. */
-export type ExistingOrder = Pick<Order, 'id' | 'productId' | 'qty' | 'amount' | 'currency' | 'status' | 'payment' | 'checkoutUrl' | 'placementId' | 'fulfillmentStatus'>;
+export type ExistingOrder = Pick<
+  Order,
+  'id' | 'productId' | 'qty' | 'amount' | 'currency' | 'status' | 'payment' | 'checkoutUrl' | 'placementId' | 'fulfillmentStatus' | 'deliveryType' | 'fulfilledQuantity'
+>;
 
 export interface PlacementRead {
   /** Absent: no such account. */
@@ -30,7 +33,8 @@ export async function readPlacement(em: EntityManager, q: { accountId: string; p
     `select a.level as "a$level", a.balance as "a$balance", a.cumulative_spending as "a$spending",
             (select json_object_agg(pp.level, pp.price::text) from product_prices pp where pp.product_id = p.id) as "pr$prices",
             (select json_build_object('id', o.id, 'productId', o.product_id, 'qty', o.qty, 'amount', o.amount::text, 'currency', o.currency, 'status', o.status, 'payment', o.payment,
-                                      'checkoutUrl', o.checkout_url, 'placementId', o.placement_id, 'fulfillmentStatus', o.fulfillment_status)
+                                      'checkoutUrl', o.checkout_url, 'placementId', o.placement_id, 'fulfillmentStatus', o.fulfillment_status,
+                                      'deliveryType', o.delivery_type, 'fulfilledQuantity', o.fulfilled_quantity)
                from orders o where o.account_id = a.id and o.external_order_id = ? and o.kind = 'purchase') as "o$existing",
             p.*
        from (select ?::uuid as id) wanted
@@ -66,6 +70,8 @@ export interface BalanceOrderWrite {
   newCodes: string[];
   /** The `order.delivered` event, its payload without the codes (added from the codes issued). */
   event?: { id: string; payload: Record<string, unknown> };
+  /** The id of the `balance.low` event, written if the debit takes the balance below the account's threshold. */
+  lowEventId: string;
   /**
    * The statement is its own transaction (no stock to lock): a new code that collides with an
    * issued one fails it whole (`collided`), instead of being skipped for the caller to roll back.
@@ -115,6 +121,8 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
          from debited
        returning id)`,
     `ledger as (${purchaseLedgerInsert(p(w.amount))})`,
+    // Argument order is placeholder order: the event id comes before the amount.
+    `low as (${balanceLowInsert({ eventId: p(w.lowEventId), accountId: 'debited.id', balanceAfter: 'debited.balance', amount: `-${p(w.amount)}::numeric`, ledgerType: "'purchase'", orderId: 'placed.id', from: 'debited, placed' })})`,
   ];
   if (w.product.stockMode === 'limited') {
     parts.push(`limited as (
@@ -149,6 +157,7 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
     inventory ? `(select count(*) from taken) as taken` : `0 as taken`,
     direct ? `'[]'::json as codes` : `(select coalesce(json_agg(code order by id), '[]'::json) from issued) as codes`,
     ...(w.event && !direct ? [`(select pg_notify('${EVENTS_CHANNEL}', id) from event) as notified`] : []),
+    `(select pg_notify('${EVENTS_CHANNEL}', id) from low) as low_notified`,
   ];
   let rows: { debited: string; taken: string | number; codes: string[] }[];
   try {

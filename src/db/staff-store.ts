@@ -111,11 +111,14 @@ export async function disableStaffRow(em: EntityManager, id: string): Promise<bo
 }
 
 /**
- * Locks the rows of the admins who can still sign in and answers their ids: a change that could
- * leave no admin runs after it, so two admins demoting each other at once cannot both succeed.
+ * Locks the rows of the admins who can sign in (enrolled, not disabled) and answers their ids: a
+ * change that could leave no admin runs after it, so two admins demoting each other at once cannot
+ * both succeed.
  */
-export async function lockActiveAdmins(em: EntityManager): Promise<string[]> {
-  const rows = await em.execute<{ id: string }[]>(`select id from staff where role = 'admin' and disabled_at is null order by id for update`);
+export async function lockSignInAdmins(em: EntityManager): Promise<string[]> {
+  const rows = await em.execute<{ id: string }[]>(
+    `select id from staff where role = 'admin' and enrolled_at is not null and disabled_at is null order by id for update`,
+  );
   return rows.map((r) => r.id);
 }
 

@@ -5,10 +5,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 export interface EndpointRow {
   url: string;
   secret: string;
+  /** The events it receives; null: every event but the opt-in ones. */
+  events: string[] | null;
+  /** `balance.low` is sent when the balance falls below this (Decimal string as stored). */
+  balance_low_threshold: string | null;
 }
 
 export async function endpointOf(em: EntityManager, accountId: string): Promise<EndpointRow | undefined> {
-  const [row] = await em.execute<EndpointRow[]>('select url, secret from webhook_endpoints where account_id = ?', [accountId]);
+  const [row] = await em.execute<EndpointRow[]>(
+    'select url, secret, events, balance_low_threshold from webhook_endpoints where account_id = ?',
+    [accountId],
+  );
   return row;
 }
 
@@ -22,13 +29,22 @@ export async function deleteEndpoint(em: EntityManager, accountId: string): Prom
   await em.execute('delete from webhook_endpoints where account_id = ?', [accountId]);
 }
 
-/** Stores the endpoint, bumping its version when it replaces one. */
-export async function upsertEndpoint(em: EntityManager, accountId: string, url: string, secret: string): Promise<void> {
+/** A text[] from a JSON array parameter (the driver would spread a JS array into a list); null stays null. */
+const TEXT_ARRAY = '(select array_agg(v) from jsonb_array_elements_text(?::jsonb) v)';
+
+/** Stores the endpoint and what it receives, bumping its version when it replaces one. */
+export async function upsertEndpoint(
+  em: EntityManager,
+  accountId: string,
+  e: { url: string; secret: string; events: string[] | null; balanceLowThreshold: string | null },
+): Promise<void> {
   await em.execute(
-    `insert into webhook_endpoints (account_id, url, secret, version, updated_at) values (?, ?, ?, 1, now())
+    `insert into webhook_endpoints (account_id, url, secret, events, balance_low_threshold, version, updated_at)
+     values (?, ?, ?, ${TEXT_ARRAY}, ?, 1, now())
      on conflict (account_id) do update
-       set url = excluded.url, secret = excluded.secret, version = webhook_endpoints.version + 1, updated_at = now()`,
-    [accountId, url, secret],
+       set url = excluded.url, secret = excluded.secret, events = excluded.events, balance_low_threshold = excluded.balance_low_threshold,
+           version = webhook_endpoints.version + 1, updated_at = now()`,
+    [accountId, e.url, e.secret, e.events ? JSON.stringify(e.events) : null, e.balanceLowThreshold],
   );
 }
 
@@ -102,6 +118,29 @@ export async function resetDelivery(em: EntityManager, deliveryId: string): Prom
   await em.execute(
     `update webhook_deliveries set status = 'pending', next_attempt_at = now(), budget_start = attempts, updated_at = now() where id = ?`,
     [deliveryId],
+  );
+}
+
+/**
+ * Claims, oldest first, up to `limit` of the account's failed or cancelled deliveries created in
+ * [since, until), locking them for the caller's transaction. A concurrent claim waits, then finds
+ * them pending (the status is checked again once the lock is had), so no delivery is claimed twice.
+ */
+export async function claimUnsentDeliveries(em: EntityManager, q: { accountId: string; since: Date; until: Date | null; limit: number }) {
+  return em.execute<{ id: string }[]>(
+    `select id from webhook_deliveries
+      where account_id = ? and status in ('failed', 'cancelled') and created_at >= ? and (?::timestamptz is null or created_at < ?::timestamptz)
+      order by created_at, id limit ? for update`,
+    [q.accountId, q.since, q.until, q.until, q.limit],
+  );
+}
+
+/** Pending again and due now, each with a fresh attempt budget (resetDelivery for many). */
+export async function resetDeliveries(em: EntityManager, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await em.execute(
+    `update webhook_deliveries set status = 'pending', next_attempt_at = now(), budget_start = attempts, updated_at = now() where id in (?)`,
+    [deliveryIds],
   );
 }
 

@@ -143,8 +143,15 @@ export async function registerSearchAttributes(connection: Connection, namespace
   const existing = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = CUSTOM_SEARCH_ATTRIBUTES.filter((k) => !(k.name in (existing.customAttributes ?? {})));
   if (missing.length === 0) return;
-  await connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map((k) => [k.name, keyword])),
-  });
+  try {
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map((k) => [k.name, keyword])),
+    });
+  } catch (err) {
+    // Replicas starting together race to add them (SQL visibility refuses the loser): the loser
+    // finds them added.
+    const now = await connection.operatorService.listSearchAttributes({ namespace });
+    if (CUSTOM_SEARCH_ATTRIBUTES.some((k) => !(k.name in (now.customAttributes ?? {})))) throw err;
+  }
 }

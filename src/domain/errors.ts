@@ -24,6 +24,10 @@ export const ERROR_STATUS = {
   retry_conflict: 409,
   // Admin API only: a queued redemption another operator holds, or one already decided.
   claim_conflict: 409,
+  // Scoped keys, beyond the spec: a known key used outside what it was made for.
+  insufficient_scope: 403,
+  ip_not_allowed: 403,
+  key_expired: 403,
   code_expired: 410,
   webhook_not_configured: 409,
   rate_limited: 429,

@@ -1,6 +1,6 @@
 import express, { Router, type Express } from 'express';
 import type { AppContext } from './context';
-import { accessLog, bearerAuth, errorHandler, notFound, rateLimit, requestId } from './middleware';
+import { accessLog, bearerAuth, errorHandler, notFound, placementPrecheck, requestId } from './middleware';
 import { healthz, readyz } from './health';
 import { metricsEndpoint } from '../metrics/endpoint';
 import { httpMetrics } from '../metrics/http';
@@ -38,14 +38,16 @@ export function createApp(ctx: AppContext): Express {
   // No ETag: answers are live money and order state, and the contract has no conditional requests
   // (a 304 would be an answer no client expects).
   app.set('etag', false);
-  app.set('trust proxy', 'loopback');
+  // Who the client is behind proxies (TRUST_PROXY, default loopback): what per-IP budgets count.
+  app.set('trust proxy', ctx.config.TRUST_PROXY);
   const outage = outageLogOf(ctx);
   app.use(requestId, httpMetrics, accessLog(ctx), outage.watch, cleanRequest);
 
   app.get('/healthz', healthz(ctx));
   app.get('/readyz', readyz(ctx));
-  // Metrics stay on this port only when they have none of their own (METRICS_PORT).
-  if (!ctx.config.METRICS_PORT) app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
+  // Metrics stay on this port only when they have none of their own (METRICS_PORT), and never in
+  // production, whose config requires one: /metrics reads Postgres and tells about the business.
+  if (!ctx.config.METRICS_PORT && ctx.config.NODE_ENV !== 'production') app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
 
   const registry = createRegistry();
   // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.
@@ -54,8 +56,10 @@ export function createApp(ctx: AppContext): Express {
   api.use(express.json({ limit: '256kb' }));
   // After the body parser: its callback runs outside the request's async context.
   api.use(serverTiming(ctx.config.SERVER_TIMING));
-  api.use(bearerAuth(ctx));
-  api.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
+  api.post('/orders', placementPrecheck(ctx, 'order'));
+  api.post('/topup', placementPrecheck(ctx, 'topup'));
+  // The key and its per-minute budget: one statement.
+  api.use(bearerAuth(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
   catalogRoutes(api, registry, API_PREFIX, ctx);
   orderRoutes(api, registry, API_PREFIX, ctx);
   topupRoutes(api, registry, API_PREFIX, ctx);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import type { Providers } from '../providers';
+import type { PlacementGate } from '../services/admission';
 import type { TemporalHandle } from '../temporal/client';
 import type { WorkerHealth } from '../temporal/worker-supervisor';
 
@@ -15,6 +16,8 @@ export interface AppContext {
   providers: Providers;
   config: Config;
   logger: Logger;
+  /** Admission control of placements (absent: every placement is let through). */
+  admission?: PlacementGate;
   /** The in-process Temporal worker, where this process runs one (for /healthz). */
   worker?: { health(): WorkerHealth };
 }

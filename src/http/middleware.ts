@@ -5,8 +5,10 @@ import { isDatabaseUnavailable } from '../db/errors';
 import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/errors';
-import { authenticate } from '../services/accounts';
-import { hitRateLimit } from '../services/rate-limit';
+import { PlacementRefused, type PlacementKind } from '../services/admission';
+import { authenticate, type Principal } from '../services/accounts';
+import { assertKeyUsable } from '../services/key-access';
+import { hitRateLimit, pruneSometimes, rateLimitResult, rateWindow, type RateLimitResult } from '../services/rate-limit';
 import { timed } from './server-timing';
 import type { AppContext } from './context';
 import { dependencyOf, outageLogOf, type OutageLog } from './outage-log';
@@ -51,34 +53,81 @@ export function accessLog(ctx: AppContext): RequestHandler {
   };
 }
 
-export function bearerAuth(ctx: AppContext): RequestHandler {
+/** A request budget per key (or per client IP), in fixed windows counted in Postgres. */
+export interface Budget {
+  name: string;
+  limit: number;
+  windowSeconds: number;
+}
+
+/**
+ * The bearer key → `res.locals.principal`. With a budget, the same statement counts the request in
+ * the key's window (one round trip for both), and a request over it is answered 429 as
+ * `rateLimit` answers it.
+ */
+export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
   return async (req, res, next) => {
     const header = req.header('authorization') ?? '';
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    const principal = match ? await timed('auth', () => authenticate(ctx.orm.em.fork(), match[1])) : undefined;
-    if (!principal) throw new ApiError('unauthorized', 'Missing or invalid API key');
+    const em = ctx.orm.em.fork();
+    const window = budget ? rateWindow(budget.windowSeconds) : undefined;
+    const found = !match
+      ? undefined
+      : window
+        ? await timed('auth', () => authenticate(em, match[1], { bucketPrefix: `${budget!.name}:`, windowStart: window.start }))
+        : await timed('auth', () => authenticate(em, match[1]));
+    if (!found) throw new ApiError('unauthorized', 'Missing or invalid API key');
+    const { hits, ...principal } = found as Principal & { hits?: number };
+    assertKeyUsable(principal, req.ip);
     res.locals.principal = principal;
+    if (budget && window) {
+      await pruneSometimes(em);
+      enforceBudget(res, budget, rateLimitResult(hits ?? 0, budget.limit, window));
+    }
     next();
   };
 }
 
-/** A per-key budget shared by every API process (counters live in Postgres). */
-export function rateLimit(ctx: AppContext, opts: { name: string; limit: number; windowSeconds: number; methods?: string[] }): RequestHandler {
-  return async (req, res, next) => {
-    if (opts.methods && !opts.methods.includes(req.method)) return next();
-    const principal = res.locals.principal;
-    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${principal.apiKeyId}`, opts.limit, opts.windowSeconds));
-    res.setHeader('X-RateLimit-Limit', String(opts.limit));
-    res.setHeader('X-RateLimit-Remaining', String(result.remaining));
-    res.setHeader('X-RateLimit-Reset', String(result.resetAt));
-    if (!result.allowed) {
-      rateLimited.inc({ limit: opts.name });
-      throw new ApiError('rate_limited', 'Request limit reached; retry after the time in Retry-After', undefined, {
-        'Retry-After': String(result.retryAfter),
-      });
-    }
+/**
+ * A placement route (POST /orders, POST /topup) this process cannot take from anyone now (its
+ * admission limit is full) is refused before the key is looked up: the refusal reads nothing and
+ * counts against no budget.
+ */
+export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: PlacementKind): RequestHandler {
+  return (_req, _res, next) => {
+    ctx.admission?.refuseEarly(kind);
     next();
   };
+}
+
+/**
+ * A budget shared by every API process (counters live in Postgres): per API key, or per client IP
+ * (`per: 'ip'`, for pages that have no key; the IP as `trust proxy` (TRUST_PROXY) resolves it).
+ */
+export function rateLimit(
+  ctx: Pick<AppContext, 'orm'>,
+  opts: Budget & { methods?: string[]; per?: 'key' | 'ip' },
+): RequestHandler {
+  return async (req, res, next) => {
+    if (opts.methods && !opts.methods.includes(req.method)) return next();
+    const who = opts.per === 'ip' ? (req.ip ?? 'unknown') : res.locals.principal.apiKeyId;
+    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${who}`, opts.limit, opts.windowSeconds));
+    enforceBudget(res, opts, result);
+    next();
+  };
+}
+
+/** The budget's headers on every answer; over it, 429 with Retry-After. */
+function enforceBudget(res: Response, budget: Budget, result: RateLimitResult): void {
+  res.setHeader('X-RateLimit-Limit', String(budget.limit));
+  res.setHeader('X-RateLimit-Remaining', String(result.remaining));
+  res.setHeader('X-RateLimit-Reset', String(result.resetAt));
+  if (!result.allowed) {
+    rateLimited.inc({ limit: budget.name });
+    throw new ApiError('rate_limited', 'Request limit reached; retry after the time in Retry-After', undefined, {
+      'Retry-After': String(result.retryAfter),
+    });
+  }
 }
 
 export const notFound: RequestHandler = (req, _res, next) => {
@@ -91,8 +140,11 @@ export function errorHandler(ctx: AppContext, outage: OutageLog = outageLogOf(ct
     const apiError = toApiError(err);
     // An outage answers every request with a retryable 503: sampled warnings between one error
     // line when it begins and one info line when it ends (./outage-log), not a line per request.
-    if (apiError.code === 'service_unavailable') outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
-    else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+    // A placement refused by admission control is no outage and no fault: its metrics count it.
+    if (!(err instanceof PlacementRefused)) {
+      if (apiError.code === 'service_unavailable') outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
+      else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
+    }
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
     res.status(apiError.status).json(errorBody(apiError, res.locals.requestId));
   };

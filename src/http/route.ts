@@ -2,7 +2,9 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import type { ZodObject, ZodType, z } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors';
+import { KEY_SCOPES, type KeyScope } from '../domain/key-scopes';
 import type { Principal } from '../services/accounts';
+import { assertScope } from '../services/key-access';
 import { assertCleanInput } from './hygiene';
 import { ErrorBody, ERROR_MEANING, errorExample, HEADERS, type HeaderName } from './openapi';
 
@@ -31,6 +33,11 @@ export interface RouteDef<P extends ZodObject | undefined, Q extends ZodObject |
    * `link`: no key, the request's own link is its credential (an export's download link).
    */
   auth?: 'api' | 'admin' | 'link';
+  /**
+   * The key scope the operation needs (`api` only). A GET needs `read` unless it says otherwise;
+   * any other method that names none needs a key with every scope.
+   */
+  scope?: KeyScope;
   /** The 200 answer is a CSV file (text/csv) that the handler writes itself (src/http/csv-response.ts). */
   csv?: boolean;
 }
@@ -50,7 +57,7 @@ export interface RouteInput<P, Q, B> {
 
 /** What any operation may answer, besides its own errors. */
 const COMMON_ERRORS: Record<'api' | 'admin' | 'link', ErrorCode[]> = {
-  api: ['invalid_input', 'unauthorized', 'rate_limited', 'internal_error', 'service_unavailable'],
+  api: ['invalid_input', 'unauthorized', 'insufficient_scope', 'ip_not_allowed', 'key_expired', 'rate_limited', 'internal_error', 'service_unavailable'],
   admin: ['invalid_input', 'unauthorized', 'internal_error', 'service_unavailable'],
   link: ['invalid_input', 'internal_error', 'service_unavailable'],
 };
@@ -86,6 +93,10 @@ function responsesOf(def: RouteDef<ZodObject | undefined, ZodObject | undefined,
   };
 }
 
+function scopeOf(def: { method: Method; scope?: KeyScope }): KeyScope | 'every' {
+  return def.scope ?? (def.method === 'get' ? 'read' : 'every');
+}
+
 /**
  * Registers a route once: its zod schemas parse the request and describe it in the OpenAPI
  * document, and the handler's return value is the 200 body.
@@ -97,6 +108,8 @@ export function addRoute<P extends ZodObject | undefined, Q extends ZodObject | 
   def: RouteDef<P, Q, B>,
   handler: (input: RouteInput<Infer<P>, Infer<Q>, Infer<B>>) => Promise<unknown>,
 ): void {
+  const auth = def.auth ?? 'api';
+  const scope = scopeOf(def);
   registry.registerPath({
     method: def.method,
     path: mount + def.path.replace(/:(\w+)/g, '{$1}'),
@@ -104,7 +117,9 @@ export function addRoute<P extends ZodObject | undefined, Q extends ZodObject | 
     tags: [def.tag],
     summary: def.summary,
     ...(def.description ? { description: def.description } : {}),
-    ...(def.auth === 'link' ? { security: [] } : {}),
+    // OpenAPI 3.1 lets a bearer requirement name the roles it needs: here, the key's scopes.
+    ...(auth === 'api' ? { security: [{ bearer: scope === 'every' ? [...KEY_SCOPES] : [scope] }] } : {}),
+    ...(auth === 'link' ? { security: [] } : {}),
     request: {
       ...(def.params ? { params: def.params } : {}),
       ...(def.query ? { query: def.query } : {}),
@@ -118,6 +133,8 @@ export function addRoute<P extends ZodObject | undefined, Q extends ZodObject | 
   const express: RequestHandler = async (req: Request, res: Response, _next: NextFunction) => {
     // The template this request matched, for the metrics (an error handler later sees another baseUrl).
     res.locals.routeTemplate = `${req.baseUrl}${def.path}`;
+    // Before the request is read: a key without the scope learns nothing from a validation error.
+    if (auth === 'api') assertScope(res.locals.principal as Principal, scope);
     const headers = Object.fromEntries(headerNames.map((h) => [h, req.header(h)]));
     assertCleanInput({ params: req.params, query: req.query, body: req.body, header: headers });
     const input = {

@@ -2,9 +2,11 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from './openapi';
 import { Decimal } from './schemas';
 
-// The six events of spec part 6, and the additions beyond it (export.ready, batch.completed), as the receiver gets them: one JSON object, the envelope
-// (eventId, event, timestamp) merged flat with the payload, signed over the raw body. Published
-// in the OpenAPI document's `webhooks`, so receivers can be typed and validated.
+// The six events of spec part 6 as the receiver gets them; the two that answer a reseller's own
+// request (export.ready, batch.completed), sent like the spec's; and the two an endpoint gets only
+// by naming them in its list (product.updated, balance.low): one JSON object, the envelope
+// (eventId, event, timestamp) merged flat with the payload, signed over the raw body. Published in
+// the OpenAPI document's `webhooks`, so receivers can be typed and validated.
 
 const envelope = <E extends string>(event: E, eventId: z.ZodString) => ({
   eventId: eventId.describe('Stable across redeliveries of one event: dedupe on it'),
@@ -118,6 +120,40 @@ export const BatchCompletedEvent = z
   })
   .openapi('BatchCompletedEvent', { description: 'Every line has its outcome: GET /batches/{batchId}/lines lists them' });
 
+const ProductChange = z.enum(['price', 'inStock', 'available', 'stock', 'availabilityStatus', 'deliveryMode']);
+
+export const ProductUpdatedEvent = z
+  .object({
+    ...envelope('product.updated', EVT_ID),
+    productId: z.string(),
+    changed: z.array(ProductChange).min(1).describe('What changed for this account since the last announcement (or since before the change)'),
+    price: Decimal.describe("The unit price at the account's level"),
+    currency: z.enum(['USDT', 'USDC']),
+    inStock: z.boolean(),
+    available: z.boolean(),
+    stockMode: z.enum(['inventory', 'on_demand', 'limited']),
+    stock: z.number().int().nullable(),
+    stockCapped: z.boolean(),
+    availabilityStatus: z.enum(['available', 'manual', 'degraded', 'unavailable']),
+    deliveryMode: z.enum(['automatic', 'manual', 'manual_fallback', 'unavailable', 'test_code_only']),
+  })
+  .openapi('ProductUpdatedEvent');
+
+export const BalanceLowEvent = z
+  .object({
+    ...envelope('balance.low', EVT_ID),
+    balance: Decimal.describe('The balance after the change that took it below the threshold'),
+    threshold: Decimal.describe('The endpoint\'s balanceLowThreshold'),
+    currency: z.literal('USDT'),
+    transactionType: z.enum(['topup', 'purchase', 'refund', 'adjust']).describe('The ledger row of that change'),
+    orderId: z.string().nullable(),
+  })
+  .openapi('BalanceLowEvent');
+
+const OPT_IN = 'Opt-in (extension beyond spec 1.4.0): sent only to an endpoint whose `events` list names it. ';
+const ON_REQUEST = 'Extension beyond spec 1.4.0, sent like the spec\'s events (to an endpoint without an `events` list, or whose list names it), ' +
+  'and only to an account that asked for it: ';
+
 /** Every event body, by its `event` name. */
 export const WEBHOOK_EVENTS = {
   'order.delivered': { schema: OrderDeliveredEvent, operationId: 'orderDelivered', summary: 'An order reached delivered: all codes are ready' },
@@ -129,16 +165,34 @@ export const WEBHOOK_EVENTS = {
   'redemption.fulfilled': { schema: RedemptionFulfilledEvent, operationId: 'redemptionFulfilled', summary: 'A redemption attempt reached fulfilled (once per attempt)' },
   'redemption.failed': { schema: RedemptionFailedEvent, operationId: 'redemptionFailed', summary: 'A redemption attempt reached failed (once per attempt)' },
   'webhook.test': { schema: WebhookTestEvent, operationId: 'webhookTest', summary: 'Sent by POST /webhook/test' },
-  'export.ready': { schema: ExportReadyEvent, operationId: 'exportReady', summary: 'An export job wrote its file (beyond the spec)' },
-  'batch.completed': { schema: BatchCompletedEvent, operationId: 'batchCompleted', summary: 'Every line of a batch was placed or refused (beyond the spec)' },
-} as const;
+  'export.ready': {
+    schema: ExportReadyEvent, operationId: 'exportReady', summary: 'An export job wrote its file',
+    extra: ON_REQUEST + 'one per export job (POST /exports), once its file is ready.',
+  },
+  'batch.completed': {
+    schema: BatchCompletedEvent, operationId: 'batchCompleted', summary: 'Every line of a batch was placed or refused',
+    extra: ON_REQUEST + 'one per batch (POST /batches), once every line has its outcome.',
+  },
+  'product.updated': {
+    schema: ProductUpdatedEvent, operationId: 'productUpdated',
+    summary: "A product's price at the account's level, its stock or its availability changed",
+    extra: OPT_IN + 'Changes to one product within a minute (PRODUCT_UPDATE_COALESCE_SECONDS) are announced as one event, and none when they cancel out. ' +
+      'Triggered by price changes and stock imports; read GET /products/{id} for the state now.',
+  },
+  'balance.low': {
+    schema: BalanceLowEvent, operationId: 'balanceLow',
+    summary: 'The balance fell below the endpoint\'s balanceLowThreshold',
+    extra: OPT_IN + 'Once per crossing: written with the ledger row that takes the balance from the threshold or above to below it; ' +
+      'the next one comes only after the balance has been back at or above the threshold.',
+  },
+} as const satisfies Record<string, { schema: z.ZodType; operationId: string; summary: string; extra?: string }>;
 
 export type WebhookEventName = keyof typeof WEBHOOK_EVENTS;
 
 /** One body schema that accepts any event (a receiver's first check). */
 export const WebhookEvent = z.discriminatedUnion('event', [
   OrderDeliveredEvent, OrderDeliveryAttentionEvent, TopupCreditedEvent, RedemptionFulfilledEvent, RedemptionFailedEvent, WebhookTestEvent,
-  ExportReadyEvent, BatchCompletedEvent,
+  ExportReadyEvent, BatchCompletedEvent, ProductUpdatedEvent, BalanceLowEvent,
 ]);
 
 export const SIGNATURE_HEADERS = {
@@ -172,7 +226,7 @@ export function registerWebhooks(registry: OpenAPIRegistry): void {
       operationId: e.operationId,
       tags: ['Webhooks'],
       summary: e.summary,
-      description: DELIVERY_RULES,
+      description: 'extra' in e ? `${e.extra}\n\n${DELIVERY_RULES}` : DELIVERY_RULES,
       security: [],
       request: { headers: DeliveryHeaders, body: { required: true, content: { 'application/json': { schema: e.schema } } } },
       responses: {

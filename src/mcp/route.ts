@@ -1,7 +1,7 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { Router } from 'express';
 import type { AppContext } from '../http/context';
-import { bearerAuth, rateLimit } from '../http/middleware';
+import { bearerAuth } from '../http/middleware';
 import { createMcpServer } from './server';
 
 /**
@@ -12,8 +12,7 @@ import { createMcpServer } from './server';
  */
 export function mcpRoutes(ctx: AppContext): Router {
   const router = Router();
-  router.use(bearerAuth(ctx));
-  router.use(rateLimit(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
+  router.use(bearerAuth(ctx, { name: 'api', limit: ctx.config.RATE_LIMIT_PER_MINUTE, windowSeconds: 60 }));
 
   router.post('/', express.json({ limit: '256kb' }), async (req, res) => {
     // JSON-RPC 2.0: an empty batch is an Invalid Request, answered with one error object. The

@@ -8,7 +8,10 @@ import { CreateOrderBody } from '../http/routers/orders';
 import { TopupBody, TopupResult } from '../http/routers/topups';
 import { assertCleanInput, IdString } from '../http/hygiene';
 import { Availability, Balance, Cursor as CursorParam, OrderCreate, OrderDetail, OrderSummary, Product, Transaction } from '../http/schemas';
+import type { KeyScope } from '../domain/key-scopes';
 import type { Principal } from '../services/accounts';
+import { assertScope } from '../services/key-access';
+import { PlacementRefused } from '../services/admission';
 import { checkAvailability, listProducts } from '../services/catalog';
 import { getBalance } from '../services/ledger';
 import { listOrders, listTransactions, orderDetail } from '../services/order-queries';
@@ -30,6 +33,8 @@ interface Tool<I extends ZodObject = ZodObject> {
   /** The REST endpoint's response schema: structuredContent has exactly that shape. */
   output: ZodObject;
   annotations: ToolAnnotations;
+  /** The key scope it needs, as its REST endpoint does. */
+  scope: KeyScope;
   run: (args: z.infer<I>, call: McpCall) => Promise<object>;
 }
 
@@ -64,6 +69,7 @@ const TOOLS: Tool[] = [
     input: z.object({}).strict(),
     output: z.object({ products: z.array(Product) }),
     annotations: READ,
+    scope: 'read',
     run: async (_args, { ctx, principal }) => ({
       products: await listProducts(ctx.orm.em.fork(), principal.account.level, ctx.config.STOCK_DISPLAY_CAP),
     }),
@@ -84,6 +90,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: Availability,
     annotations: READ,
+    scope: 'read',
     run: async ({ productId, qty }, { ctx, principal }) => checkAvailability(ctx.orm.em.fork(), productId, qty, principal.account.level),
   }),
   tool({
@@ -95,6 +102,7 @@ const TOOLS: Tool[] = [
     input: z.object({}).strict(),
     output: Balance,
     annotations: READ,
+    scope: 'read',
     run: async (_args, { ctx, principal }) => getBalance(ctx.orm.em.fork(), principal.account.id),
   }),
   tool({
@@ -114,6 +122,7 @@ const TOOLS: Tool[] = [
     }),
     output: TopupResult,
     annotations: WRITE,
+    scope: 'topups',
     run: async (args, { ctx, principal }) =>
       submitTopup(
         {
@@ -121,6 +130,7 @@ const TOOLS: Tool[] = [
           temporal: ctx.temporal,
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
+          admission: ctx.admission,
         },
         { accountId: principal.account.id, externalTopupId: args.externalTopupId, amount: args.amount, currency: args.currency, source: 'mcp' },
       ),
@@ -151,9 +161,10 @@ const TOOLS: Tool[] = [
     }),
     output: OrderCreate,
     annotations: WRITE,
+    scope: 'orders',
     run: async (args, { ctx, principal }) =>
       submitOrder(
-        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config },
+        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config, admission: ctx.admission },
         { ...args, accountId: principal.account.id, source: 'mcp' },
       ),
   }),
@@ -170,6 +181,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: OrderDetail,
     annotations: READ,
+    scope: 'read',
     run: async ({ orderId }, { ctx, principal }) => orderDetail(ctx.orm.em.fork(), principal.account.id, orderId, ctx.config.publicBaseUrl),
   }),
   tool({
@@ -189,6 +201,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: z.object({ orders: z.array(OrderSummary), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     annotations: READ,
+    scope: 'read',
     run: async (args, { ctx, principal }) => {
       const page = await listOrders(ctx.orm.em.fork(), {
         ...args, accountId: principal.account.id, baseUrl: ctx.config.publicBaseUrl, cursorSecret: ctx.config.CURSOR_SECRET,
@@ -212,6 +225,7 @@ const TOOLS: Tool[] = [
       .strict(),
     output: z.object({ transactions: z.array(Transaction), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     annotations: READ,
+    scope: 'read',
     run: async (args, { ctx, principal }) => {
       const page = await listTransactions(ctx.orm.em.fork(), { ...args, accountId: principal.account.id, cursorSecret: ctx.config.CURSOR_SECRET });
       return { transactions: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore };
@@ -231,6 +245,8 @@ const INSTRUCTIONS = [
   'A checkout link (`checkoutUrl`, `paymentUrl`) goes only to the payer and is never logged or published.',
   'Errors are tool results with isError=true whose text is the JSON error body {error, message, requestId, retryable, details?}:',
   'branch on `error`, never on the message; `retryable=true` means the same call may be repeated as is; quote `requestId` to support.',
+  'A key made with fewer scopes gets `insufficient_scope` from the tools outside them: the reading tools need `read`,',
+  'purchase_codes needs `orders` and create_topup `topups`.',
   'Server-side redemption of codes is available through REST only.',
 ].join('\n');
 
@@ -248,6 +264,8 @@ function errorResult(err: ApiError, requestId: string): CallToolResult {
 async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToolResult> {
   const { ctx, principal, requestId } = call;
   try {
+    // Before the arguments are read, as in REST.
+    assertScope(principal, t.scope);
     assertCleanInput({ arguments: rawArgs });
     const args = t.input.parse(rawArgs ?? {});
     const result = await t.run(args, call);
@@ -256,7 +274,7 @@ async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToo
   } catch (err) {
     const apiError = toApiError(err);
     // Arguments and results may hold codes or checkout links: only the tool name and the outcome are logged.
-    if (apiError.status >= 500) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
+    if (apiError.status >= 500 && !(err instanceof PlacementRefused)) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
     else ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name, error: apiError.code }, 'mcp tool');
     return errorResult(apiError, requestId);
   }

@@ -33,6 +33,12 @@ export const rateLimited = new Counter({
   labelNames: ['limit'] as const,
   registers: [registry],
 });
+export const signInFailures = new Counter({
+  name: 'wholesale_sign_in_failures_total',
+  help: 'Sign-ins refused for a wrong email, password or code, by area (console, account)',
+  labelNames: ['area'] as const,
+  registers: [registry],
+});
 
 // Business.
 export const ordersPlaced = new Counter({
@@ -63,6 +69,39 @@ export const exportRows = new Counter({
   name: 'wholesale_export_rows_total',
   help: 'CSV rows exported, by kind (orders, ledger) and mode (stream: GET …csv, job: pages a workflow wrote)',
   labelNames: ['kind', 'mode'] as const,
+  registers: [registry],
+});
+// Admission control of placements in each API process (src/services/admission.ts).
+export const placementsAdmitted = new Counter({
+  name: 'wholesale_admission_admitted_total',
+  help: 'Placements (orders, top-ups) let through admission control, by kind',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+export const placementsShed = new Counter({
+  name: 'wholesale_admission_shed_total',
+  help: 'Placements answered 503 at once by admission control, by kind and reason (limit, account_share, no_worker)',
+  labelNames: ['kind', 'reason'] as const,
+  registers: [registry],
+});
+export const admissionLimit = new Gauge({
+  name: 'wholesale_admission_limit',
+  help: 'Placements this API process lets run at once now (its adaptive limit)',
+  registers: [registry],
+});
+export const admissionInFlight = new Gauge({
+  name: 'wholesale_admission_in_flight',
+  help: 'Placements running in this API process now',
+  registers: [registry],
+});
+export const workersLive = new Gauge({
+  name: 'wholesale_workers_live',
+  help: "Worker processes whose heartbeat this API process saw fresh at its last read (its task queue's pollers)",
+  registers: [registry],
+});
+export const workerQueueSeconds = new Gauge({
+  name: 'wholesale_worker_queue_seconds',
+  help: 'The longest mean workflow-task schedule-to-start the live workers reported at their last heartbeat',
   registers: [registry],
 });
 export const topupsCreated = new Counter({

@@ -4,6 +4,7 @@ import type { Orm } from '../db/orm';
 import { fromDb, toDecimal } from '../domain/money';
 import { COMPLIANCE_NOTICE } from '../providers/payments';
 import { abandonCheckout, findCheckout, payCheckout, type CheckoutRow } from '../providers/sandbox-payments';
+import { checkoutRateLimit } from './checkout-limit';
 import { html, page, sendPage } from './layout';
 
 // The built-in sandbox provider's hosted checkout (/checkout/:id), where a person pays or abandons.
@@ -13,9 +14,10 @@ import { html, page, sendPage } from './layout';
 export function checkoutPages(deps: { orm: Orm; config: Config }): Router {
   const { orm } = deps;
   const secret = deps.config.PAYMENT_CALLBACK_SECRET;
+  const { limit, limitedPage } = checkoutRateLimit(deps);
   const pages = Router();
   pages.use(express.urlencoded({ extended: false }));
-  pages.get('/:id', async (req, res) => {
+  pages.get('/:id', limit, async (req, res) => {
     const row = await findCheckout(orm.em.fork(), req.params.id);
     if (!row) return sendPage(res, 404, page({ title: 'Checkout not found', body: html`<h1>Checkout not found</h1><p class="lead">This payment link is not valid.</p>` }));
     sendPage(res, 200, checkoutPage(row));
@@ -30,6 +32,7 @@ export function checkoutPages(deps: { orm: Orm; config: Config }): Router {
       sendPage(res, 200, checkoutPage(row));
     });
   }
+  pages.use(limitedPage);
   return pages;
 }
 

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import QRCode from 'qrcode';
 import type { AppContext } from '../http/context';
 import { checkoutView } from '../services/evm-checkouts';
+import { checkoutRateLimit } from './checkout-limit';
 import { checkoutPage, selectOption, type CheckoutOption } from './evm-checkout-view';
 import { html, page, sendPage } from './layout';
 
@@ -26,6 +27,7 @@ async function qrSvg(uri: string): Promise<string> {
 export function evmCheckoutPages(ctx: AppContext): Router {
   const evm = ctx.providers.evm!;
   const decimalsOf = (o: CheckoutOption) => evm.chains.find((c) => c.chainId === o.chainId)!.tokens[o.token]!.decimals;
+  const { limit, limitedPage } = checkoutRateLimit(ctx);
   const pages = Router();
 
   pages.get('/assets/checkout.js', (_req, res) => {
@@ -33,20 +35,21 @@ export function evmCheckoutPages(ctx: AppContext): Router {
       .send(CHECKOUT_SCRIPT);
   });
 
-  pages.get('/:id/status.json', async (req, res) => {
+  pages.get('/:id/status.json', limit, async (req, res) => {
     const view = await checkoutView(ctx.orm.em.fork(), req.params.id, evm.chains);
     res.set({ 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
     if (!view) return void res.status(404).json({ error: 'not_found', message: 'Unknown checkout' });
     res.json(view);
   });
 
-  pages.get('/:id', async (req, res) => {
+  pages.get('/:id', limit, async (req, res) => {
     const view = await checkoutView(ctx.orm.em.fork(), req.params.id, evm.chains);
     if (!view) return sendPage(res, 404, page({ title: 'Checkout not found', body: html`<h1>Checkout not found</h1><p class="lead">This payment link is not valid.</p>` }));
     const option = selectOption(view, req.query);
     const selected = option && { option, decimals: decimalsOf(option), qrSvg: await qrSvg(option.uri) };
     sendPage(res, 200, checkoutPage({ base: req.baseUrl, view, selected, now: Date.now() }));
   });
+  pages.use(limitedPage);
   return pages;
 }
 

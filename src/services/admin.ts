@@ -5,6 +5,7 @@ import { normalizeCode, CODE_RE } from '../codes';
 import { parseDecimal, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
 import { ApiError } from '../domain/errors';
 import { findActiveProduct } from './catalog';
+import { noteProductChange } from './product-updates';
 import { applyBalanceChange, lockAccount } from './ledger';
 
 /** An operator's balance correction: an `adjust` ledger row (negative amounts allowed, never below 0). */
@@ -29,7 +30,8 @@ export async function adjustBalance(
 
 /**
  * Imports codes of an inventory product, one per line; blank lines and duplicates are skipped.
- * Codes of redemption products must have the platform code format.
+ * Codes of redemption products must have the platform code format. One transaction: the import
+ * is whole or not at all, and product.updated subscribers hear of it once.
  */
 export async function importStock(em: EntityManager, productId: string, lines: string[]): Promise<{ productId: string; imported: number; skipped: number }> {
   const product = await findActiveProduct(em, productId);
@@ -37,9 +39,11 @@ export async function importStock(em: EntityManager, productId: string, lines: s
   const codes = [...new Set(lines.map((l) => l.trim()).filter(Boolean).map((c) => (product.deliveryType === 'redemption' ? normalizeCode(c) : c)))];
   const bad = product.deliveryType === 'redemption' ? codes.filter((c) => !CODE_RE.test(c)) : [];
   if (bad.length > 0) throw new ApiError('invalid_input', `${bad.length} line(s) are not codes of the form XXXX-XXXX-XXXX-XXXX`);
-  let imported = 0;
-  for (let i = 0; i < codes.length; i += 500) {
-    imported += await insertStockCodes(em, productId, codes.slice(i, i + 500));
-  }
+  const imported = await em.transactional(async (tx) => {
+    if (codes.length > 0) await noteProductChange(tx, productId);
+    let n = 0;
+    for (let i = 0; i < codes.length; i += 500) n += await insertStockCodes(tx, productId, codes.slice(i, i + 500));
+    return n;
+  });
   return { productId, imported, skipped: lines.length - imported };
 }

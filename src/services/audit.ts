@@ -4,16 +4,17 @@ import { accountOfOrder, auditPage, insertAuditOutcome, insertAuditRow, type Aud
 import type { StaffRole } from '../db/staff-store';
 import { ApiError } from '../domain/errors';
 
-// Who did what, for every console and admin-API action: one append-only row, written before the
-// action runs (so no action happens without its row), and its outcome appended once known. The
-// tables refuse UPDATE and DELETE (Migration20261209000000StaffConsole), so a row is final.
-// Rows name ids, reasons and request ids; never codes, redeem details or secrets.
+// Who did what, for every console, admin-API and changing CLI action: one append-only row, written
+// before the action runs (so no action happens without its row), and its outcome appended once
+// known. Triggers refuse UPDATE, DELETE and TRUNCATE (Migration20261209000000StaffConsole), and a
+// service role that does not own the tables has only INSERT and SELECT on them (../db/service-role),
+// so a row is final. Rows name ids, reasons and request ids; never codes, redeem details or secrets.
 
 export type Actor =
   | { kind: 'staff'; staffId: string; name: string; email: string; role: StaffRole }
   /** A caller holding ADMIN_TOKEN: automation, not a person the service knows. */
   | { kind: 'token' }
-  /** `npx wholesale` on a machine with the database URL (the first admin's creation). */
+  /** `npx wholesale` on a machine with the database URL, by the operator its --by names. */
   | { kind: 'cli'; user: string };
 
 export const TOKEN_ACTOR: Actor = { kind: 'token' };

@@ -67,14 +67,14 @@ export async function sellableUnits(em: EntityManager, products: Product[]): Pro
     outstandingUnits(em, products.filter((p) => p.stockMode !== 'on_demand').map((p) => p.id)),
     inventoryCounts(em, products.filter((p) => p.stockMode === 'inventory').map((p) => p.id)),
   ]);
-  const result = new Map<string, number>();
-  for (const p of products) {
-    const held = outstanding.get(p.id) ?? 0;
-    if (p.stockMode === 'on_demand') result.set(p.id, Number.POSITIVE_INFINITY);
-    else if (p.stockMode === 'inventory') result.set(p.id, Math.max(0, (inventory.get(p.id) ?? 0) - held));
-    else result.set(p.id, Math.max(0, (p.limitedRemaining ?? 0) - held));
-  }
-  return result;
+  return new Map(products.map((p) => [p.id, sellableOf(p, outstanding.get(p.id) ?? 0, inventory.get(p.id) ?? 0)]));
+}
+
+/** Units of one product that could be sold now, from the units `held` by unpaid orders and its `unsold` imported codes. */
+export function sellableOf(p: Product, held: number, unsold: number): number {
+  if (p.stockMode === 'on_demand') return Number.POSITIVE_INFINITY;
+  if (p.stockMode === 'inventory') return Math.max(0, unsold - held);
+  return Math.max(0, (p.limitedRemaining ?? 0) - held);
 }
 
 /** Whether the listing accepts orders at all, before stock: the reason when it does not. */

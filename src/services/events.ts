@@ -1,16 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertEvent } from '../db/events-store';
 import { newId } from '../codes';
+import type { EventType } from '../domain/event-types';
 
-export type EventType =
-  | 'order.delivered'
-  | 'order.delivery_attention'
-  | 'topup.credited'
-  | 'redemption.fulfilled'
-  | 'redemption.failed'
-  | 'webhook.test'
-  | 'export.ready'
-  | 'batch.completed';
+export type { EventType };
 
 /**
  * Writes an event to the outbox in the caller's transaction. `id` is given for events whose id

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../codes';
 import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel, type LedgerRow } from '../db/ledger-store';
 import { ApiError } from '../domain/errors';
 import { raisedLevel, type Level } from '../domain/levels';
@@ -48,7 +49,8 @@ export interface BalanceChange {
 /**
  * Applies one balance change on an account locked by `lockAccount` in the same transaction:
  * writes the ledger row with `balanceAfter`, updates spending and raises the level if the new
- * spending plus balance crosses a threshold (never lowers it). Returns the new balance, or
+ * spending plus balance crosses a threshold (never lowers it), and writes `balance.low` if the
+ * balance falls below the threshold the account's webhook names. Returns the new balance, or
  * `undefined` when this idempotency key was applied before.
  */
 export async function applyBalanceChange(
@@ -72,6 +74,7 @@ export async function applyBalanceChange(
     orderId: change.orderId ?? null,
     idempotencyKey: change.idempotencyKey,
     note: change.note ?? null,
+    lowEventId: newId('evt'),
   });
   account.balance = balance;
   account.cumulativeSpending = spending;

@@ -19,8 +19,8 @@ import { assertSameRequest, checkTestProductRules, findByExternalId, redeemUrlFo
 /** True unless the order was placed by this very request (a retry of it after a lost reply). */
 export const isReplay = (order: Pick<Order, 'placementId'>, placementId: string | undefined) => !placementId || order.placementId !== placementId;
 
-/** What a placement answers with: the order's id and state (the response is read from Postgres). */
-export type PlacedOrder = Pick<Order, 'id' | 'amount' | 'currency' | 'status' | 'fulfillmentStatus' | 'payment' | 'checkoutUrl'>;
+/** What a placement answers with: the order's id, state and what its response shows (codes and links aside). */
+export type PlacedOrder = Pick<Order, 'id' | 'amount' | 'currency' | 'status' | 'fulfillmentStatus' | 'payment' | 'checkoutUrl' | 'deliveryType' | 'fulfilledQuantity'>;
 
 export interface OrderSettings {
   levelThresholds: readonly Cents[];
@@ -305,6 +305,7 @@ async function checkAndWrite(
             deliveryType: product.deliveryType,
           },
         },
+    lowEventId: newId('evt'),
     atomic,
   });
   if (written.collided) throw new CodeCollision();
@@ -323,7 +324,10 @@ async function checkAndWrite(
     throw new CodeCollision();
   }
   return {
-    order: { id: orderId, amount: toDecimal(amount), currency: product.currency, status: direct ? 'paid' : 'delivered', fulfillmentStatus: direct ? 'processing' : null, payment: 'balance', checkoutUrl: null },
+    order: {
+      id: orderId, amount: toDecimal(amount), currency: product.currency, status: direct ? 'paid' : 'delivered', fulfillmentStatus: direct ? 'processing' : null,
+      payment: 'balance', checkoutUrl: null, deliveryType: product.deliveryType, fulfilledQuantity: direct ? 0 : input.qty,
+    },
     reused: false,
   };
 }

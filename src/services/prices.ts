@@ -2,10 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../domain/errors';
 import { fromDb, isAmount, parseDecimal, toDecimal } from '../domain/money';
 import { ProductPriceSchema, ProductSchema } from '../db/entities';
+import { noteProductChange } from './product-updates';
 
 // What a product sells for at each level, as an admin sets it (the staff console). A reseller
 // whose order names an `expectedUnitPrice` that no longer holds gets `price_changed`, so a price
-// changed here never silently charges a reseller more than they saw.
+// changed here never silently charges a reseller more than they saw; one who asked for
+// product.updated is told (./product-updates).
 
 export const LEVELS = [1, 2, 3, 4, 5] as const;
 
@@ -30,6 +32,7 @@ export async function setProductPrice(em: EntityManager, change: { productId: st
       [change.productId, change.level],
     );
     const price = toDecimal(cents);
+    await noteProductChange(tx, change.productId);
     await tx.execute(
       `insert into product_prices (product_id, level, price) values (?, ?, ?)
        on conflict (product_id, level) do update set price = excluded.price`,

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { countHit, pruneRateLimits } from '../db/rate-limits-store';
+import { countHit, pruneRateLimits, uncountHit } from '../db/rate-limits-store';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -7,20 +7,48 @@ export interface RateLimitResult {
   /** Unix seconds when the window resets. */
   resetAt: number;
   retryAfter: number;
+  /** The window this hit was counted in (to give it back). */
+  windowStart: Date;
 }
 
-/** Counts one hit in a fixed window kept in Postgres, so several API processes share a budget. */
-export async function hitRateLimit(em: EntityManager, bucket: string, limit: number, windowSeconds: number): Promise<RateLimitResult> {
-  const now = Date.now();
+/** The fixed window a hit at `now` falls in. */
+export interface RateWindow {
+  start: Date;
+  seconds: number;
+  now: number;
+}
+
+export function rateWindow(windowSeconds: number, now = Date.now()): RateWindow {
   const windowMs = windowSeconds * 1000;
-  const windowStart = new Date(Math.floor(now / windowMs) * windowMs);
-  const count = await countHit(em, bucket, windowStart);
-  if (Math.random() < 0.01) await pruneRateLimits(em);
-  const resetAtMs = windowStart.getTime() + windowMs;
+  return { start: new Date(Math.floor(now / windowMs) * windowMs), seconds: windowSeconds, now };
+}
+
+/** What the window's count means for the hit that made it `count`. */
+export function rateLimitResult(count: number, limit: number, window: RateWindow): RateLimitResult {
+  const resetAtMs = window.start.getTime() + window.seconds * 1000;
   return {
     allowed: count <= limit,
     remaining: Math.max(0, limit - count),
     resetAt: Math.ceil(resetAtMs / 1000),
-    retryAfter: Math.max(1, Math.ceil((resetAtMs - now) / 1000)),
+    retryAfter: Math.max(1, Math.ceil((resetAtMs - window.now) / 1000)),
+    windowStart: window.start,
   };
+}
+
+/** Drops old windows now and then (one hit in a hundred), so the table stays small. */
+export async function pruneSometimes(em: EntityManager): Promise<void> {
+  if (Math.random() < 0.01) await pruneRateLimits(em);
+}
+
+/** Counts one hit in a fixed window kept in Postgres, so several API processes share a budget. */
+export async function hitRateLimit(em: EntityManager, bucket: string, limit: number, windowSeconds: number): Promise<RateLimitResult> {
+  const window = rateWindow(windowSeconds);
+  const count = await countHit(em, bucket, window.start);
+  await pruneSometimes(em);
+  return rateLimitResult(count, limit, window);
+}
+
+/** Gives back a hit counted by hitRateLimit: an attempt that turned out not to count against the budget. */
+export async function giveBackHit(em: EntityManager, bucket: string, hit: RateLimitResult): Promise<void> {
+  await uncountHit(em, bucket, hit.windowStart);
 }

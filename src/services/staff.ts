@@ -11,7 +11,7 @@ import {
   disableStaffRow,
   insertStaff,
   listStaffRows,
-  lockActiveAdmins,
+  lockSignInAdmins,
   replaceRecoveryCodes,
   resetStaffSetup,
   setStaffRole,
@@ -28,7 +28,7 @@ import { ApiError } from '../domain/errors';
 import { isUuid } from '../domain/redeem-info';
 import { seal, unseal, type KeyRing } from '../temporal/codec';
 import { hashPassword, verifyPassword } from './passwords';
-import { hitRateLimit } from './rate-limit';
+import { throttledSignIn, type SignInLimits } from './sign-in-throttle';
 import { normalizeEmail } from './users';
 
 // The people who work the console, apart from resellers' users. A member is invited (by the CLI
@@ -48,12 +48,6 @@ const RECOVERY_CODE_COUNT = 10;
 
 /** One answer for every refused sign-in: it never tells which of the three was wrong. */
 export const STAFF_BAD_CREDENTIALS = 'The email, password or code is not right.';
-
-export interface StaffSignInLimits {
-  perEmail: number;
-  perIp: number;
-  windowSeconds: number;
-}
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 const totpAad = (staffId: string) => `staff-totp:${staffId}`;
@@ -148,12 +142,13 @@ export async function inviteStaff(
 /**
  * A lost phone or password: a new setup link and TOTP secret; the old password and recovery codes
  * stop working. It also lifts a disable, since the member comes back only through the new link.
+ * The last admin able to sign in cannot be reset (nobody could sign in to manage staff until the
+ * link is used): their recovery codes, or `npx wholesale staff create`, are the way back.
  */
 export async function resetStaff(em: EntityManager, keys: KeyRing, staffId: string): Promise<Invitation> {
-  if (!isUuid(staffId)) throw new ApiError('not_found', 'No such staff member');
   const { token, ...setup } = newSetupToken();
-  return em.transactional(async (tx) => {
-    if (!(await resetStaffSetup(tx, staffId, { ...newTotpSecret(keys, staffId), ...setup }))) throw new ApiError('not_found', 'No such staff member');
+  return keepingAnAdmin(em, staffId, async (tx) => {
+    if (!(await resetStaffSetup(tx, staffId, { ...newTotpSecret(keys, staffId), ...setup }))) return undefined;
     return { staff: staffView((await staffById(tx, staffId))!), setupToken: token };
   });
 }
@@ -194,37 +189,33 @@ export async function completeSetup(
 const refused = () => new ApiError('unauthorized', STAFF_BAD_CREDENTIALS);
 
 /**
- * Checks email, password and code. Attempts are counted per client IP and per email before
- * anything is looked at (Postgres counters shared by every API process). The code is a TOTP code
- * of a step later than the last one accepted, or an unused recovery code (spent by this).
+ * Checks email, password and code, under the failure budgets of this email from this client
+ * address and of the address (./sign-in-throttle: someone else's wrong guesses never lock a
+ * member out). The code is a TOTP code of a step later than the last one accepted, or an unused
+ * recovery code (spent by this).
  */
 export async function signInStaff(
   em: EntityManager,
   keys: KeyRing,
   input: { email: string; password: string; code: string; ip: string },
-  limits: StaffSignInLimits,
+  limits: SignInLimits,
 ): Promise<{ staff: StaffRow; recoveryCodeUsed: boolean }> {
   const email = normalizeEmail(input.email);
-  for (const [bucket, limit] of [
-    [`staff-signin-ip:${input.ip}`, limits.perIp],
-    [`staff-signin-email:${sha256(email).slice(0, 32)}`, limits.perEmail],
-  ] as const) {
-    const hit = await hitRateLimit(em, bucket, limit, limits.windowSeconds);
-    if (!hit.allowed) throw new ApiError('rate_limited', 'Too many sign-in attempts', undefined, { 'Retry-After': String(hit.retryAfter) });
-  }
-  const row = await staffByEmail(em, email);
-  const passwordOk = await verifyPassword(input.password, row?.password_hash ?? undefined);
-  if (!row || !passwordOk || row.disabled_at || !row.enrolled_at) throw refused();
-  const code = input.code.replace(/\s/g, '');
-  if (/^\d{6}$/.test(code)) {
-    const step = totpStep(openTotp(keys, row), code, row.totp_last_step);
-    // The conditional update settles two sign-ins racing with one code: only one advances the step.
-    if (step === undefined || !(await advanceTotpStep(em, row.id, step))) throw refused();
-    return { staff: row, recoveryCodeUsed: false };
-  }
-  if (code.replace(/-/g, '').length !== 20 || !(await spendRecoveryCode(em, row.id, recoveryHash(code)))) throw refused();
-  await touchStaffSignIn(em, row.id);
-  return { staff: row, recoveryCodeUsed: true };
+  return throttledSignIn(em, 'console', { email, ip: input.ip }, limits, async () => {
+    const row = await staffByEmail(em, email);
+    const passwordOk = await verifyPassword(input.password, row?.password_hash ?? undefined);
+    if (!row || !passwordOk || row.disabled_at || !row.enrolled_at) throw refused();
+    const code = input.code.replace(/\s/g, '');
+    if (/^\d{6}$/.test(code)) {
+      const step = totpStep(openTotp(keys, row), code, row.totp_last_step);
+      // The conditional update settles two sign-ins racing with one code: only one advances the step.
+      if (step === undefined || !(await advanceTotpStep(em, row.id, step))) throw refused();
+      return { staff: row, recoveryCodeUsed: false };
+    }
+    if (code.replace(/-/g, '').length !== 20 || !(await spendRecoveryCode(em, row.id, recoveryHash(code)))) throw refused();
+    await touchStaffSignIn(em, row.id);
+    return { staff: row, recoveryCodeUsed: true };
+  });
 }
 
 /** The member behind a console session, while enrolled and not disabled. */
@@ -238,22 +229,30 @@ export async function listStaff(em: EntityManager): Promise<(StaffView & { recov
   return Promise.all(rows.map(async (r) => ({ ...staffView(r), recoveryCodesLeft: await unusedRecoveryCodes(em, r.id) })));
 }
 
-/** Runs a change that must leave at least one admin able to sign in. */
-async function keepingAnAdmin(em: EntityManager, staffId: string, change: (tx: EntityManager) => Promise<boolean>): Promise<StaffView> {
+/**
+ * Runs a change to one member (undefined: no such member) that must leave at least one admin able
+ * to sign in: enrolled and not disabled (an invited admin who never set up cannot). The rows of
+ * those admins are locked first, so two admins demoting each other at once cannot both succeed.
+ */
+async function keepingAnAdmin<T>(em: EntityManager, staffId: string, change: (tx: EntityManager) => Promise<T | undefined>): Promise<T> {
   if (!isUuid(staffId)) throw new ApiError('not_found', 'No such staff member');
   return em.transactional(async (tx) => {
-    const admins = await lockActiveAdmins(tx);
-    if (!(await change(tx))) throw new ApiError('not_found', 'No such staff member');
-    const left = (await lockActiveAdmins(tx)).length;
-    if (admins.includes(staffId) && left === 0) throw new ApiError('invalid_input', 'This would leave no admin: make someone else admin first');
-    return staffView((await staffById(tx, staffId))!);
+    const admins = await lockSignInAdmins(tx);
+    const result = await change(tx);
+    if (result === undefined) throw new ApiError('not_found', 'No such staff member');
+    if (admins.includes(staffId) && (await lockSignInAdmins(tx)).length === 0) {
+      throw new ApiError('invalid_input', 'This would leave no admin who can sign in: make someone else admin first');
+    }
+    return result;
   });
 }
 
+const viewOf = async (tx: EntityManager, staffId: string) => staffView((await staffById(tx, staffId))!);
+
 export function changeStaffRole(em: EntityManager, staffId: string, role: StaffRole): Promise<StaffView> {
-  return keepingAnAdmin(em, staffId, (tx) => setStaffRole(tx, staffId, role));
+  return keepingAnAdmin(em, staffId, async (tx) => ((await setStaffRole(tx, staffId, role)) ? viewOf(tx, staffId) : undefined));
 }
 
 export function disableStaff(em: EntityManager, staffId: string): Promise<StaffView> {
-  return keepingAnAdmin(em, staffId, async (tx) => (await disableStaffRow(tx, staffId)) || !!(await staffById(tx, staffId)));
+  return keepingAnAdmin(em, staffId, async (tx) => ((await disableStaffRow(tx, staffId)) || (await staffById(tx, staffId)) ? viewOf(tx, staffId) : undefined));
 }

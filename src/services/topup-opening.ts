@@ -40,15 +40,29 @@ export async function replayOrCheckLimit(
   req: { accountId: string; externalTopupId: string | null; amount: string; currency: string },
   maxPending: number,
 ): Promise<Order | undefined> {
-  if (req.externalTopupId) {
-    const existing = await findByKey(em, req.accountId, req.externalTopupId);
-    if (existing) {
-      assertSameTopup(existing, req);
-      return existing;
-    }
+  const existing = await earlierTopup(em, req);
+  return existing ?? replayOrRoom({ existing: undefined, pending: await countPendingTopups(em, req.accountId) }, req, maxPending);
+}
+
+/** The same rule on what was read already: the earlier top-up under the key, and the unpaid ones. */
+export function replayOrRoom(read: { existing: Order | undefined; pending: number }, req: { amount: string; currency: string }, maxPending: number): Order | undefined {
+  if (read.existing) {
+    assertSameTopup(read.existing, req);
+    return read.existing;
   }
-  if ((await countPendingTopups(em, req.accountId)) >= maxPending) throw tooManyPending(maxPending);
+  if (read.pending >= maxPending) throw tooManyPending(maxPending);
   return undefined;
+}
+
+/** The top-up this externalTopupId was used for before (idempotency_conflict if it differs), if any. */
+export async function earlierTopup(
+  em: EntityManager,
+  req: { accountId: string; externalTopupId: string | null; amount: string; currency: string },
+): Promise<Order | undefined> {
+  if (!req.externalTopupId) return undefined;
+  const existing = await findByKey(em, req.accountId, req.externalTopupId);
+  if (existing) assertSameTopup(existing, req);
+  return existing ?? undefined;
 }
 
 /**

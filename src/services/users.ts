@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { UserSchema, type User } from '../db/entities';
@@ -6,18 +6,13 @@ import { ApiError } from '../domain/errors';
 import { openAccount } from './accounts';
 import { hashPassword, verifyPassword } from './passwords';
 import { hitRateLimit } from './rate-limit';
+import { throttledSignIn, type SignInLimits } from './sign-in-throttle';
 
 // The people who sign in to the account area. One user owns one account; a new account starts
 // exactly as one made by the CLI (Lv1, zero balance, no ledger rows) but without a key: keys are
 // made in the area, where they can be shown once.
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase();
-
-export interface SignInLimits {
-  perAccount: number;
-  perIp: number;
-  windowSeconds: number;
-}
 
 /** One answer for every failed sign-in, so it never tells whether an email is registered. */
 export const BAD_CREDENTIALS = 'The email or password is not right.';
@@ -40,33 +35,18 @@ export async function signUp(em: EntityManager, input: { email: string; password
   }
 }
 
-/** Rate-limit buckets hold a hash of the email, not the address. */
-const emailBucket = (email: string) => createHash('sha256').update(email).digest('hex').slice(0, 32);
-
 /**
- * Checks an email and password. Attempts are counted per email and per client IP (Postgres
- * counters shared by every API process) before the password is looked at, so guessing is slow
- * from one address and against one account from many.
+ * Checks an email and password, under the failure budgets of this email from this client address
+ * and of the address (./sign-in-throttle: someone else's wrong guesses never lock a user out).
  */
-export async function signIn(
-  em: EntityManager,
-  input: { email: string; password: string; ip: string },
-  limits: SignInLimits,
-): Promise<User> {
+export async function signIn(em: EntityManager, input: { email: string; password: string; ip: string }, limits: SignInLimits): Promise<User> {
   const email = normalizeEmail(input.email);
-  for (const [bucket, limit] of [
-    [`signin-ip:${input.ip}`, limits.perIp],
-    [`signin-email:${emailBucket(email)}`, limits.perAccount],
-  ] as const) {
-    const hit = await hitRateLimit(em, bucket, limit, limits.windowSeconds);
-    if (!hit.allowed) {
-      throw new ApiError('rate_limited', 'Too many sign-in attempts', undefined, { 'Retry-After': String(hit.retryAfter) });
-    }
-  }
-  const user = await em.findOne(UserSchema, { email });
-  if (!(await verifyPassword(input.password, user?.passwordHash)) || !user) throw new ApiError('unauthorized', BAD_CREDENTIALS);
-  await em.nativeUpdate(UserSchema, { id: user.id }, { lastSignInAt: new Date() });
-  return user;
+  return throttledSignIn(em, 'account', { email, ip: input.ip }, limits, async () => {
+    const user = await em.findOne(UserSchema, { email });
+    if (!(await verifyPassword(input.password, user?.passwordHash)) || !user) throw new ApiError('unauthorized', BAD_CREDENTIALS);
+    await em.nativeUpdate(UserSchema, { id: user.id }, { lastSignInAt: new Date() });
+    return user;
+  });
 }
 
 /** Sign-ups from one address share a budget, so accounts cannot be minted (or emails probed) in bulk. */

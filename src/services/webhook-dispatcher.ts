@@ -4,10 +4,12 @@ import type { Config } from '../config';
 import { claimUndispatchedEvents, listenForEvents, markEventsDispatched } from '../db/events-store';
 import type { Orm } from '../db/orm';
 import type { TemporalHandle } from '../temporal/client';
+import { emitDueProductUpdates } from './product-updates';
 import { insertDelivery, startDeliveryWorkflow } from './webhooks';
 
 // The outbox relay. Producers only write events (recordEvent, in their own transaction, which
-// also NOTIFYs on commit). Here, in the worker process, each new event gets its delivery row
+// also NOTIFYs on commit); product changes are marks, turned into product.updated events here once
+// their coalescing window has passed (./product-updates). Here, in the worker process, each new event gets its delivery row
 // when its account has a webhook configured, and its delivery workflow is started. A periodic
 // sweep covers missed notifications and downtime; a delivery whose workflow was lost (never
 // started, or closed without settling it) is the reconciler's (src/services/reconcile.ts), the
@@ -72,8 +74,17 @@ export class WebhookDispatcher {
     });
   }
 
-  /** Relays every undispatched event. */
+  /** Relays every undispatched event, after writing the product.updated events now due. */
   async pass(): Promise<void> {
+    try {
+      await emitDueProductUpdates(this.deps.orm.em.fork(), {
+        coalesceSeconds: this.deps.config.PRODUCT_UPDATE_COALESCE_SECONDS,
+        stockDisplayCap: this.deps.config.STOCK_DISPLAY_CAP,
+      });
+    } catch (err) {
+      // The marks stay: the next pass announces them. Relaying must not wait for that.
+      this.deps.logger.warn({ err }, 'product.updated announcement failed; the sweep retries');
+    }
     for (;;) {
       const { decided, created } = await this.relayBatch();
       await Promise.all(created.map((d) => this.ensureRunning(d)));

@@ -5,6 +5,7 @@ import { markEventDispatched } from '../db/events-store';
 import {
   deleteEndpoint,
   deliveryPage,
+  endpointOf,
   holdEndpoint,
   insertDeliveryRow,
   lockDelivery,
@@ -23,6 +24,7 @@ import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
 import { recordEvent } from './events';
 import { findEndpoint } from './webhook-endpoints';
 import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sender';
+import { resolveSubscription, subscriptionFields, subscriptionOf, type SubscriptionChange } from './webhook-subscriptions';
 
 // Webhook endpoint configuration and delivery records (spec 4.5, 3.5). Deliveries are created
 // from the events outbox (webhook-dispatcher.ts, or directly for webhook.test) and driven by
@@ -31,27 +33,30 @@ import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sen
 export const TEST_EVENT_MESSAGE = 'This is a test event from the Wholesale API.';
 
 /**
- * PUT /webhook: `""` clears it; otherwise the URL is validated (including where its name
- * resolves now) and stored with a fresh signing secret, which is returned this once.
+ * PUT /webhook: `""` clears it (and what it receives); otherwise the URL is validated (including
+ * where its name resolves now) and stored with a fresh signing secret, which is returned this
+ * once, and with the events it receives (./webhook-subscriptions).
  */
 export async function configureWebhook(
   em: EntityManager,
   accountId: string,
   rawUrl: string,
-  opts: { policy: UrlPolicy; resolver?: Resolver },
-): Promise<{ ok: true; url: string; secret?: string }> {
+  opts: { policy: UrlPolicy; resolver?: Resolver; subscription?: SubscriptionChange },
+): Promise<{ ok: true; url: string; secret?: string; events?: string[]; balanceLowThreshold?: string }> {
   if (rawUrl === '') {
     await deleteEndpoint(em, accountId);
     return { ok: true, url: '' };
   }
   const url = await validateWebhookUrl(rawUrl, opts.policy, opts.resolver ?? systemResolver);
+  const subscription = resolveSubscription(subscriptionOf(await endpointOf(em, accountId)), opts.subscription ?? {});
   const secret = `whsec_${randomBytes(24).toString('base64url')}`;
-  await upsertEndpoint(em, accountId, url, secret);
-  return { ok: true, url, secret };
+  await upsertEndpoint(em, accountId, { url, secret, ...subscription });
+  return { ok: true, url, secret, ...subscriptionFields(subscription) };
 }
 
-export async function getWebhook(em: EntityManager, accountId: string): Promise<{ url: string }> {
-  return { url: (await findEndpoint(em, accountId))?.url ?? '' };
+export async function getWebhook(em: EntityManager, accountId: string): Promise<{ url: string; events?: string[]; balanceLowThreshold?: string }> {
+  const endpoint = await endpointOf(em, accountId);
+  return { url: endpoint?.url ?? '', ...subscriptionFields(subscriptionOf(endpoint)) };
 }
 
 /** Inserts the delivery of an event; undefined if the event already has one (unique event_id). */

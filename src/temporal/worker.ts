@@ -1,4 +1,4 @@
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, type WorkerOptions, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import { safeActivityFailures } from './safe-failures';
@@ -62,7 +62,7 @@ export async function createWorker(opts: TemporalConnectionOptions & {
   taskQueue: string;
   config: Config;
   activities: ActivityMap;
-  workflowBundle?: WorkflowBundle;
+  workflowBundle?: WorkflowBundleOption;
   /** Defaults to the safe-failure activity interceptor; tests may replace it. */
   interceptors?: WorkerInterceptors;
   /** Defaults to the service's (encrypting codec, failures as encoded payloads); tests may replace it. */

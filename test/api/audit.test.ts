@@ -92,13 +92,14 @@ test('admins read and filter the log in the console; support and viewers get 403
 
 test('`npx wholesale staff create` prints a one-time setup link: password and TOTP are enrolled there, recovery codes shown once', async () => {
   const email = `first-admin-${Date.now()}@example.com`;
-  const out = await wholesale(h, 'staff', 'create', '--role', 'admin', '--email', email, '--name', 'First Admin');
+  const out = await wholesale(h, 'staff', 'create', '--role', 'admin', '--email', email, '--name', 'First Admin', '--by', 'Root Operator', '--reason', 'the first admin');
   expect(out.exitCode).toBe(0);
   expect(out.json).toMatchObject({ email, role: 'admin', name: 'First Admin', setupUrl: expect.stringMatching(/\/console\/setup\?token=[\w-]{43}$/) });
   expect(JSON.stringify(out.json)).not.toMatch(/password_hash|totp_secret/);
   const setupPath = new URL(out.json.setupUrl).pathname + new URL(out.json.setupUrl).search;
   expect((await auditRows(h, `action = 'staff.invite' and role = 'cli'`)).map((r) => [r.details.email, r.outcome])).toEqual([[email, 'ok']]);
-  expect((await wholesale(h, 'staff', 'create', '--role', 'owner', '--email', 'x@example.com', '--name', 'X')).json).toMatchObject({ error: 'invalid_input' });
+  expect((await auditRows(h, `action = 'staff.invite' and role = 'cli'`)).map((r) => [r.actor, r.reason])).toEqual([['cli:Root Operator', 'the first admin']]);
+  expect((await wholesale(h, 'staff', 'create', '--role', 'owner', '--email', 'x@example.com', '--name', 'X', '--by', 'Root Operator', '--reason', 'r')).json).toMatchObject({ error: 'invalid_input' });
 
   const s = consoleSession(h);
   const page = await s.get(setupPath);

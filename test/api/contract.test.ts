@@ -49,8 +49,8 @@ describe('what integrators need from the document', () => {
     expect(operations(doc).map((o) => o.op.operationId).sort()).toEqual([
       'checkAvailability', 'createBatch', 'createExport', 'createOrder', 'createTopup', 'downloadExport', 'exportLedgerCsv', 'exportOrdersCsv',
       'getBalance', 'getBatch', 'getExport', 'getOrder', 'getProduct', 'getRedemption', 'getRedemptionByCode',
-      'getWebhook', 'listBatchLines', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'retryWebhookDelivery', 'sendTestWebhook',
-      'setWebhook', 'submitRedemption',
+      'getWebhook', 'listBatchLines', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'resendWebhookDeliveries',
+      'retryWebhookDelivery', 'sendTestWebhook', 'setWebhook', 'submitRedemption',
     ]);
     for (const { op } of ops) {
       expect(op.tags).toHaveLength(1);
@@ -88,9 +88,11 @@ describe('what integrators need from the document', () => {
     expect(codesOf(op('/transactions', 'get'))).toContain('invalid_cursor');
   });
 
-  test('webhooks: the six events of spec 6 and the two beyond it, with the flat envelope, their payloads and the four signature headers', () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual(['batch.completed', 'export.ready', 'order.delivered', 'order.delivery_attention', 'redemption.failed',
-      'redemption.fulfilled', 'topup.credited', 'webhook.test']);
+  test('webhooks: the six events of spec 6, the two that answer exports and batches, and the two opt-in ones with the flat envelope, their payloads and the four signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual([
+      'balance.low', 'batch.completed', 'export.ready', 'order.delivered', 'order.delivery_attention', 'product.updated', 'redemption.failed',
+      'redemption.fulfilled', 'topup.credited', 'webhook.test',
+    ]);
     const schemaOf = (event: string) => {
       const ref = doc.webhooks[event].post.requestBody.content['application/json'].schema.$ref as string;
       return doc.components.schemas[ref.split('/').pop()!];
@@ -104,6 +106,31 @@ describe('what integrators need from the document', () => {
     expect(schemaOf('order.delivery_attention').properties.eventId.pattern).toBe('^order:[^:]+:order\\.delivery_attention$');
     expect(schemaOf('redemption.failed').properties.eventId.pattern).toMatch(/^\^redemption:/);
     expect(schemaOf('topup.credited').properties.eventId.pattern).toMatch(/^\^evt_/);
+    expect(schemaOf('product.updated').required).toEqual(expect.arrayContaining(['productId', 'changed', 'price', 'available', 'stock']));
+    expect(schemaOf('balance.low').required).toEqual(expect.arrayContaining(['balance', 'threshold', 'currency', 'transactionType', 'orderId']));
+    for (const event of ['product.updated', 'balance.low']) expect(doc.webhooks[event].post.description).toMatch(/^Opt-in \(extension beyond spec 1\.4\.0\)/);
+    // Sent like the spec's events (an endpoint's list may leave them out), to accounts that asked for them.
+    expect(schemaOf('export.ready').required).toEqual(expect.arrayContaining(['exportId', 'externalExportId', 'kind', 'rows', 'expiresAt']));
+    expect(schemaOf('batch.completed').required).toEqual(expect.arrayContaining(['batchId', 'externalBatchId', 'total', 'placed', 'rejected']));
+    for (const event of ['export.ready', 'batch.completed']) expect(doc.webhooks[event].post.description).toMatch(/^Extension beyond spec 1\.4\.0, sent like the spec's events/);
+  });
+
+  test('scoped keys (extension): each operation names the key scope it needs, and answers 403 with the three codes that say why', () => {
+    const scopes = Object.fromEntries(operations(doc).map(({ op }) => [op.operationId, op.security]));
+    expect(scopes).toMatchObject({
+      listProducts: [{ bearer: ['read'] }], getBalance: [{ bearer: ['read'] }], listTransactions: [{ bearer: ['read'] }],
+      createOrder: [{ bearer: ['orders'] }], createTopup: [{ bearer: ['topups'] }], submitRedemption: [{ bearer: ['redemptions'] }],
+      getWebhook: [{ bearer: ['webhooks'] }], setWebhook: [{ bearer: ['webhooks'] }], resendWebhookDeliveries: [{ bearer: ['webhooks'] }],
+      exportOrdersCsv: [{ bearer: ['read'] }], exportLedgerCsv: [{ bearer: ['read'] }], createExport: [{ bearer: ['read'] }], getExport: [{ bearer: ['read'] }],
+      createBatch: [{ bearer: ['orders'] }], getBatch: [{ bearer: ['read'] }], listBatchLines: [{ bearer: ['read'] }],
+      downloadExport: [],
+    });
+    // Every operation that takes a key; an export's download link is its own credential.
+    for (const { op } of operations(doc).filter(({ op }) => op.operationId !== 'downloadExport')) {
+      expect([op.operationId, Object.keys(op.responses['403'].content['application/json'].examples).sort()])
+        .toEqual([op.operationId, ['insufficient_scope', 'ip_not_allowed', 'key_expired']]);
+      expect(op.responses['403'].description).toMatch(/^`insufficient_scope`: Extension \(scoped keys\)/);
+    }
   });
 
   test('nullable enums admit null (every POST /orders answer used to fail validation on errorCode and resolution)', () => {

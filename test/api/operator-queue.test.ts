@@ -5,6 +5,7 @@ import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { adminApi } from '../helpers/procurement';
 import { attemptsOf, buyCode, eventsOf, redemptionReaches, reseller, wholesale, type Api } from '../helpers/redemption';
+import { auditRows } from '../helpers/console';
 import { decodedHistoryText } from '../helpers/history';
 
 // Issue 26, operators: with REDEMPTION_UPSTREAM=operators every redemption waits in a queue that
@@ -198,6 +199,11 @@ test('the CLI works a manual product: queue, claim (details shown), fail rejecte
   const failed = await wholesale(h, 'redemptions', 'fail', redemptionId, '--actor', 'erin', '--reason', 'username does not exist', '--failure-code', 'rejected_by_operator');
   expect(failed.exitCode).toBe(0);
   expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed', failureCode: 'rejected_by_operator', retryable: true });
+  // Each command is an audit row by the operator it names (--actor, the older name of --by).
+  expect((await auditRows(h, 'subject_id = ?', [redemptionId])).map((r) => [r.action, r.actor, r.reason, r.outcome])).toEqual([
+    ['redemption.claim', 'cli:erin', 'claimed from the queue', 'ok'],
+    ['redemption.fail', 'cli:erin', 'username does not exist', 'ok'],
+  ]);
   // Nothing held: the customer may resubmit at once.
   expect((await api.post('/redemptions', { code, redeemInfo: { telegram_username: '@oq_customer2' } })).status).toBe(200);
 });

@@ -21,7 +21,7 @@ function write(accountId: string, over: Partial<BalanceOrderWrite> = {}): Balanc
   return {
     orderId: newId('ord'), accountId, level: 1, newLevel: 1, amount: '18.00', unitPrice: '18.00', product, qty: 1, source: 'rest',
     externalOrderId: `w-${newId('x')}`, placementId: null, newCodes: [`TEST-${newId('c', 6)}`], atomic: true,
-    event: { id: newId('evt'), payload: { orderId: 'set below' } },
+    event: { id: newId('evt'), payload: { orderId: 'set below' } }, lowEventId: newId('evt'),
     ...over,
   };
 }

@@ -3,6 +3,7 @@ import { generateCode } from '../../src/codes';
 import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
 import { TEST_DELIVERABLE } from '../../src/services/redemptions';
 import { redemptionStateQuery, redemptionWorkflowId } from '../../src/contracts/redemptions';
+import { auditRows } from '../helpers/console';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
@@ -376,7 +377,7 @@ describe('manual fulfilment: an operator decides with `npx wholesale support red
     // No automatic refresh moves a manual product along.
     expect((await handle.query(redemptionStateQuery)).refreshes).toBe(0);
 
-    const cli = await wholesale(h, 'support', 'redemption', 'fulfill', id, '--reason', 'applied to @durov_42 by hand');
+    const cli = await wholesale(h, 'support', 'redemption', 'fulfill', id, '--by', 'Olga Ops', '--reason', 'applied to @durov_42 by hand');
     expect(cli).toMatchObject({ exitCode: 0 });
     const printed = JSON.parse(cli.stdout);
     expect(printed).toMatchObject({ redemptionId: id, status: 'fulfilled' });
@@ -388,8 +389,11 @@ describe('manual fulfilment: an operator decides with `npx wholesale support red
     const actions = await h.services.orm.em.fork().execute<{ action: string; reason: string }[]>(
       'select action, reason from support_actions where subject_id = ?', [id]);
     expect(actions).toEqual([{ action: 'redemption.fulfill', reason: 'applied to @durov_42 by hand' }]);
+    expect((await auditRows(h, 'subject_id = ?', [id])).map((r) => [r.action, r.actor, r.reason, r.outcome])).toEqual([
+      ['redemption.fulfil', 'cli:Olga Ops', 'applied to @durov_42 by hand', 'ok'],
+    ]);
 
-    const late = await wholesale(h, 'support', 'redemption', 'reject', id);
+    const late = await wholesale(h, 'support', 'redemption', 'reject', id, '--by', 'Olga Ops', '--reason', 'changed my mind');
     expect(late.exitCode).not.toBe(0);
     expect(JSON.parse(late.stderr)).toMatchObject({ error: 'invalid_input' });
   });
@@ -401,14 +405,14 @@ describe('manual fulfilment: an operator decides with `npx wholesale support red
     const id = first.body.redemptionId;
     await redemptionReaches(api, id, 'processing');
 
-    const cli = await wholesale(h, 'support', 'redemption', 'reject', id, '--reason', 'no such user');
+    const cli = await wholesale(h, 'support', 'redemption', 'reject', id, '--by', 'Olga Ops', '--reason', 'no such user');
     expect(cli.exitCode).toBe(0);
     expect(JSON.parse(cli.stdout)).toMatchObject({ status: 'failed', failureCode: 'rejected_by_operator', retryable: true });
 
     const second = await api.post('/redemptions', { code, redeemInfo: { telegram_username: 'right_name' } });
     expect(second.status).toBe(200);
     await redemptionReaches(api, id, 'processing');
-    expect((await wholesale(h, 'support', 'redemption', 'fulfill', id)).exitCode).toBe(0);
+    expect((await wholesale(h, 'support', 'redemption', 'fulfill', id, '--by', 'Olga Ops', '--reason', 'applied by hand')).exitCode).toBe(0);
     await redemptionReaches(api, id, 'fulfilled');
     expect((await eventsOf(h, accountId)).map((e) => e.id)).toEqual([
       `redemption:${id}:1:redemption.failed`,
@@ -417,7 +421,7 @@ describe('manual fulfilment: an operator decides with `npx wholesale support red
   });
 
   test('an unknown id is refused', async () => {
-    const cli = await wholesale(h, 'support', 'redemption', 'fulfill', 'rdm_nope');
+    const cli = await wholesale(h, 'support', 'redemption', 'fulfill', 'rdm_nope', '--by', 'Olga Ops', '--reason', 'applied by hand');
     expect(cli.exitCode).not.toBe(0);
     expect(JSON.parse(cli.stderr)).toMatchObject({ error: 'not_found' });
   });

@@ -5,6 +5,7 @@ import { payCheckout } from '../../src/providers/sandbox-payments';
 import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
 import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { FulfillmentStatusKey } from '../../src/contracts/search-attributes';
+import { auditRows } from '../helpers/console';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';
@@ -198,6 +199,9 @@ describe('refund of the undelivered part (never a full automatic refund once cod
     expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([['refund', '43.00', '43.00']]);
     expect([l.balance, l.spending]).toEqual(['43.00', '0.00']);
     expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({ status: 'refunded', fulfillmentStatus: 'refunded', codes: [] });
+    expect((await auditRows(h, 'subject_id = ?', [orderId])).map((r) => [r.action, r.actor, r.account_id, r.reason, r.outcome])).toEqual([
+      ['order.refund', 'cli:erin', accountId, 'payer asked for the money back', 'ok'],
+    ]);
   });
 });
 

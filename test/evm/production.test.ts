@@ -4,8 +4,9 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { evmEnv } from '../helpers/evm-checkout';
-import { reseller, startHarness, type Harness } from '../helpers/harness';
+import { freePort, reseller, startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
+import { freshRateWindow } from '../helpers/redemption';
 import { OPERATOR_XPUB, REAL_PROVIDERS } from '../helpers/production';
 
 // Issue 25 item 1: production never runs a sandbox. Each outside party is chosen by config, a
@@ -120,9 +121,14 @@ test('`npm run api` in production with the sandbox payment provider exits 1 nami
 describe('a production start on the EVM checkout', () => {
   let chain: DevChain;
   let h: Harness;
+  let metricsPort: number;
   beforeAll(async () => {
     chain = await startDevChain();
-    h = await startHarness({ ...evmEnv(chain), ...SECRETS, TEMPORAL_PAYLOAD_KEYS: process.env.TEMPORAL_PAYLOAD_KEYS!, EVM_XPUB: OPERATOR_XPUB, SUPPLIER_PROVIDER: 'none', REDEMPTION_UPSTREAM: 'none' });
+    metricsPort = await freePort();
+    h = await startHarness({
+      ...evmEnv(chain), ...SECRETS, TEMPORAL_PAYLOAD_KEYS: process.env.TEMPORAL_PAYLOAD_KEYS!, EVM_XPUB: OPERATOR_XPUB, SUPPLIER_PROVIDER: 'none', REDEMPTION_UPSTREAM: 'none',
+      METRICS_PORT: String(metricsPort), CHECKOUT_RATE_LIMIT_PER_MINUTE: '4',
+    });
   }, 120_000);
   afterAll(async () => {
     await h?.stop();
@@ -154,5 +160,27 @@ describe('a production start on the EVM checkout', () => {
     expect(callback.status).toBe(401);
     expect((await api.get('/balance')).body.balance).toBe('0.00');
     expect((await expectLedgerMatchesBalance(h, accountId)).rows).toEqual([]);
+  });
+
+  test('a checkout link\'s page and status JSON share a budget per client IP: then 429 with Retry-After, the error body for JSON, a page for people', async () => {
+    const { api } = await reseller(h);
+    const topup = await api.post('/topup', { externalTopupId: `limit-${randomBytes(3).toString('hex')}`, amount: '30.00', currency: 'USDT' });
+    await freshRateWindow(60, 20);
+    const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
+    for (let i = 0; i < 3; i++) expect((await fetch(`${topup.body.checkoutUrl}/status.json`, from('192.0.2.77'))).status).toBe(200);
+    expect((await fetch(topup.body.checkoutUrl, from('192.0.2.77'))).status).toBe(200);
+    const json = await fetch(`${topup.body.checkoutUrl}/status.json`, from('192.0.2.77'));
+    expect([json.status, Number(json.headers.get('retry-after')) > 0, json.headers.get('content-type')]).toEqual([429, true, expect.stringMatching(/^application\/json/)]);
+    expect(await json.json()).toEqual({ error: 'rate_limited', message: expect.any(String), retryable: true, requestId: json.headers.get('x-request-id') });
+    const page = await fetch(topup.body.checkoutUrl, from('192.0.2.77'));
+    expect([page.status, Number(page.headers.get('retry-after')) > 0, await page.text()]).toEqual([429, true, expect.stringContaining('Too many requests')]);
+    // Another payer is not held back by this one.
+    expect((await fetch(`${topup.body.checkoutUrl}/status.json`, from('192.0.2.78'))).status).toBe(200);
+  });
+
+  test('serves /metrics only on METRICS_PORT, never on the public API port', async () => {
+    expect((await fetch(`${h.baseUrl}/metrics`)).status).toBe(404);
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect([metrics.status, await metrics.text()]).toEqual([200, expect.stringContaining('wholesale_http_requests_total')]);
   });
 });

@@ -1,5 +1,7 @@
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
+import { createApiKey } from '../../src/services/accounts';
+import { keyLimits } from '../../src/services/key-access';
 
 // The service under fuzz: the real API, worker, Postgres and Temporal, with the request limits
 // raised out of the way (they are tested elsewhere) and nothing left to change in the background
@@ -8,6 +10,8 @@ import { client, eventually } from '../helpers/http';
 export interface FuzzTarget {
   h: Harness;
   key: string;
+  /** A key of the same account made with the read scope alone. */
+  readKey: string;
   otherKey: string;
   accountId: string;
   /** Ids that exist: the fuzz account's own order, another account's order, and so on. */
@@ -27,6 +31,7 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
     SANDBOX_SUPPLIER_SCRIPT: JSON.stringify({ '*': { then: 'permanent' } }),
   });
   const mine = await h.account('100000.00');
+  const readKey = await createApiKey(h.services.orm.em.fork(), mine.accountId, keyLimits({ scopes: ['read'] }));
   const other = await h.account('100.00');
   const api = client(h.apiUrl, mine.apiKey);
   const otherApi = client(h.apiUrl, other.apiKey);
@@ -49,6 +54,7 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
   return {
     h,
     key: mine.apiKey,
+    readKey,
     otherKey: other.apiKey,
     accountId: mine.accountId,
     known: {

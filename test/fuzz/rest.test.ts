@@ -27,10 +27,11 @@ interface Req {
   path: string;
   body?: BodyCase;
   headers?: Record<string, string>;
-  auth: 'mine' | 'other' | 'none' | 'garbage';
+  auth: 'mine' | 'readonly' | 'other' | 'none' | 'garbage';
 }
 
-const auth = fc.constantFrom<Req['auth']>('mine', 'mine', 'mine', 'mine', 'mine', 'mine', 'other', 'none', 'garbage');
+// `readonly`: a key of the fuzz account made with the read scope alone (its refusals change nothing either).
+const auth = fc.constantFrom<Req['auth']>('mine', 'mine', 'mine', 'mine', 'mine', 'mine', 'readonly', 'other', 'none', 'garbage');
 // Valid shapes here; the mutations in body() bring the invalid ones ('0.001', '1e2', huge, negative).
 const decimal = fc.oneof(fc.constantFrom('18.00', '17.64', '0.01', '10', '99999999999999999.99'), fc.integer({ min: 0, max: 100000 }).map((c) => (c / 100).toFixed(2)));
 const externalId = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/), fc.constantFrom('fuzz-seed-1', 'fuzz-seed-2', 'x'.repeat(65)));
@@ -93,12 +94,24 @@ function endpoints(): [string, fc.Arbitrary<Req>][] {
     ['GET /redemptions/{id}', get(seg(redemptionIds).map((id) => `/redemptions/${id}`))],
     ['PUT /webhook', fc.record({
       method: fc.constant('PUT' as const), path: fc.constant('/webhook'), auth,
-      body: body({ url: fc.constantFrom('', 'https://8.8.8.8/hook', 'https://hooks.example.com/x', 'http://127.0.0.1:1/', 'https://[::ffff:0:127.0.0.1]/', 'https://1.1.1.1:22/') }),
+      body: body({
+        url: fc.constantFrom('', 'https://8.8.8.8/hook', 'https://hooks.example.com/x', 'http://127.0.0.1:1/', 'https://[::ffff:0:127.0.0.1]/', 'https://1.1.1.1:22/'),
+        events: fc.oneof(
+          fc.subarray(['order.delivered', 'order.delivery_attention', 'topup.credited', 'redemption.fulfilled', 'redemption.failed', 'export.ready', 'batch.completed',
+            'product.updated', 'balance.low']),
+          fc.array(hostileString, { maxLength: 3 }),
+        ),
+        balanceLowThreshold: fc.oneof(decimal, fc.constant(null)),
+      }, ['events', 'balanceLowThreshold']),
     })],
     ['GET /webhook', get(query({ x: hostileString }).map((q) => `/webhook${q}`))],
     ['POST /webhook/test', fc.record({ method: fc.constant('POST' as const), path: fc.constant('/webhook/test'), auth, body: body({ x: hostileString }, ['x']) })],
     ['GET /webhook/deliveries', get(query({ limit, cursor }).map((q) => `/webhook/deliveries${q}`))],
     ['POST /webhook/deliveries/{id}/retry', fc.record({ method: fc.constant('POST' as const), path: seg(deliveryIds).map((id) => `/webhook/deliveries/${id}/retry`), auth })],
+    ['POST /webhook/deliveries/resend', fc.record({
+      method: fc.constant('POST' as const), path: fc.constant('/webhook/deliveries/resend'), auth,
+      body: body({ since: fc.integer({ min: 0, max: 2 ** 32 }), until: fc.integer({ min: 0, max: 2 ** 32 }), limit: fc.integer({ min: 1, max: 100 }) }, ['until', 'limit']),
+    })],
     ['GET /exports/orders.csv', get(query({ from, to }).map((q) => `/exports/orders.csv${q}`))],
     ['GET /exports/ledger.csv', get(query({ from, to }).map((q) => `/exports/ledger.csv${q}`))],
     ['POST /exports', fc.record({
@@ -123,7 +136,7 @@ function endpoints(): [string, fc.Arbitrary<Req>][] {
 function keyFor(a: Req['auth']): string | undefined {
   if (a === 'none') return undefined;
   if (a === 'garbage') return 'Bearer wk_not_a_key';
-  return `Bearer ${a === 'mine' ? t.key : t.otherKey}`;
+  return `Bearer ${a === 'mine' ? t.key : a === 'readonly' ? t.readKey : t.otherKey}`;
 }
 
 /** Answers by endpoint and status, printed at the end: the run's coverage in numbers. */
@@ -157,8 +170,8 @@ async function run(name: string, req: Req): Promise<void> {
 // Each endpoint is its own test so that a failure names it; the list is built once the target runs.
 const NAMES = ['GET /products', 'GET /products/{id}', 'GET /products/{id}/availability', 'GET /balance', 'POST /topup', 'POST /orders', 'GET /orders',
   'GET /orders/{id}', 'GET /transactions', 'POST /redemptions', 'GET /redemptions?code', 'GET /redemptions/{id}', 'PUT /webhook', 'GET /webhook',
-  'POST /webhook/test', 'GET /webhook/deliveries', 'POST /webhook/deliveries/{id}/retry', 'GET /exports/orders.csv', 'GET /exports/ledger.csv',
-  'POST /exports', 'GET /exports/{id}', 'GET /exports/{id}/download', 'POST /batches', 'GET /batches/{id}', 'GET /batches/{id}/lines'];
+  'POST /webhook/test', 'GET /webhook/deliveries', 'POST /webhook/deliveries/{id}/retry', 'POST /webhook/deliveries/resend', 'GET /exports/orders.csv',
+  'GET /exports/ledger.csv', 'POST /exports', 'GET /exports/{id}', 'GET /exports/{id}/download', 'POST /batches', 'GET /batches/{id}', 'GET /batches/{id}/lines'];
 
 test('every REST endpoint of the spec is fuzzed here', () => {
   expect(endpoints().map(([name]) => name)).toEqual(NAMES);

@@ -17,7 +17,8 @@ export class AccountSession {
   /** The CSRF token of the last page that had a form. */
   csrf: string | undefined;
 
-  constructor(readonly baseUrl: string) {}
+  /** `headers` go with every request (X-Forwarded-For: a client address, as a trusted proxy says it). */
+  constructor(readonly baseUrl: string, readonly headers: Record<string, string> = {}) {}
 
   get sid(): string | undefined {
     return this.cookies.get('wholesale.sid');
@@ -38,7 +39,7 @@ export class AccountSession {
   }
 
   async request(method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<PageResponse> {
-    const res = await fetch(new URL(path, this.baseUrl), { method, body, redirect: 'manual', headers: { ...this.cookieHeader(), ...headers } });
+    const res = await fetch(new URL(path, this.baseUrl), { method, body, redirect: 'manual', headers: { ...this.headers, ...this.cookieHeader(), ...headers } });
     this.remember(res);
     const text = await res.text();
     const token = CSRF_RE.exec(text)?.[1];

@@ -78,8 +78,8 @@ export async function staffMember(h: Harness, role: StaffRole, opts: { name?: st
   return { id: staff.id, email, name, role, password, secret, recoveryCodes, lastStep };
 }
 
-/** A fresh console session (no cookie yet). */
-export const consoleSession = (h: Harness) => new AccountSession(h.baseUrl);
+/** A fresh console session (no cookie yet), from the client address `ip` when given. */
+export const consoleSession = (h: Harness, ip?: string) => new AccountSession(h.baseUrl, ip ? { 'x-forwarded-for': ip } : {});
 
 /** Posts the sign-in form with the sign-in page's token. */
 export async function signInWith(session: AccountSession, m: Pick<Member, 'email' | 'password'>, code: string): Promise<PageResponse> {

@@ -1,7 +1,10 @@
-import type { Harness } from './harness';
+import type { Orm } from '../../src/db/orm';
+
+/** What the money checks read through: a harness, or any service's ORM. */
+type WithOrm = { services: { orm: Orm } };
 
 /** The money as Postgres holds it: balance, ledger rows, and that they agree. */
-export async function ledgerOf(h: Harness, accountId: string) {
+export async function ledgerOf(h: WithOrm, accountId: string) {
   const em = h.services.orm.em.fork();
   const [account] = await em.execute<{ balance: string; level: number; cumulative_spending: string }[]>(
     'select balance, level, cumulative_spending from accounts where id = ?',
@@ -29,7 +32,7 @@ export async function ledgerOf(h: Harness, accountId: string) {
   };
 }
 
-export async function expectLedgerMatchesBalance(h: Harness, accountId: string) {
+export async function expectLedgerMatchesBalance(h: WithOrm, accountId: string) {
   const l = await ledgerOf(h, accountId);
   expect(l.sumCents).toBe(l.balanceCents);
   expect(l.chainOk).toBe(true);

@@ -14,6 +14,8 @@ const CHAINS = [
 ];
 
 export const REAL_PROVIDERS = {
+  // Production serves /metrics only on a port of its own (a config that only loadConfig reads).
+  METRICS_PORT: '9464',
   PAYMENT_PROVIDER: 'evm',
   EVM_XPUB: OPERATOR_XPUB,
   EVM_CHAINS: JSON.stringify(CHAINS),

@@ -43,6 +43,12 @@ export interface ApiKey {
   expiresAt?: Date | null;
   /** The key that replaced this one on rotation. */
   replacedBy?: string | null;
+  /** The scopes it was made with; null: every scope. */
+  scopes?: string[] | null;
+  /** The networks it may be used from; null: anywhere. */
+  allowedCidrs?: string[] | null;
+  /** The end of its life its owner chose: past it, requests are refused as `key_expired`. */
+  validUntil?: Date | null;
 }
 export const ApiKeySchema = new EntitySchema<ApiKey>({
   name: 'ApiKey',
@@ -59,6 +65,9 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
     revokedAt: { ...timestamp, nullable: true },
     expiresAt: { ...timestamp, nullable: true },
     replacedBy: { type: 'uuid', nullable: true },
+    scopes: { type: 'string[]', columnType: 'text[]', nullable: true },
+    allowedCidrs: { type: 'string[]', columnType: 'text[]', nullable: true },
+    validUntil: { ...timestamp, nullable: true },
   },
 });
 

@@ -1,5 +1,5 @@
 import { EntitySchema, type Opt } from '@mikro-orm/core';
-import { createdAt, timestamp } from './columns';
+import { createdAt, money, timestamp } from './columns';
 
 // The events outbox, each account's webhook endpoint, and the deliveries of events to it.
 
@@ -7,6 +7,10 @@ export interface WebhookEndpoint {
   accountId: string;
   url: string;
   secret: string;
+  /** The events it receives; null: every event but the opt-in ones (src/domain/event-types.ts). */
+  events?: string[] | null;
+  /** `balance.low` is sent when the balance falls below this. */
+  balanceLowThreshold?: string | null;
   version: number;
   updatedAt: Date & Opt;
 }
@@ -17,6 +21,8 @@ export const WebhookEndpointSchema = new EntitySchema<WebhookEndpoint>({
     accountId: { type: 'uuid', primary: true },
     url: { type: 'text' },
     secret: { type: 'string' },
+    events: { type: 'string[]', columnType: 'text[]', nullable: true },
+    balanceLowThreshold: { ...money, nullable: true },
     version: { type: 'integer' },
     updatedAt: { ...createdAt },
   },

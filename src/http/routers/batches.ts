@@ -80,7 +80,7 @@ const BatchLineResult = z
 
 export function batchRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
   addRoute(router, registry, mount, {
-    method: 'post', path: '/batches', operationId: 'createBatch', tag: 'Batches', summary: `Up to ${MAX_BATCH_LINES} orders at once, accepted now, placed in line order`,
+    method: 'post', path: '/batches', operationId: 'createBatch', tag: 'Batches', scope: 'orders', summary: `Up to ${MAX_BATCH_LINES} orders at once, accepted now, placed in line order`,
     description: 'Each line is placed as POST /orders would place it sent after the lines before it: a repeated externalOrderId is a replay (`reused`) '
       + 'or an `idempotency_conflict`, a line the balance does not cover is `insufficient_balance`. Poll GET /batches/{id} (or await `batch.completed`).',
     body: CreateBatchBody, response: BatchBody.extend({ reused: z.boolean() }).openapi('BatchCreated'), errors: ['idempotency_conflict'],
@@ -88,12 +88,12 @@ export function batchRoutes(router: Router, registry: OpenAPIRegistry, mount: st
     submitBatch({ em: ctx.orm.em.fork(), temporal: ctx.temporal, config: ctx.config }, { ...body, accountId: principal.account.id }));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/batches/:id', operationId: 'getBatch', tag: 'Batches', summary: 'A batch and its progress',
+    method: 'get', path: '/batches/:id', operationId: 'getBatch', tag: 'Batches', scope: 'read', summary: 'A batch and its progress',
     params: z.object({ id: IdString(128) }), response: BatchBody, errors: ['not_found'],
   }, async ({ params, principal }) => getBatch(ctx.orm.em.fork(), principal.account.id, params.id));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/batches/:id/lines', operationId: 'listBatchLines', tag: 'Batches', summary: "A batch's lines in order, with each outcome and its order's codes once delivered",
+    method: 'get', path: '/batches/:id/lines', operationId: 'listBatchLines', tag: 'Batches', scope: 'read', summary: "A batch's lines in order, with each outcome and its order's codes once delivered",
     params: z.object({ id: IdString(128) }), query: z.object({ limit: Limit, cursor: Cursor }),
     response: z.object({ lines: z.array(BatchLineResult), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
     errors: ['not_found', 'invalid_cursor'],

@@ -72,7 +72,7 @@ export function exportRoutes(router: Router, registry: OpenAPIRegistry, mount: s
   const signer = linkSigner(ctx);
   const stream = (kind: ExportKind) =>
     addRoute(router, registry, mount, {
-      method: 'get', path: `/exports/${kind}.csv`, operationId: kind === 'orders' ? 'exportOrdersCsv' : 'exportLedgerCsv', tag: 'Exports',
+      method: 'get', path: `/exports/${kind}.csv`, operationId: kind === 'orders' ? 'exportOrdersCsv' : 'exportLedgerCsv', tag: 'Exports', scope: 'read',
       summary: kind === 'orders' ? 'Orders of a date range as CSV, streamed' : 'Ledger rows of a date range as CSV, streamed',
       description: RANGE_NOTE, query: RangeQuery, response: CsvText, csv: true, responseHeaders: ['Content-Disposition'],
     }, async ({ query, principal, res }) => {
@@ -84,15 +84,16 @@ export function exportRoutes(router: Router, registry: OpenAPIRegistry, mount: s
   stream('orders');
   stream('ledger');
 
+  // A job writes down only what a read key may already list: `read` makes one, though it is a POST.
   addRoute(router, registry, mount, {
-    method: 'post', path: '/exports', operationId: 'createExport', tag: 'Exports', summary: 'An export job for a date range of any size',
+    method: 'post', path: '/exports', operationId: 'createExport', tag: 'Exports', scope: 'read', summary: 'An export job for a date range of any size',
     description: 'Accepted at once; a workflow writes the file. Poll GET /exports/{id} (or await `export.ready`) for its downloadUrl, valid for a day. Idempotent on externalExportId.',
     body: CreateExportBody, response: ExportBody.extend({ reused: z.boolean() }).openapi('ExportCreated'), errors: ['idempotency_conflict'],
   }, async ({ body, principal }) =>
     submitExport({ em: ctx.orm.em.fork(), temporal: ctx.temporal, signer }, { ...body, accountId: principal.account.id }));
 
   addRoute(router, registry, mount, {
-    method: 'get', path: '/exports/:id', operationId: 'getExport', tag: 'Exports', summary: 'An export job: progress, and its download link once ready',
+    method: 'get', path: '/exports/:id', operationId: 'getExport', tag: 'Exports', scope: 'read', summary: 'An export job: progress, and its download link once ready',
     params: z.object({ id: IdString(128) }), response: ExportBody, errors: ['not_found'],
   }, async ({ params, principal }) => getExport(ctx.orm.em.fork(), principal.account.id, params.id, signer));
 }

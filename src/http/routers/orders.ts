@@ -26,14 +26,14 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
   const cursorSecret = ctx.config.CURSOR_SECRET;
 
   addRoute(router, registry, mount, {
-    method: 'post', path: '/orders', operationId: 'createOrder', tag: 'Orders', summary: 'Place an order (idempotent on externalOrderId)',
+    method: 'post', path: '/orders', operationId: 'createOrder', scope: 'orders', tag: 'Orders', summary: 'Place an order (idempotent on externalOrderId)',
     body: CreateOrderBody, response: OrderCreate,
     errors: ['insufficient_balance', 'not_found', 'duplicate_order', 'idempotency_conflict', 'out_of_stock', 'insufficient_stock',
       'stock_unavailable', 'fulfillment_unavailable', 'price_changed', 'api_test_quantity', 'api_test_balance_only',
       'payment_provider_error', 'payment_provider_timeout'],
   }, async ({ body, principal }) =>
     submitOrder(
-      { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, config: ctx.config },
+      { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, config: ctx.config, admission: ctx.admission },
       { ...body, accountId: principal.account.id, source: 'rest' },
     ));
 

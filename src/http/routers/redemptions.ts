@@ -46,7 +46,7 @@ export function redemptionRoutes(router: Router, registry: OpenAPIRegistry, moun
   );
 
   addRoute(router, registry, mount, {
-    method: 'post', path: '/redemptions', operationId: 'submitRedemption', tag: 'Redemptions', summary: 'Submit a code with the end customer\'s redeemInfo (server-side redemption)',
+    method: 'post', path: '/redemptions', operationId: 'submitRedemption', scope: 'redemptions', tag: 'Redemptions', summary: 'Submit a code with the end customer\'s redeemInfo (server-side redemption)',
     body: SubmitRedemptionBody, response: RedemptionSubmitted,
     errors: ['missing_field', 'invalid_account_id', 'invalid_session_json', 'invalid_telegram_username', 'test_code_only', 'invalid_code',
       'already_redeemed', 'retry_conflict', 'code_expired', 'session_validation_unavailable'],

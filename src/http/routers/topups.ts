@@ -32,7 +32,7 @@ export const TopupResult = z
 
 export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
   addRoute(router, registry, mount, {
-    method: 'post', path: '/topup', operationId: 'createTopup', tag: 'Balance', summary: 'Top up the balance through a hosted crypto checkout (idempotent on Idempotency-Key or externalTopupId)',
+    method: 'post', path: '/topup', operationId: 'createTopup', scope: 'topups', tag: 'Balance', summary: 'Top up the balance through a hosted crypto checkout (idempotent on Idempotency-Key or externalTopupId)',
     headers: z.object({ 'idempotency-key': IdString(64).optional() }),
     body: TopupBody, response: TopupResult,
     errors: ['idempotency_conflict', 'too_many_pending_topups', 'payment_provider_error', 'payment_provider_timeout'],
@@ -48,6 +48,7 @@ export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: st
         temporal: ctx.temporal,
         limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
         config: ctx.config,
+        admission: ctx.admission,
       },
       { accountId: principal.account.id, externalTopupId: header ?? body.externalTopupId ?? null, amount: body.amount, currency: body.currency, source: 'rest' },
     );

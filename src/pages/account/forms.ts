@@ -20,8 +20,17 @@ export const SignInForm = z.object({
   password: IdString(256),
 });
 
+/**
+ * A key's name and, when the form says it carries them (`limits`), its scopes (checkboxes: one
+ * value or several), networks (separated by spaces or commas) and expiry date. A post with only a
+ * name makes a key without limits, as before limits existed.
+ */
 export const KeyForm = z.object({
   name: IdString(64).refine((s) => s.trim().length > 0, 'give the key a name'),
+  limits: z.literal('1').optional(),
+  scopes: z.union([IdString(32), z.array(IdString(32)).max(8)]).optional(),
+  cidrs: z.string().max(2000).optional(),
+  expires: z.string().max(32).optional(),
 });
 
 /** `nonce` makes a resubmitted form (a double click, a reload) the same top-up: it is the externalTopupId. */
@@ -31,8 +40,31 @@ export const TopupForm = z.object({
   nonce: IdString(64).regex(/^web-[A-Za-z0-9_-]{8,48}$/, 'reload the page and try again'),
 });
 
-/** The same URL rules as PUT /webhook. */
-export const WebhookForm = z.object({ url: PutWebhookBody.shape.url });
+/**
+ * The same rules as PUT /webhook: the URL and, when the form says it carries them
+ * (`subscription`), the events (checkboxes: one value or several) and the balance.low threshold.
+ */
+export const WebhookForm = z.object({
+  url: PutWebhookBody.shape.url,
+  subscription: z.literal('1').optional(),
+  events: z.union([IdString(48), z.array(IdString(48)).max(16)]).optional(),
+  balanceLowThreshold: z.union([z.literal(''), Decimal]).optional(),
+});
+
+/** `2026-11-30T14:05` from a datetime-local field, read as UTC like every time the area shows. */
+export const ResendForm = z.object({
+  since: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/, 'enter a date and time like 2026-11-30 14:05')
+    .transform((v, ctx) => {
+      const t = Date.parse(`${v}Z`);
+      if (Number.isNaN(t)) {
+        ctx.addIssue({ code: 'custom', message: 'enter a date and time like 2026-11-30 14:05' });
+        return z.NEVER;
+      }
+      return Math.floor(t / 1000);
+    }),
+});
 
 export const IdParams = z.object({ id: IdString(128) });
 

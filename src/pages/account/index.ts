@@ -5,6 +5,7 @@ import { cleanForms } from '../../http/form-pages';
 import { toApiError } from '../../http/middleware';
 import { findUser } from '../../services/users';
 import { authRoutes } from './auth';
+import { copyScriptRoute } from './copy';
 import { keyRoutes } from './keys';
 import { html } from '../layout';
 import { plainMessage, publicPage, send } from './layout';
@@ -51,6 +52,7 @@ export function accountArea(ctx: AppContext): Router {
   router.use(csrfSynchronisedProtection);
 
   authRoutes(router, ctx);
+  copyScriptRoute(router);
   router.use(requireUser(ctx));
   moneyRoutes(router, ctx);
   keyRoutes(router, ctx);

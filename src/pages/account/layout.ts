@@ -57,14 +57,14 @@ export const errorBox = (message?: string) => (message ? html`<p class="error" r
 export const noticeBox = (message?: string | SafeHtml) => (message ? html`<p class="notice" role="status" data-testid="notice">${message}</p>` : undefined);
 
 /** A page of the signed-in area; `refreshSeconds` reloads it while something it shows is in progress. */
-export function areaPage(opts: { title: string; section?: Section; email: string; csrf: string; body: SafeHtml; refreshSeconds?: number }): string {
+export function areaPage(opts: { title: string; section?: Section; email: string; csrf: string; body: SafeHtml; scripts?: string[]; refreshSeconds?: number }): string {
   const nav = html`<nav class="area" aria-label="Account">
   ${SECTIONS.map(([id, label, href]) => html`<a href="${href}"${id === opts.section ? html` aria-current="page"` : ''}>${label}</a>`)}
   <form method="post" action="/account/sign-out">${csrfField(opts.csrf)}<button type="submit" data-testid="sign-out">Sign out</button></form>
 </nav>
 <p class="muted" data-testid="signed-in-as">Signed in as ${opts.email}</p>`;
   const refresh = opts.refreshSeconds ? html`<meta http-equiv="refresh" content="${opts.refreshSeconds}">` : '';
-  return page({ title: `${opts.title} · Wholesale account`, head: html`<style>${new SafeHtml(AREA_STYLE)}</style>${refresh}`, body: html`${nav}${opts.body}` });
+  return page({ title: `${opts.title} · Wholesale account`, head: html`<style>${new SafeHtml(AREA_STYLE)}</style>${refresh}`, body: html`${nav}${opts.body}`, scripts: opts.scripts });
 }
 
 /** A page outside the signed-in area (sign in, sign up, errors). */
@@ -91,6 +91,11 @@ const FIELD_LABELS: Record<string, string> = {
   amount: 'Amount',
   currency: 'Currency',
   url: 'Webhook URL',
+  scopes: 'Scopes',
+  cidrs: 'Networks',
+  expires: 'Expires',
+  balanceLowThreshold: 'Balance below',
+  since: 'Since',
 };
 
 /** What a person reads for an error (the API's messages are written for developers). */

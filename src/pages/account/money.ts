@@ -94,6 +94,7 @@ export function moneyRoutes(router: Router, ctx: AppContext): void {
           temporal: ctx.temporal,
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
+          admission: ctx.admission,
         },
         // Recorded as a REST top-up: the top-up services know the sources 'rest' and 'mcp' only.
         { accountId: a.accountId, externalTopupId: form.nonce, amount: form.amount, currency: form.currency, source: 'rest' },

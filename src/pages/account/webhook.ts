@@ -1,16 +1,28 @@
 import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../../http/context';
+import { DEFAULT_EVENTS, SUBSCRIBABLE_EVENTS } from '../../domain/event-types';
 import { findDelivery } from '../../services/account-views';
 import { urlPolicy } from '../../services/webhook-endpoints';
+import { resendDeliveries } from '../../services/webhook-resend';
 import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent } from '../../services/webhooks';
 import { html, type SafeHtml } from '../layout';
 import { area, formError, noticeFrom, type Area } from './area';
-import { IdParams, ListQuery, WebhookForm } from './forms';
+import { COPY_SCRIPT, copyButton } from './copy';
+import { IdParams, ListQuery, ResendForm, WebhookForm } from './forms';
 import { areaPage, csrfField, errorBox, noticeBox, plainMessage, send, when } from './layout';
 
 // The webhook (spec 4.5) through the same services as PUT /webhook, POST /webhook/test and the
-// delivery endpoints: the URL rules, the signing secret shown once on every change, a test
-// event, the delivery log and a retry for deliveries that gave up.
+// delivery endpoints: the URL rules and the events it receives, the signing secret shown once on
+// every change, a test event, the delivery log, a retry for deliveries that gave up, and a resend
+// of every failed or cancelled delivery since a time.
+
+/** Deliveries resent per form: as many as the API's resend takes per call. */
+const RESEND_PAGE = 100;
+
+const OPT_IN_NOTE: Record<string, string> = {
+  'product.updated': ' (a product\'s price at your level, its stock or its availability changed)',
+  'balance.low': ' (your balance fell below the amount below)',
+};
 
 const DELIVERIES_PAGE = 25;
 
@@ -32,26 +44,53 @@ const retryForm = (d: Delivery, csrf: string) =>
 
 const statusBadge = (d: Delivery) => html`<span class="status ${STATUS_CLASS[d.status] ?? ''}" data-testid="delivery-status">${d.status}</span>`;
 
+function eventsFieldset(events: readonly string[], threshold: string) {
+  return html`<input type="hidden" name="subscription" value="1">
+<fieldset class="events"><legend>Events to send</legend>
+  ${SUBSCRIBABLE_EVENTS.map((e) => html`<label class="check"><input type="checkbox" name="events" value="${e}"${events.includes(e) ? html` checked` : ''} data-testid="event-${e}"> <span><span class="code">${e}</span>${OPT_IN_NOTE[e] ?? ''}</span></label>`)}
+  <label for="balanceLowThreshold">Balance below <span class="hint">(for balance.low, e.g. 100.00)</span></label>
+  <input id="balanceLowThreshold" name="balanceLowThreshold" inputmode="decimal" maxlength="20" value="${threshold}" data-testid="balance-low-threshold">
+</fieldset>`;
+}
+
+const resendForm = (csrf: string) => html`<form method="post" action="/account/webhook/resend" class="inline-form" style="margin-bottom:1rem">
+  ${csrfField(csrf)}
+  <div><label for="since">Resend failed and cancelled deliveries since <span class="hint">(UTC)</span></label>
+    <input id="since" name="since" type="datetime-local" required data-testid="resend-since"></div>
+  <div><button type="submit" class="secondary" data-testid="resend">Resend</button></div>
+</form>`;
+
+const WEBHOOK_STYLE = html`<style>
+fieldset.events { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; padding: .25rem .75rem .75rem; }
+label.check { display: flex; gap: .5rem; align-items: baseline; font-weight: 400; margin: .35rem 0; }
+label.check input { width: auto; }
+.secret-row { display: flex; gap: .5rem; align-items: center; }
+.secret-row .secret { flex: 1; margin: 0; }
+.secret-row button { margin: 0; }
+</style>`;
+
 async function webhookPage(
   a: Area,
   ctx: AppContext,
   opts: { cursor?: string; secret?: SafeHtml; error?: string; notice?: string; url?: string } = {},
 ): Promise<string> {
-  const { url } = await getWebhook(a.em, a.accountId);
+  const { url, events, balanceLowThreshold } = await getWebhook(a.em, a.accountId);
   const page = await listDeliveries(a.em, { accountId: a.accountId, limit: DELIVERIES_PAGE, cursor: opts.cursor, cursorSecret: ctx.config.CURSOR_SECRET });
   return areaPage({
     title: 'Webhook',
     section: 'webhook',
     email: a.email,
     csrf: a.csrf,
-    body: html`<h1>Webhook</h1>
-<p class="muted">Signed POST requests for delivery, top-up and redemption events. Each change of the URL makes a new signing secret.</p>
+    scripts: opts.secret ? [COPY_SCRIPT] : [],
+    body: html`${WEBHOOK_STYLE}<h1>Webhook</h1>
+<p class="muted">Signed POST requests for delivery, top-up and redemption events, and for the events you choose below. Each save makes a new signing secret.</p>
 ${noticeBox(opts.notice)}${opts.secret}${errorBox(opts.error)}
-<form method="post" action="/account/webhook" class="inline-form">
+<form method="post" action="/account/webhook">
   ${csrfField(a.csrf)}
-  <div><label for="url">Webhook URL</label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://example.com/hooks/wholesale"
-    value="${opts.url ?? url}" data-testid="webhook-url"></div>
-  <div><button type="submit" data-testid="save-webhook">Save</button></div>
+  <label for="url">Webhook URL</label><input id="url" name="url" type="url" maxlength="2048" placeholder="https://example.com/hooks/wholesale"
+    value="${opts.url ?? url}" data-testid="webhook-url">
+  ${eventsFieldset(events ?? DEFAULT_EVENTS, balanceLowThreshold ?? '')}
+  <button type="submit" data-testid="save-webhook">Save</button>
 </form>
 ${url
       ? html`<div class="inline-form" style="margin-top:1rem">
@@ -60,6 +99,7 @@ ${url
 </div>`
       : html`<p class="muted" data-testid="no-webhook">No webhook is set.</p>`}
 <h2>Deliveries</h2>
+${url ? resendForm(a.csrf) : ''}
 ${page.items.length === 0
       ? html`<p class="muted" data-testid="no-deliveries">No deliveries yet.</p>`
       : html`<table class="cards" data-testid="deliveries"><thead><tr><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Last answer</th><th>Created</th><th></th></tr></thead>
@@ -91,11 +131,14 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
   router.post('/webhook', async (req: Request, res: Response) => {
     const a = area(req, res, ctx);
     try {
-      const { url } = WebhookForm.parse(req.body ?? {});
-      const configured = await configureWebhook(a.em, a.accountId, url, { policy });
+      const form = WebhookForm.parse(req.body ?? {});
+      const subscription = form.subscription
+        ? { events: [form.events ?? []].flat(), balanceLowThreshold: form.balanceLowThreshold || null }
+        : undefined;
+      const configured = await configureWebhook(a.em, a.accountId, form.url, { policy, subscription });
       if (!configured.secret) return res.redirect(303, '/account/webhook?notice=cleared');
       const secret = html`<div class="notice" role="status"><p><strong>Webhook saved.</strong> Its signing secret, shown only this once:</p>
-<p class="secret" data-testid="webhook-secret">${configured.secret}</p>
+<div class="secret-row"><p class="secret" id="webhook-secret" data-testid="webhook-secret">${configured.secret}</p>${copyButton('webhook-secret', 'copy-secret')}</div>
 <p class="muted">Check each request's signature with it (HMAC-SHA256 of the raw body). Saving the URL again makes a new secret.</p></div>`;
       send(res, 200, await webhookPage(a, ctx, { secret }));
     } catch (err) {
@@ -113,6 +156,25 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
     } catch (err) {
       const e = formError(err);
       send(res, e.status, await webhookPage(a, ctx, { error: plainMessage(e) }));
+    }
+  });
+
+  router.post('/webhook/resend', async (req: Request, res: Response) => {
+    const a = area(req, res, ctx);
+    try {
+      const { since } = ResendForm.parse(req.body ?? {});
+      const r = await resendDeliveries(
+        { ...deps(a), onStartError: (err) => ctx.logger.warn({ err }, 'resent webhook delivery left for the reconciler') },
+        a.accountId,
+        { since, limit: RESEND_PAGE },
+      );
+      const notice = r.resent === 0
+        ? 'No failed or cancelled deliveries since then.'
+        : `${r.resent} ${r.resent === 1 ? 'delivery is' : 'deliveries are'} being sent again.${r.hasMore ? ' There are more: resend again for the next ones.' : ''}`;
+      send(res, 200, await webhookPage(a, ctx, { notice }));
+    } catch (err) {
+      const e = formError(err);
+      send(res, e.status, await webhookPage(a, ctx, { error: plainMessage(e) }), e.headers);
     }
   });
 

@@ -1,0 +1,252 @@
+// bench/overload: the service past its peak. On the topology harness (its own Postgres, the
+// production Temporal server by default, `npm run api` and `npm run worker` processes), it measures
+// the peak order rate (balance orders of the test product, closed loop at --peak-concurrency),
+// then offers 1×, 2× and 4× that rate open loop (arrivals on a clock, whatever the answers) for
+// --seconds each: several light accounts together send --light-share of the peak at every level,
+// one heavy account sends the rest. Shed requests are not retried, so what is offered is what is
+// measured. Per level it prints the admitted and shed rates, placement p50/p99 of admitted orders,
+// the light and the heavy accounts' p99 and shed share, and how fast a shed request was answered,
+// then the issue's goals against the 1× level.
+//
+//   node --import tsx bench/overload.ts [--temporal server|dev] [--apis 1] [--workers 1]
+//        [--seconds 60] [--levels 1,2,4] [--light 4] [--light-share 0.2]
+//        [--peak RATE | --peak-concurrency 16 --peak-seconds 20] [--settle-seconds 10]
+// ADMISSION_* and WORKER_HEARTBEAT_* set in the environment are passed to the service processes.
+import { Agent, request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config';
+import { initOrm } from '../src/db/orm';
+import { createAccount } from '../src/services/accounts';
+import { adjustBalance } from '../src/services/admin';
+import { startTopology, type Topology } from '../test/topology/harness';
+import { pct } from './pool';
+
+const { values: args } = parseArgs({
+  options: {
+    temporal: { type: 'string', default: 'server' },
+    apis: { type: 'string', default: '1' },
+    workers: { type: 'string', default: '1' },
+    seconds: { type: 'string', default: '60' },
+    levels: { type: 'string', default: '1,2,4' },
+    light: { type: 'string', default: '4' },
+    'light-share': { type: 'string', default: '0.2' },
+    peak: { type: 'string' },
+    'peak-concurrency': { type: 'string', default: '16' },
+    'peak-seconds': { type: 'string', default: '20' },
+    'settle-seconds': { type: 'string', default: '10' },
+  },
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+const runId = randomBytes(3).toString('hex');
+
+interface Answer {
+  stream: 'heavy' | 'light';
+  status: number;
+  ms: number;
+  /** `details.reason` of a 503 (limit, account_share, no_worker), if any. */
+  reason?: string;
+}
+
+/** One balance order of the test product; the answer's status, time and shed reason. */
+function order(apiUrl: string, key: string, externalOrderId: string): Promise<Omit<Answer, 'stream'>> {
+  const body = JSON.stringify({ externalOrderId, productId: 'prod_api_order_test', qty: 1 });
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const req = request(`${apiUrl}/orders`, {
+      method: 'POST', agent, timeout: 60_000,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        let reason: string | undefined;
+        if (res.statusCode === 503) {
+          try {
+            reason = JSON.parse(text).details?.reason ?? 'deadline';
+          } catch {
+            reason = 'unparsed';
+          }
+        }
+        resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, reason });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - t0 }));
+    req.end(body);
+  });
+}
+
+interface Account {
+  accountId: string;
+  apiKey: string;
+}
+
+async function fundedAccounts(databaseUrl: string, n: number): Promise<Account[]> {
+  const orm = await initOrm(databaseUrl);
+  try {
+    const thresholds = loadConfig({}).LEVEL_THRESHOLDS;
+    const accounts: Account[] = [];
+    for (let i = 0; i < n; i++) {
+      const em = orm.em.fork();
+      const a = await createAccount(em, `overload-${runId}-${i}`);
+      await adjustBalance(em, { accountId: a.accountId, amount: '1000000.00', note: 'overload bench funding', levelThresholds: thresholds });
+      accounts.push(a);
+    }
+    return accounts;
+  } finally {
+    await orm.close(true);
+  }
+}
+
+/** Orders placed per second by `concurrency` clients of one account for `seconds` (after a warm-up). */
+async function measurePeak(apiUrls: string[], account: Account, concurrency: number, seconds: number): Promise<number> {
+  let seq = 0;
+  const loop = async (until: number, count: { placed: number }) => {
+    while (performance.now() < until) {
+      const i = seq++;
+      const a = await order(apiUrls[i % apiUrls.length], account.apiKey, `peak-${runId}-${i}`);
+      if (a.status === 200) count.placed++;
+    }
+  };
+  const warm = { placed: 0 };
+  await Promise.all(Array.from({ length: concurrency }, () => loop(performance.now() + 5_000, warm)));
+  const measured = { placed: 0 };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, () => loop(started + seconds * 1000, measured)));
+  return measured.placed / ((performance.now() - started) / 1000);
+}
+
+/** `rate` orders per second of one account, on a clock, for `seconds`; resolves when every answer is in. */
+async function offer(apiUrls: string[], stream: Answer['stream'], account: Account, rate: number, seconds: number, tag: string): Promise<Answer[]> {
+  const answers: Promise<Answer>[] = [];
+  const started = performance.now();
+  for (let i = 0; ; i++) {
+    const at = started + (i * 1000) / rate;
+    if (at > started + seconds * 1000) break;
+    const wait = at - performance.now();
+    if (wait > 0) await sleep(wait);
+    answers.push(order(apiUrls[i % apiUrls.length], account.apiKey, `${tag}-${i}`).then((a) => ({ ...a, stream })));
+  }
+  return Promise.all(answers);
+}
+
+interface LevelResult {
+  level: number;
+  offered: number;
+  admittedRate: number;
+  shedRate: number;
+  byReason: Record<string, number>;
+  admittedP50: number;
+  admittedP99: number;
+  lightP99: number;
+  lightShed: number;
+  heavyP99: number;
+  heavyShed: number;
+  shedP50: number;
+  shedP99: number;
+  failed: number;
+  limit: string;
+}
+
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+
+function summarize(level: number, offered: number, seconds: number, answers: Answer[], limit: string): LevelResult {
+  const admitted = answers.filter((a) => a.status === 200);
+  const shed = answers.filter((a) => a.status === 503 && a.reason && a.reason !== 'deadline' && a.reason !== 'unparsed');
+  const of = (stream: Answer['stream']) => answers.filter((a) => a.stream === stream);
+  const shedShare = (xs: Answer[]) => (xs.length ? xs.filter((a) => shed.includes(a)).length / xs.length : 0);
+  const byReason: Record<string, number> = {};
+  for (const a of shed) byReason[a.reason!] = (byReason[a.reason!] ?? 0) + 1;
+  return {
+    level,
+    offered,
+    admittedRate: admitted.length / seconds,
+    shedRate: shed.length / seconds,
+    byReason,
+    admittedP50: pct(sorted(admitted.map((a) => a.ms)), 50) ?? NaN,
+    admittedP99: pct(sorted(admitted.map((a) => a.ms)), 99) ?? NaN,
+    lightP99: pct(sorted(of('light').filter((a) => a.status === 200).map((a) => a.ms)), 99) ?? NaN,
+    lightShed: shedShare(of('light')),
+    heavyP99: pct(sorted(of('heavy').filter((a) => a.status === 200).map((a) => a.ms)), 99) ?? NaN,
+    heavyShed: shedShare(of('heavy')),
+    shedP50: pct(sorted(shed.map((a) => a.ms)), 50) ?? NaN,
+    shedP99: pct(sorted(shed.map((a) => a.ms)), 99) ?? NaN,
+    failed: answers.length - admitted.length - shed.length,
+    limit,
+  };
+}
+
+/** The admission limit of each API process now, from its /metrics. */
+async function admissionLimits(t: Topology): Promise<string> {
+  const limits = await Promise.all(t.apis.map(async (p) => {
+    const text = await fetch(`${p.baseUrl}/metrics`).then((r) => r.text(), () => '');
+    const line = text.split('\n').find((l) => /^wholesale_admission_limit[ {]/.test(l));
+    return line?.split(' ').at(-1) ?? '?';
+  }));
+  return limits.join('/');
+}
+
+function print(results: LevelResult[], peak: number) {
+  const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
+  console.log(`\nbench/overload  peak ${f(peak)} orders/s  (${new Date().toISOString()})\n`);
+  console.log('level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  shed by reason');
+  for (const r of results) {
+    console.log(
+      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${JSON.stringify(r.byReason)}`,
+    );
+  }
+  const base = results.find((r) => r.level === 1);
+  if (!base) return;
+  console.log('\ngoals (against the 1x level):');
+  for (const r of results.filter((x) => x.level > 1)) {
+    console.log(
+      `  ${r.level}x: admitted ${f((r.admittedRate / peak) * 100, 0)}% of peak (>= 90%), admitted p99 ${f(r.admittedP99, 0)} ms vs 2x the 1x p50 ${f(2 * base.admittedP50, 0)} ms, ` +
+        `shed answered p99 ${f(r.shedP99)} ms (<= 50), light p99 ${f(r.lightP99, 0)} ms vs 1.5x the 1x light p99 ${f(1.5 * base.lightP99, 0)} ms`,
+    );
+  }
+}
+
+async function main() {
+  const levels = args.levels!.split(',').map(Number);
+  const seconds = Number(args.seconds);
+  const nLight = Number(args.light);
+  const lightShare = Number(args['light-share']);
+  process.env.TEMPORAL_PAYLOAD_KEYS ??= `overload:${randomBytes(32).toString('base64')}`;
+  const passed = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => /^(ADMISSION_|WORKER_HEARTBEAT_)/.test(k) && v !== undefined)) as Record<string, string>;
+  console.log(`starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ${JSON.stringify(passed)} ...`);
+  const t = await startTopology({
+    apis: Number(args.apis), workers: Number(args.workers), temporal: args.temporal as 'dev' | 'server',
+    env: { RATE_LIMIT_PER_MINUTE: '100000000', RECONCILE_SECONDS: '0', ...passed },
+  });
+  try {
+    const apiUrls = t.apis.map((p) => p.apiUrl);
+    const [heavy, ...light] = await fundedAccounts(t.databaseUrl, 1 + nLight);
+    const peak = args.peak ? Number(args.peak) : await measurePeak(apiUrls, heavy, Number(args['peak-concurrency']), Number(args['peak-seconds']));
+    console.log(`peak: ${peak.toFixed(1)} orders/s`);
+    const results: LevelResult[] = [];
+    for (const level of levels) {
+      await sleep(Number(args['settle-seconds']) * 1000);
+      const lightRate = (lightShare * peak) / nLight;
+      const heavyRate = Math.max(0.1, level * peak - lightShare * peak);
+      console.log(`${level}x: heavy ${heavyRate.toFixed(1)}/s, ${nLight} light at ${lightRate.toFixed(1)}/s each, ${seconds} s ...`);
+      const answers = (await Promise.all([
+        offer(apiUrls, 'heavy', heavy, heavyRate, seconds, `h${level}-${runId}`),
+        ...light.map((a, i) => offer(apiUrls, 'light', a, lightRate, seconds, `l${level}-${i}-${runId}`)),
+      ])).flat();
+      results.push(summarize(level, level * peak, seconds, answers, await admissionLimits(t)));
+      print(results, peak);
+    }
+  } finally {
+    agent.destroy();
+    await t.teardown();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

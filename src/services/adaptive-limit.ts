@@ -1,0 +1,101 @@
+// How many placements one API process lets run at once: an adaptive concurrency limit, AIMD on
+// placement latency (additive increase, multiplicative decrease), as in Netflix's
+// concurrency-limits (`AIMDLimit`) and TCP's congestion window. No I/O: the admission gate
+// (./admission.ts) feeds it and reads it.
+//
+// The limit is decided once per window of `targetMs` (not per sample, so one slow placement among
+// many does not cut it), and only when it was in use (more than half of it in flight at some
+// moment in the window):
+// - the window's placements finished in time (90th percentile within the target, an unanswered
+//   one counting as over it): it grows by one;
+// - they did not: it shrinks in proportion to the overshoot (× target / p90, between × 0.7 and
+//   × 0.9), so a deep overload is left in a few windows without cutting far below the knee (the
+//   latencies that close a window are of placements admitted a latency ago, at the older limit);
+// - the workers reported their workflow tasks waiting longer than they should (`congestion`): it
+//   shrinks by a tenth, however fast this process's own placements were.
+// A window in which the limit was far from in use changes nothing: it was not what held placements
+// back, slowness there is not caused by the concurrency this process admits (a slow provider, a
+// pause, another process's load), and cutting it would only shed the next burst for nothing.
+
+export interface AdaptiveLimitOptions {
+  initial: number;
+  min: number;
+  max: number;
+  /** The window's placements should finish within this (their 90th percentile); also the window's length. */
+  targetMs: number;
+}
+
+/** The share of a window's placements that may go over the target (or unanswered) before the limit shrinks. */
+const OVER_TARGET_SHARE = 0.1;
+
+export class AdaptiveLimit {
+  private value: number;
+  private windowStart: number;
+  private latencies: number[] = [];
+  private dropped = 0;
+  private peakInFlight = 0;
+  private congested = false;
+
+  constructor(private readonly opts: AdaptiveLimitOptions, now: number) {
+    this.value = Math.min(opts.max, Math.max(opts.min, opts.initial));
+    this.windowStart = now;
+  }
+
+  get limit(): number {
+    return Math.floor(this.value);
+  }
+
+  /** A placement was admitted; `inFlight` counts it. */
+  started(inFlight: number, now: number): void {
+    this.roll(now);
+    this.peakInFlight = Math.max(this.peakInFlight, inFlight);
+  }
+
+  /** A placement was answered after `latencyMs`. */
+  answered(latencyMs: number, now: number): void {
+    this.roll(now);
+    this.latencies.push(latencyMs);
+  }
+
+  /** A placement got no answer in time (the placement deadline, the engine out of reach). */
+  unanswered(now: number): void {
+    this.roll(now);
+    this.dropped++;
+  }
+
+  /** The workers' workflow tasks wait longer than they should. */
+  congestion(now: number): void {
+    this.roll(now);
+    this.congested = true;
+  }
+
+  /** Closes the current window (and any idle ones since) once `targetMs` has passed. */
+  private roll(now: number): void {
+    if (now - this.windowStart < this.opts.targetMs) return;
+    this.decide();
+    this.windowStart = now;
+    this.latencies = [];
+    this.dropped = 0;
+    this.peakInFlight = 0;
+    this.congested = false;
+  }
+
+  private decide(): void {
+    const { min, max, targetMs } = this.opts;
+    if (this.peakInFlight <= this.value / 2) return;
+    if (this.congested) {
+      this.value = Math.max(min, this.value * 0.9);
+      return;
+    }
+    if (this.latencies.length + this.dropped === 0) return;
+    // An unanswered placement counts as one over any target.
+    const p90 = percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)]);
+    if (p90 <= targetMs) this.value = Math.min(max, this.value + 1);
+    else this.value = Math.max(min, this.value * Math.min(0.9, Math.max(0.7, targetMs / p90)));
+  }
+}
+
+function percentile(p: number, values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}

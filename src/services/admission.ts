@@ -1,0 +1,161 @@
+import type { Config } from '../config';
+import { ApiError } from '../domain/errors';
+import { admissionInFlight, admissionLimit, placementsAdmitted, placementsShed } from '../metrics/registry';
+import { isTemporalUnavailable } from '../temporal/errors';
+import { AdaptiveLimit } from './adaptive-limit';
+import type { WorkersView } from './worker-watch';
+
+// Admission control of placements (orders and top-ups, REST, MCP and the account area) in one API
+// process. A placement is let through only while
+// - some worker polls the task queue (a heartbeat row fresher than WORKER_HEARTBEAT_STALE_MS,
+//   ./worker-watch.ts): with none, it could only wait for PLACEMENT_TIMEOUT_MS;
+// - fewer placements than the adaptive limit run in this process (./adaptive-limit.ts: it finds
+//   how many finish within ADMISSION_LATENCY_TARGET_MS, and backs off while the workers report
+//   their workflow tasks waiting over ADMISSION_WORKER_QUEUE_MS);
+// - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever another
+//   account has a placement in flight or asked for one within the last second, so one reseller's
+//   burst cannot take every place while others wait. An account alone may use the whole limit;
+//   with others about, the room it cannot take is what their placements find free (and the limit
+//   grows while latency allows, so the busy account still gets the throughput the engine has).
+// Anything else is answered at once, before anything is read or written, with the spec's 503
+// (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
+// REST placements meet the limit before their key is even looked up (`refuseEarly`), so a
+// refusal at capacity costs the database nothing when it is busiest.
+
+export type PlacementKind = 'order' | 'topup';
+export type ShedReason = 'limit' | 'account_share' | 'no_worker';
+
+export interface AdmissionSettings {
+  enabled: boolean;
+  targetMs: number;
+  initialLimit: number;
+  maxLimit: number;
+  accountShare: number;
+  workerQueueTargetMs: number;
+}
+
+export function admissionSettingsOf(c: Config): AdmissionSettings {
+  return {
+    enabled: c.ADMISSION_CONTROL,
+    targetMs: c.ADMISSION_LATENCY_TARGET_MS,
+    initialLimit: c.ADMISSION_INITIAL_LIMIT,
+    maxLimit: c.ADMISSION_MAX_LIMIT,
+    accountShare: c.ADMISSION_ACCOUNT_SHARE,
+    workerQueueTargetMs: c.ADMISSION_WORKER_QUEUE_MS,
+  };
+}
+
+/** The lowest the adaptive limit goes: a few placements always run, so latency can be measured again. */
+const MIN_LIMIT = 4;
+const RETRY_AFTER_SECONDS = 1;
+/** Another account that asked for a placement this recently counts as waiting for room. */
+const RECENT_MS = 1000;
+
+const SHED_MESSAGES: Record<ShedReason, string> = {
+  limit: 'The service is at capacity; nothing was done. Retry the same request after Retry-After',
+  account_share: "This account's placements already take their share of the service's capacity; nothing was done. Retry the same request after Retry-After",
+  no_worker: 'No worker is placing orders right now (a restart); nothing was done. Retry the same request after Retry-After',
+};
+
+/** A placement refused by admission control: the spec's 503, expected under load, and no outage. */
+export class PlacementRefused extends ApiError {
+  constructor(readonly reason: ShedReason) {
+    super('service_unavailable', SHED_MESSAGES[reason], { reason }, { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+  }
+}
+
+export class PlacementGate {
+  private readonly limiter: AdaptiveLimit;
+  private inFlight = 0;
+  private readonly byAccount = new Map<string, number>();
+  /** When each account last asked for a placement (admitted or refused), for about a second. */
+  private readonly seen = new Map<string, number>();
+  private seenPrunedAt: number;
+
+  constructor(
+    private readonly settings: AdmissionSettings,
+    private readonly workers: () => WorkersView,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.limiter = new AdaptiveLimit({ initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs }, this.now());
+    this.seenPrunedAt = this.now();
+    admissionLimit.set(this.limiter.limit);
+  }
+
+  /**
+   * Runs one placement if it is admitted, or throws the 503 at once. `sampled`: its latency is the
+   * engine's and the database's (a balance order), not an outside party's (a checkout opened
+   * inside it), so it may steer the limit.
+   */
+  async run<T>(kind: PlacementKind, accountId: string, sampled: boolean, place: () => Promise<T>): Promise<T> {
+    if (!this.settings.enabled) return place();
+    const startedAt = this.now();
+    this.admit(kind, accountId, startedAt);
+    try {
+      const result = await place();
+      this.answered(sampled, startedAt);
+      return result;
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) this.answered(sampled, startedAt);
+      else if (isTemporalUnavailable(err) || (err instanceof ApiError && err.code === 'service_unavailable')) this.limiter.unanswered(this.now());
+      throw err;
+    } finally {
+      this.release(accountId);
+    }
+  }
+
+  /**
+   * Refuses at once, before the caller's key is read, a placement this process could take from
+   * nobody because its limit is full. The rest is checked by `run`, after the key: with no worker,
+   * a replay of a placed order is still answered from Postgres, which is not the busy part then.
+   */
+  refuseEarly(kind: PlacementKind): void {
+    if (this.settings.enabled && this.inFlight >= this.limiter.limit) this.shed(kind, 'limit');
+  }
+
+  private admit(kind: PlacementKind, accountId: string, now: number): void {
+    const view = this.workers();
+    this.seen.set(accountId, now);
+    if (view.known && view.live === 0) this.shed(kind, 'no_worker');
+    if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs) this.limiter.congestion(now);
+    const limit = this.limiter.limit;
+    admissionLimit.set(limit);
+    if (this.inFlight >= limit) this.shed(kind, 'limit');
+    const mine = this.byAccount.get(accountId) ?? 0;
+    if (this.othersAbout(accountId, now) && mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) this.shed(kind, 'account_share');
+    this.inFlight++;
+    this.byAccount.set(accountId, mine + 1);
+    admissionInFlight.set(this.inFlight);
+    this.limiter.started(this.inFlight, now);
+    placementsAdmitted.inc({ kind });
+  }
+
+  /** Whether another account has a placement in flight, or asked for one within the last second. */
+  private othersAbout(accountId: string, now: number): boolean {
+    if (this.byAccount.size > (this.byAccount.has(accountId) ? 1 : 0)) return true;
+    if (now - this.seenPrunedAt > RECENT_MS) {
+      for (const [account, at] of this.seen) if (now - at > RECENT_MS) this.seen.delete(account);
+      this.seenPrunedAt = now;
+    }
+    for (const [account, at] of this.seen) if (account !== accountId && now - at <= RECENT_MS) return true;
+    return false;
+  }
+
+  private answered(sampled: boolean, startedAt: number): void {
+    const now = this.now();
+    if (sampled) this.limiter.answered(now - startedAt, now);
+  }
+
+  private release(accountId: string): void {
+    this.inFlight--;
+    const mine = (this.byAccount.get(accountId) ?? 1) - 1;
+    if (mine > 0) this.byAccount.set(accountId, mine);
+    else this.byAccount.delete(accountId);
+    admissionInFlight.set(this.inFlight);
+  }
+
+  private shed(kind: PlacementKind, reason: ShedReason): never {
+    placementsShed.inc({ kind, reason });
+    throw new PlacementRefused(reason);
+  }
+}

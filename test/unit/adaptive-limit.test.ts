@@ -1,0 +1,66 @@
+import { AdaptiveLimit } from '../../src/services/adaptive-limit';
+import { workflowTaskWaits } from '../../src/services/worker-heartbeat';
+
+// Issue 39: the admission limit is AIMD on placement latency, decided once per window of the
+// latency target, and only while the limit is in use; the workers' reported queue makes it back
+// off. The clock is the test's.
+const TARGET = 1000;
+const make = (initial = 20) => new AdaptiveLimit({ initial, min: 4, max: 100, targetMs: TARGET }, 0);
+
+/** One window starting at `at`: `inFlight` placements admitted, each answered after `latency` ms. */
+function windowOf(limit: AdaptiveLimit, at: number, inFlight: number, latency: number) {
+  for (let i = 1; i <= inFlight; i++) limit.started(i, at + 1);
+  for (let i = 0; i < inFlight; i++) limit.answered(latency, at + 2);
+}
+
+test.each([
+  ['in use and in time: grows by one', 15, 200, 21],
+  ['in use and late (p90 twice the target): shrinks by the overshoot, at most 30%', 15, 2000, 14],
+  ['in use and a little late: shrinks by a tenth at least', 15, 1050, 18],
+  ['not in use (half the limit or less): unchanged however late', 10, 5000, 20],
+])('%s', (_name, inFlight, latency, expected) => {
+  const limit = make();
+  windowOf(limit, 0, inFlight, latency);
+  limit.started(1, TARGET + 1); // the next window's first event closes this one
+  expect(limit.limit).toBe(expected);
+});
+
+test('one late placement in ten does not cut the limit; unanswered ones count as late', () => {
+  const limit = make();
+  for (let i = 1; i <= 15; i++) limit.started(i, 1);
+  for (let i = 0; i < 14; i++) limit.answered(100, 2);
+  limit.answered(9000, 3);
+  limit.started(1, TARGET + 1);
+  expect(limit.limit).toBe(21);
+
+  for (let i = 1; i <= 15; i++) limit.started(i, TARGET + 2);
+  for (let i = 0; i < 12; i++) limit.answered(100, TARGET + 3);
+  for (let i = 0; i < 3; i++) limit.unanswered(TARGET + 3);
+  limit.started(1, 2 * TARGET + 3);
+  expect(limit.limit).toBe(14);
+});
+
+test('congested workers shrink an in-use limit by a tenth even when placements are fast, and never below the minimum', () => {
+  const limit = make(5);
+  windowOf(limit, 0, 5, 10);
+  limit.congestion(3);
+  limit.started(1, TARGET + 1);
+  expect(limit.limit).toBe(4);
+  windowOf(limit, TARGET + 2, 4, 10);
+  limit.congestion(TARGET + 3);
+  limit.started(1, 2 * TARGET + 3);
+  expect(limit.limit).toBe(4);
+});
+
+test("the worker's schedule-to-start comes from the SDK core's histogram, every task queue of the process summed", () => {
+  const text = [
+    '# HELP temporal_workflow_task_schedule_to_start_latency_seconds Histogram',
+    'temporal_workflow_task_schedule_to_start_latency_seconds_bucket{task_queue="q",le="0.1"} 3',
+    'temporal_workflow_task_schedule_to_start_latency_seconds_sum{namespace="default",task_queue="q"} 1.5',
+    'temporal_workflow_task_schedule_to_start_latency_seconds_count{namespace="default",task_queue="q"} 10',
+    'temporal_workflow_task_schedule_to_start_latency_seconds_sum{namespace="default",task_queue="host:sticky"} 0.5',
+    'temporal_workflow_task_schedule_to_start_latency_seconds_count{namespace="default",task_queue="host:sticky"} 5',
+    'temporal_activity_schedule_to_start_latency_seconds_sum{task_queue="q"} 99',
+  ].join('\n');
+  expect(workflowTaskWaits(text)).toEqual({ sumSeconds: 2, count: 15 });
+});
