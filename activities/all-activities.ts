@@ -9,6 +9,8 @@ import { createProcurementActivities } from './procurement-activities';
 import { createReconcileActivities } from './reconcile-activities';
 import { createRedemptionActivities } from './redemptions-activities';
 import { createWebhookActivities } from './webhooks-activities';
+import { createExportActivities } from './exports-activities';
+import { createBatchActivities } from './batches-activities';
 
 /**
  * The service's activities, over the providers the composition root built for this process, and
@@ -23,6 +25,8 @@ export function createActivities(deps: { orm: Orm; config: Config; providers: Pr
     ...createRedemptionActivities(d),
     ...createWebhookActivities(d),
     ...createProcurementActivities(d),
+    ...createExportActivities(d),
+    ...createBatchActivities(d),
     ...createReconcileActivities({ orm: deps.orm, config: deps.config, temporal: deps.temporal }),
   };
 }

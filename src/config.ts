@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { admissionProblems, admissionVariables } from './config-admission';
-import { productionExposureProblems } from './config-exposure';
+import { bulkSettings } from './config-bulk';
 import { eventSettings } from './config-events';
+import { productionExposureProblems } from './config-exposure';
 import { trustProxySetting } from './http/trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
@@ -249,6 +250,7 @@ export const configSchema = z.object({
   CHECKOUT_RATE_LIMIT_PER_MINUTE: int(120, 1),
   DATABASE_MIGRATION_URL: z.string().url().optional(),
   ...eventSettings,
+  ...bulkSettings,
 });
 
 export type Config = z.infer<typeof configSchema> & {

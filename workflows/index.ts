@@ -6,3 +6,5 @@ export { redemptionWorkflow } from './redemption-workflow';
 export { procurementWorkflow } from './procurement-workflow';
 export { evmCheckoutWorkflow } from './evm-checkout-workflow';
 export { reconcileWorkflow } from './reconcile-workflow';
+export { exportWorkflow } from './export-workflow';
+export { batchWorkflow } from './batch-workflow';

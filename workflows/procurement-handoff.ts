@@ -5,14 +5,12 @@ import { procurementWorkflowId } from '../src/contracts/procurement';
 import { procurementWorkflow } from './procurement-workflow';
 
 /**
- * Hands a paid direct-code order to its procurement workflow, `procure:<orderId>`, and leaves it
- * running when the order workflow finishes. A second hand-off (a replay, a late payment callback
- * re-running the order workflow) finds it running or done and starts nothing; only a run that
- * failed or was terminated may be started again, and it picks up from what Postgres holds.
- * From here on only the procurement workflow carries FulfillmentStatus, so a query for stuck
- * orders in the Temporal UI lists each order once.
+ * Starts the procurement workflow of a paid direct-code order, `procure:<orderId>`, left running
+ * when its parent finishes. A second start (a replay, a late payment callback re-running the
+ * order workflow, a batch chunk retried) finds it running or done and starts nothing; only a run
+ * that failed or was terminated may be started again, and it picks up from what Postgres holds.
  */
-export async function handOffToProcurement(order: { orderId: string; accountId: string; externalOrderId: string }): Promise<void> {
+export async function startProcurement(order: { orderId: string; accountId: string; externalOrderId: string }): Promise<void> {
   try {
     await startChild(procurementWorkflow, {
       workflowId: procurementWorkflowId(order.orderId),
@@ -28,5 +26,14 @@ export async function handOffToProcurement(order: { orderId: string; accountId: 
     // Only "already started" means an earlier hand-off did it; anything else, a cancellation included, is rethrown.
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
   }
+}
+
+/**
+ * The order workflow hands its paid direct-code order to procurement (startProcurement). From
+ * here on only the procurement workflow carries FulfillmentStatus, so a query for stuck orders in
+ * the Temporal UI lists each order once.
+ */
+export async function handOffToProcurement(order: { orderId: string; accountId: string; externalOrderId: string }): Promise<void> {
+  await startProcurement(order);
   upsertSearchAttributes([{ key: FulfillmentStatusKey, value: null }]);
 }

@@ -1,8 +1,10 @@
-import { continueAsNew, isCancellation, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, isCancellation, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ReconcileActivities } from '../activities/reconcile-activities';
 import {
+  CHECKS_BEFORE_JOBS,
   DEFAULT_STEPS_PER_RUN,
   RECONCILE_CHECKS,
+  jobChecksPatch,
   emptyTotals,
   type ReconcileCheck,
   type ReconcileTotals,
@@ -30,8 +32,9 @@ export async function reconcileWorkflow(input: ReconcileWorkflowInput = {}): Pro
   const totals = input.resume?.totals ?? emptyTotals();
   const stepsPerRun = input.stepsPerRun ?? DEFAULT_STEPS_PER_RUN;
   let steps = 0;
-  const first = input.resume ? RECONCILE_CHECKS.indexOf(input.resume.check) : 0;
-  for (const check of RECONCILE_CHECKS.slice(first)) {
+  const checks = patched(jobChecksPatch) ? RECONCILE_CHECKS : CHECKS_BEFORE_JOBS;
+  const first = input.resume ? checks.indexOf(input.resume.check) : 0;
+  for (const check of checks.slice(first)) {
     let after = input.resume?.check === check ? input.resume.after : null;
     do {
       if (steps >= stepsPerRun || workflowInfo().continueAsNewSuggested) {

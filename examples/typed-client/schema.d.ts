@@ -265,6 +265,157 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/wholesale/v1/exports/orders.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders of a date range as CSV, streamed
+         * @description Rows created in [from, to), oldest first. A range of more than EXPORT_STREAM_MAX_ROWS (10,000 by default) rows is refused with `invalid_input` (`details.reason` = `too_many_rows`): create an export job with POST /exports instead.
+         */
+        get: operations["exportOrdersCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/exports/ledger.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ledger rows of a date range as CSV, streamed
+         * @description Rows created in [from, to), oldest first. A range of more than EXPORT_STREAM_MAX_ROWS (10,000 by default) rows is refused with `invalid_input` (`details.reason` = `too_many_rows`): create an export job with POST /exports instead.
+         */
+        get: operations["exportLedgerCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An export job for a date range of any size
+         * @description Accepted at once; a workflow writes the file. Poll GET /exports/{id} (or await `export.ready`) for its downloadUrl, valid for a day. Idempotent on externalExportId.
+         */
+        post: operations["createExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An export job: progress, and its download link once ready */
+        get: operations["getExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Up to 5000 orders at once, accepted now, placed in line order
+         * @description Each line is placed as POST /orders would place it sent after the lines before it: a repeated externalOrderId is a replay (`reused`) or an `idempotency_conflict`, a line the balance does not cover is `insufficient_balance`. Poll GET /batches/{id} (or await `batch.completed`).
+         */
+        post: operations["createBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A batch and its progress */
+        get: operations["getBatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/batches/{id}/lines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A batch's lines in order, with each outcome and its order's codes once delivered */
+        get: operations["listBatchLines"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/wholesale/v1/exports/{id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An export job's CSV file, by its download link
+         * @description The downloadUrl of a ready export, as given: no Authorization header. An unknown export, a wrong token and an expired link are all `not_found`.
+         */
+        get: operations["downloadExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "order.delivered": {
@@ -381,6 +532,50 @@ export interface webhooks {
          * @description A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
          */
         post: operations["webhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "export.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An export job wrote its file
+         * @description Extension beyond spec 1.4.0, sent like the spec's events (to an endpoint without an `events` list, or whose list names it), and only to an account that asked for it: one per export job (POST /exports), once its file is ready.
+         *
+         *     A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
+         */
+        post: operations["exportReady"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "batch.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Every line of a batch was placed or refused
+         * @description Extension beyond spec 1.4.0, sent like the spec's events (to an endpoint without an `events` list, or whose list names it), and only to an account that asked for it: one per batch (POST /batches), once every line has its outcome.
+         *
+         *     A POST to the URL set with PUT /webhook. Answer any 2xx within 5 seconds; anything else, a 3xx included (redirects are never followed), is a failure, retried with backoff from 30 s doubling to 6 h, for up to 10 attempts, with the same event id. Events can arrive out of order or later than a polling result: on receipt, query the original resource for the current state.
+         */
+        post: operations["batchCompleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -573,6 +768,46 @@ export interface components {
             /** @description Unix seconds of the event */
             timestamp: number;
             message: string;
+        };
+        /** @description The file is ready: GET /exports/{exportId} gives its downloadUrl (the link itself is never sent in an event) */
+        ExportReadyEvent: {
+            /**
+             * @description Stable across redeliveries of one event: dedupe on it
+             * @example evt_6f1c2a9e0b4d4f8a
+             */
+            eventId: string;
+            /** @enum {string} */
+            event: "export.ready";
+            /** @description Unix seconds of the event */
+            timestamp: number;
+            exportId: string;
+            externalExportId: string;
+            /** @enum {string} */
+            kind: "orders" | "ledger";
+            /** @description ISO 8601 UTC */
+            from: string;
+            /** @description ISO 8601 UTC */
+            to: string;
+            rows: number;
+            /** @description Unix seconds when the download link stops working */
+            expiresAt: number;
+        };
+        /** @description Every line has its outcome: GET /batches/{batchId}/lines lists them */
+        BatchCompletedEvent: {
+            /**
+             * @description Stable across redeliveries of one event: dedupe on it
+             * @example evt_6f1c2a9e0b4d4f8a
+             */
+            eventId: string;
+            /** @enum {string} */
+            event: "batch.completed";
+            /** @description Unix seconds of the event */
+            timestamp: number;
+            batchId: string;
+            externalBatchId: string;
+            total: number;
+            placed: number;
+            rejected: number;
         };
         ProductUpdatedEvent: {
             /**
@@ -867,7 +1102,7 @@ export interface components {
             url: string;
             /** @description Signing secret, returned once; rotates on every reconfiguration */
             secret?: string;
-            events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "product.updated" | "balance.low")[];
+            events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "export.ready" | "batch.completed" | "product.updated" | "balance.low")[];
             /** @example 12.50 */
             balanceLowThreshold?: string;
         };
@@ -878,7 +1113,7 @@ export interface components {
              */
             url: string;
             /**
-             * @description Extension (event subscriptions): the events this endpoint receives. Without a list it receives every event of spec part 6; `product.updated` and `balance.low` come only to a list that names them. Omitted on PUT: the list is kept. `webhook.test` is always sent when asked for. Answers carry the list only for an endpoint that has one.
+             * @description Extension (event subscriptions): the events this endpoint receives. Without a list it receives every event of spec part 6, and `export.ready` and `batch.completed` (sent only to an account that makes exports or batches); `product.updated` and `balance.low` come only to a list that names them. Omitted on PUT: the list is kept. `webhook.test` is always sent when asked for. Answers carry the list only for an endpoint that has one.
              * @example [
              *       "order.delivered",
              *       "topup.credited",
@@ -886,7 +1121,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "product.updated" | "balance.low")[];
+            events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "export.ready" | "batch.completed" | "product.updated" | "balance.low")[];
             /**
              * @description Extension (event subscriptions): `balance.low` is sent when the balance falls from this amount or above to below it; required with balance.low, and only with it.
              * @example 100.00
@@ -916,6 +1151,118 @@ export interface components {
              * @default 100
              */
             limit: number;
+        };
+        ExportCreated: components["schemas"]["Export"] & {
+            reused: boolean;
+        };
+        Export: {
+            exportId: string;
+            externalExportId: string;
+            /** @enum {string} */
+            kind: "orders" | "ledger";
+            /** @description ISO 8601 UTC */
+            from: string;
+            /** @description ISO 8601 UTC */
+            to: string;
+            /** @enum {string} */
+            status: "running" | "ready" | "expired";
+            /** @description Rows written so far */
+            rows: number;
+            /** @description Rows of the range when the export was requested (later rows do not join it) */
+            totalRows: number;
+            createdAt: number;
+            readyAt: number | null;
+            /** @description Unix seconds when the link stops working and the file is deleted */
+            expiresAt: number | null;
+            /** @description While ready: the file, for anyone holding this link (no key needed). Treat it as a secret */
+            downloadUrl: string | null;
+        };
+        CreateExport: {
+            /** @description Your id for this export: the same id is the same export */
+            externalExportId: string;
+            /** @enum {string} */
+            kind: "orders" | "ledger";
+            /**
+             * @description Start of the range (included)
+             * @example 2026-12-01T00:00:00Z
+             */
+            from: string;
+            /**
+             * @description End of the range (excluded)
+             * @example 2026-12-01T00:00:00Z
+             */
+            to: string;
+        };
+        BatchCreated: components["schemas"]["Batch"] & {
+            reused: boolean;
+        };
+        Batch: {
+            batchId: string;
+            externalBatchId: string;
+            /** @enum {string} */
+            status: "running" | "completed";
+            total: number;
+            /** @description Lines not placed yet */
+            pending: number;
+            /** @description Lines that placed an order, or found theirs (reused) */
+            placed: number;
+            /** @description Lines POST /orders would have refused, with its error code */
+            rejected: number;
+            createdAt: number;
+            completedAt: number | null;
+        };
+        CreateBatch: {
+            /** @description Your id for this batch: the same id with the same lines is the same batch */
+            externalBatchId: string;
+            lines: components["schemas"]["BatchLine"][];
+        };
+        /** @description One order, as the body of POST /orders with payment `balance` */
+        BatchLine: {
+            externalOrderId: string;
+            productId: string;
+            qty: number;
+            /** @example 12.50 */
+            expectedUnitPrice?: string;
+        };
+        BatchLineResult: {
+            /** @description Its position in the batch, from 1 */
+            line: number;
+            externalOrderId: string;
+            productId: string;
+            qty: number;
+            /** @example 12.50 */
+            expectedUnitPrice: string | null;
+            /** @enum {string} */
+            status: "pending" | "placed" | "rejected";
+            orderId: string | null;
+            /** @description As in the order response: the externalOrderId had an order already (an earlier order or line) */
+            reused: boolean | null;
+            /** @description The order as it stands now */
+            order: {
+                /** @enum {string} */
+                status: "pending" | "paid" | "delivered" | "expired" | "refunded";
+                /** @example 12.50 */
+                amount: string;
+                /** @enum {string|null} */
+                deliveryType: "redemption" | "direct_code" | null;
+                fulfillmentStatus: string | null;
+                fulfilledQuantity: number;
+                /** @description As GET /orders/{id} shows them: only once every item is delivered */
+                codes: string[];
+                redeemUrl: string | null;
+            } | null;
+            /** @description Why the line placed no order: the error POST /orders answers with */
+            rejection: {
+                /**
+                 * @description Stable machine code: branch on this, never on the message
+                 * @enum {string}
+                 */
+                error: "unauthorized" | "invalid_input" | "invalid_cursor" | "not_found" | "insufficient_balance" | "out_of_stock" | "insufficient_stock" | "stock_unavailable" | "fulfillment_unavailable" | "price_changed" | "duplicate_order" | "idempotency_conflict" | "api_test_quantity" | "api_test_balance_only" | "test_code_only" | "invalid_code" | "missing_field" | "invalid_account_id" | "invalid_session_json" | "invalid_telegram_username" | "already_redeemed" | "retry_conflict" | "claim_conflict" | "insufficient_scope" | "ip_not_allowed" | "key_expired" | "code_expired" | "webhook_not_configured" | "rate_limited" | "too_many_pending_topups" | "payment_provider_error" | "payment_provider_timeout" | "session_validation_unavailable" | "service_unavailable" | "internal_error";
+                message: string;
+                details?: {
+                    [key: string]: unknown;
+                };
+            } | null;
         };
     };
     responses: never;
@@ -3133,7 +3480,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         url: string;
-                        events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "product.updated" | "balance.low")[];
+                        events?: ("order.delivered" | "order.delivery_attention" | "topup.credited" | "redemption.fulfilled" | "redemption.failed" | "export.ready" | "batch.completed" | "product.updated" | "balance.low")[];
                         /** @example 12.50 */
                         balanceLowThreshold?: string;
                     };
@@ -4122,6 +4469,1272 @@ export interface operations {
             };
         };
     };
+    exportOrdersCsv: {
+        parameters: {
+            query: {
+                /** @description Start of the range (included) */
+                from: string;
+                /** @description End of the range (excluded) */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A CSV file (RFC 4180, UTF-8, a header record first) */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `attachment; filename="…csv"`: the file name of a CSV export */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportLedgerCsv: {
+        parameters: {
+            query: {
+                /** @description Start of the range (included) */
+                from: string;
+                /** @description End of the range (excluded) */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A CSV file (RFC 4180, UTF-8, a header record first) */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description `attachment; filename="…csv"`: the file name of a CSV export */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateExport"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportCreated"];
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_conflict`: Key reused with different parameters; use a new id. */
+            409: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Export"];
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: Unknown id, or not the caller's. */
+            404: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchCreated"];
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `idempotency_conflict`: Key reused with different parameters; use a new id. */
+            409: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Batch"];
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: Unknown id, or not the caller's. */
+            404: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listBatchLines: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        lines: components["schemas"]["BatchLineResult"][];
+                        nextCursor: string | null;
+                        hasMore: boolean;
+                    };
+                };
+            };
+            /**
+             * @description `invalid_input`: Invalid parameters.
+             *
+             *     `invalid_cursor`: Invalid or expired cursor on a list endpoint; restart from the first page.
+             */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unauthorized`: Missing or invalid key. */
+            401: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `insufficient_scope`: Extension (scoped keys): the key was made without the scope this operation needs; details.scope names it. Nothing was done.
+             *
+             *     `ip_not_allowed`: Extension (scoped keys): the key may be used only from its CIDRs, and this request came from elsewhere. Nothing was done.
+             *
+             *     `key_expired`: Extension (scoped keys): the key is past the expiry it was made with. Nothing was done; make a new key.
+             */
+            403: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: Unknown id, or not the caller's. */
+            404: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited`: Request limit hit; honor Retry-After. */
+            429: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Requests allowed per window for this key */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    downloadExport: {
+        parameters: {
+            query: {
+                token: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A CSV file (RFC 4180, UTF-8, a header record first) */
+            200: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description `attachment; filename="…csv"`: the file name of a CSV export */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description `invalid_input`: Invalid parameters. */
+            400: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found`: Unknown id, or not the caller's. */
+            404: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error`: Retryable. Report the requestId to support. */
+            500: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable`: The database or the workflow engine is briefly out of reach; retry the same request after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other error, with the same body */
+            default: {
+                headers: {
+                    /** @description Identifies this request; also in the error body as requestId */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     orderDelivered: {
         parameters: {
             query?: never;
@@ -4331,6 +5944,82 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 5 seconds acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (timeouts and 3xx included) is retried */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    exportReady: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=` + hex HMAC-SHA256 of the raw body, keyed with the signing secret from PUT /webhook. Verify it against the raw body before trusting a delivery. */
+                "X-Wholesale-Signature": string;
+                /** @description Stable across redeliveries of one event */
+                "X-Wholesale-Event-Id": string;
+                /** @description Unique per attempt */
+                "X-Wholesale-Delivery-Id": string;
+                /** @description Unix seconds of the event; usable to reject stale replays */
+                "X-Wholesale-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExportReadyEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx within 5 seconds acknowledges the delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else (timeouts and 3xx included) is retried */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    batchCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `sha256=` + hex HMAC-SHA256 of the raw body, keyed with the signing secret from PUT /webhook. Verify it against the raw body before trusting a delivery. */
+                "X-Wholesale-Signature": string;
+                /** @description Stable across redeliveries of one event */
+                "X-Wholesale-Event-Id": string;
+                /** @description Unique per attempt */
+                "X-Wholesale-Delivery-Id": string;
+                /** @description Unix seconds of the event; usable to reject stale replays */
+                "X-Wholesale-Timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchCompletedEvent"];
             };
         };
         responses: {

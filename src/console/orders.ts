@@ -4,7 +4,7 @@ import { supportActionsOf } from '../db/support-store';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/area';
 import { actorLabel, listAudit, type AuditView } from '../services/audit';
-import { orderSummary } from '../services/order-queries';
+import { orderSummary } from '../services/orders';
 import { deliverOrder, listSupportOrders, refundOrder, resumeOrder, supportOrderDetail } from '../services/support';
 import { act, desk, only, type Desk } from './guard';
 import { DeliverForm, IdParams, ReasonForm } from './forms';

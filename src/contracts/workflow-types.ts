@@ -11,6 +11,8 @@ import type { ReconcileTotals, ReconcileWorkflowInput } from './reconcile';
 import type { RedemptionWorkflowInput, RedemptionWorkflowState } from './redemptions';
 import type { TopupWorkflowInput } from './topups';
 import type { DeliveryWorkflowInput, DeliveryWorkflowResult } from './webhooks';
+import type { ExportProgress, ExportWorkflowInput } from './exports';
+import type { BatchWorkflowInput, BatchWorkflowResult } from './batches';
 
 export interface Workflows {
   orderWorkflow: (input: OrderWorkflowInput) => Promise<OrderWorkflowState>;
@@ -20,4 +22,6 @@ export interface Workflows {
   procurementWorkflow: (input: ProcurementWorkflowInput) => Promise<ProcurementState>;
   evmCheckoutWorkflow: (input: EvmCheckoutWorkflowInput) => Promise<EvmCheckoutWatchState>;
   reconcileWorkflow: (input?: ReconcileWorkflowInput) => Promise<ReconcileTotals>;
+  exportWorkflow: (input: ExportWorkflowInput) => Promise<ExportProgress>;
+  batchWorkflow: (input: BatchWorkflowInput) => Promise<BatchWorkflowResult>;
 }

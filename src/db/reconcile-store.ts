@@ -77,6 +77,26 @@ export const overdueDeliveries = (em: EntityManager, after: string, limit: numbe
     changedAt: 'next_attempt_at',
   }, after, limit, graceSeconds);
 
+/** Exports being written, or ready and waiting for their link to expire (their workflow deletes the file then). */
+export const unsettledExports = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
+  unsettledPage<{ id: string; account_id: string }>(em, {
+    select: 'id, account_id',
+    from: 'exports',
+    unsettled: `status <> 'expired'`,
+    key: 'id',
+    changedAt: 'updated_at',
+  }, after, limit, graceSeconds);
+
+/** Batches whose lines are not all placed. */
+export const runningBatches = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
+  unsettledPage<{ id: string; account_id: string }>(em, {
+    select: 'id, account_id',
+    from: 'batches',
+    unsettled: `status = 'running'`,
+    key: 'id',
+    changedAt: 'updated_at',
+  }, after, limit, graceSeconds);
+
 export interface OpenEvmCheckoutRow {
   reference: string;
   derivation_index: number;

@@ -1,6 +1,8 @@
-// The events the service sends (spec part 6 and the opt-in ones), and which an endpoint gets.
-// An endpoint with no list of its own gets every event but the opt-in ones, so an integration
-// made before lists existed sees nothing new; `webhook.test` goes out when asked for, whatever
+// The events the service sends (spec part 6, the answers to a reseller's own export and batch
+// requests, and the opt-in ones), and which an endpoint gets. An endpoint with no list of its own
+// gets every event but the opt-in ones, so an integration made before lists existed sees nothing
+// new: export.ready and batch.completed go only to accounts that make exports or batches. An
+// endpoint with a list gets what it names alone; `webhook.test` goes out when asked for, whatever
 // the list says.
 
 export const EVENT_TYPES = [
@@ -10,6 +12,8 @@ export const EVENT_TYPES = [
   'redemption.fulfilled',
   'redemption.failed',
   'webhook.test',
+  'export.ready',
+  'batch.completed',
   'product.updated',
   'balance.low',
 ] as const;

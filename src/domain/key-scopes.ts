@@ -3,7 +3,7 @@ import { parseIp } from './webhook-url';
 // What an API key may do and where it may be used from. A key made without limits may do
 // everything from anywhere, as every key could before scopes existed; limits only ever take away.
 
-/** `read`: every GET but the webhook's; the others: the operations that act. */
+/** `read`: every GET but the webhook's, and POST /exports (it writes down what a GET lists); the others: the operations that act. */
 export const KEY_SCOPES = ['read', 'orders', 'topups', 'redemptions', 'webhooks'] as const;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 

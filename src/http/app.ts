@@ -18,6 +18,8 @@ import { checkoutPages } from '../pages/checkout';
 import { evmCheckoutPages } from '../pages/evm-checkout';
 import { redemptionRoutes } from './routers/redemptions';
 import { webhookRoutes } from './routers/webhook';
+import { exportDownloadRoutes, exportRoutes } from './routers/exports';
+import { batchBodyParser, batchRoutes } from './routers/batches';
 import { redeemSite } from '../pages/redeem';
 import { accountArea } from '../pages/account';
 import { staffConsole } from '../console';
@@ -26,8 +28,9 @@ import { CODEC_PREFIX, codecRoutes } from './routers/codec';
 import { mcpRoutes } from '../mcp/route';
 import { outageLogOf } from './outage-log';
 import { serverTiming } from './server-timing';
+import { API_PREFIX } from './api-prefix';
 
-export const API_PREFIX = '/wholesale/v1';
+export { API_PREFIX };
 
 export function createApp(ctx: AppContext): Express {
   const app = express();
@@ -49,6 +52,7 @@ export function createApp(ctx: AppContext): Express {
   const registry = createRegistry();
   // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.
   const api = Router({ strict: true });
+  api.use('/batches', batchBodyParser);
   api.use(express.json({ limit: '256kb' }));
   // After the body parser: its callback runs outside the request's async context.
   api.use(serverTiming(ctx.config.SERVER_TIMING));
@@ -61,7 +65,12 @@ export function createApp(ctx: AppContext): Express {
   topupRoutes(api, registry, API_PREFIX, ctx);
   redemptionRoutes(api, registry, API_PREFIX, ctx);
   webhookRoutes(api, registry, API_PREFIX, ctx);
+  exportRoutes(api, registry, API_PREFIX, ctx);
+  batchRoutes(api, registry, API_PREFIX, ctx);
   api.use(notFound);
+  // An export's download link is its own credential: served before the key check.
+  const downloads = Router({ strict: true });
+  exportDownloadRoutes(downloads, registry, API_PREFIX, ctx);
 
   // Paths carry the /wholesale/v1 prefix, so the server is the bare base URL.
   registerWebhooks(registry);
@@ -71,7 +80,7 @@ export function createApp(ctx: AppContext): Express {
   });
   // The API reference, rendered from the same document (public, like the document itself).
   app.use(`${API_PREFIX}/docs`, apiDocs(API_PREFIX));
-  app.use(API_PREFIX, api);
+  app.use(API_PREFIX, downloads, api);
   // The public redemption site behind redeemUrl: no bearer key, its own per-IP limit.
   app.use('/redeem', redeemSite(ctx));
   // The reseller account area: sign-in sessions and CSRF-protected forms, no bearer key.

@@ -85,6 +85,7 @@ export const HEADERS = {
   'X-RateLimit-Reset': header('Unix seconds when the window resets', { type: 'integer', minimum: 0 }),
   'Retry-After': header('Seconds to wait before retrying', { type: 'integer', minimum: 0 }),
   Warning: header('`299 - "..."` on a legacy top-up without an idempotency key (spec 4.2)', { type: 'string' }),
+  'Content-Disposition': header('`attachment; filename="…csv"`: the file name of a CSV export', { type: 'string' }, true),
 } as const;
 
 export type HeaderName = keyof typeof HEADERS;
@@ -95,6 +96,8 @@ export const TAGS = [
   { name: 'Orders', description: 'Placing and reading orders, and the ledger (spec 4.3, 4.6)' },
   { name: 'Redemptions', description: 'Server-side redemption of platform codes (spec 4.4)' },
   { name: 'Webhooks', description: 'Signed event notifications and their deliveries (spec 4.5, 6)' },
+  { name: 'Exports', description: 'Orders and the ledger of a date range as CSV files: streamed, or written by an export job (beyond the spec)' },
+  { name: 'Batches', description: 'Up to 5,000 order lines in one request, each placed by the rules of POST /orders (beyond the spec)' },
   { name: 'Support', description: 'Operator tools for orders that need attention (admin API)' },
 ];
 

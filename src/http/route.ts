@@ -28,13 +28,18 @@ export interface RouteDef<P extends ZodObject | undefined, Q extends ZodObject |
   responseHeaders?: HeaderName[];
   /** The operation's own error codes (spec 7); the ones every operation can answer are added. */
   errors?: ErrorCode[];
-  /** `api`: the reseller's bearer key and its rate limit (default); `admin`: the admin token. */
-  auth?: 'api' | 'admin';
+  /**
+   * `api`: the reseller's bearer key and its rate limit (default); `admin`: the admin token;
+   * `link`: no key, the request's own link is its credential (an export's download link).
+   */
+  auth?: 'api' | 'admin' | 'link';
   /**
    * The key scope the operation needs (`api` only). A GET needs `read` unless it says otherwise;
    * any other method that names none needs a key with every scope.
    */
   scope?: KeyScope;
+  /** The 200 answer is a CSV file (text/csv) that the handler writes itself (src/http/csv-response.ts). */
+  csv?: boolean;
 }
 
 type Infer<T> = T extends ZodType ? z.infer<T> : undefined;
@@ -51,9 +56,10 @@ export interface RouteInput<P, Q, B> {
 }
 
 /** What any operation may answer, besides its own errors. */
-const COMMON_ERRORS: Record<'api' | 'admin', ErrorCode[]> = {
+const COMMON_ERRORS: Record<'api' | 'admin' | 'link', ErrorCode[]> = {
   api: ['invalid_input', 'unauthorized', 'insufficient_scope', 'ip_not_allowed', 'key_expired', 'rate_limited', 'internal_error', 'service_unavailable'],
   admin: ['invalid_input', 'unauthorized', 'internal_error', 'service_unavailable'],
+  link: ['invalid_input', 'internal_error', 'service_unavailable'],
 };
 
 const RATE_LIMIT_HEADERS: HeaderName[] = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
@@ -78,9 +84,9 @@ function responsesOf(def: RouteDef<ZodObject | undefined, ZodObject | undefined,
   });
   return {
     200: {
-      description: 'OK',
+      description: def.csv ? 'A CSV file (RFC 4180, UTF-8, a header record first)' : 'OK',
       headers: headersOf([...limits, ...(def.responseHeaders ?? [])]),
-      content: { 'application/json': { schema: def.response } },
+      content: def.csv ? { 'text/csv': { schema: def.response } } : { 'application/json': { schema: def.response } },
     },
     ...Object.fromEntries([...byStatus].sort(([a], [b]) => a - b).map(([status, list]) => [status, errorResponse(status, list)])),
     default: { description: 'Any other error, with the same body', headers: headersOf([]), content: { 'application/json': { schema: ErrorBody } } },
@@ -113,6 +119,7 @@ export function addRoute<P extends ZodObject | undefined, Q extends ZodObject | 
     ...(def.description ? { description: def.description } : {}),
     // OpenAPI 3.1 lets a bearer requirement name the roles it needs: here, the key's scopes.
     ...(auth === 'api' ? { security: [{ bearer: scope === 'every' ? [...KEY_SCOPES] : [scope] }] } : {}),
+    ...(auth === 'link' ? { security: [] } : {}),
     request: {
       ...(def.params ? { params: def.params } : {}),
       ...(def.query ? { query: def.query } : {}),
@@ -140,7 +147,7 @@ export function addRoute<P extends ZodObject | undefined, Q extends ZodObject | 
       principal: res.locals.principal as Principal,
     };
     const result = await handler(input);
-    res.status(200).json(result);
+    if (!def.csv) res.status(200).json(result);
   };
   router[def.method](def.path, express);
 }

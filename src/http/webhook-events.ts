@@ -2,10 +2,11 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from './openapi';
 import { Decimal } from './schemas';
 
-// The six events of spec part 6 as the receiver gets them, and the two an endpoint gets only by
-// naming them in its list (product.updated, balance.low): one JSON object, the envelope (eventId,
-// event, timestamp) merged flat with the payload, signed over the raw body. Published in the
-// OpenAPI document's `webhooks`, so receivers can be typed and validated.
+// The six events of spec part 6 as the receiver gets them; the two that answer a reseller's own
+// request (export.ready, batch.completed), sent like the spec's; and the two an endpoint gets only
+// by naming them in its list (product.updated, balance.low): one JSON object, the envelope
+// (eventId, event, timestamp) merged flat with the payload, signed over the raw body. Published in
+// the OpenAPI document's `webhooks`, so receivers can be typed and validated.
 
 const envelope = <E extends string>(event: E, eventId: z.ZodString) => ({
   eventId: eventId.describe('Stable across redeliveries of one event: dedupe on it'),
@@ -95,6 +96,30 @@ export const WebhookTestEvent = z
   .object({ ...envelope('webhook.test', EVT_ID), message: z.string() })
   .openapi('WebhookTestEvent');
 
+export const ExportReadyEvent = z
+  .object({
+    ...envelope('export.ready', EVT_ID),
+    exportId: z.string(),
+    externalExportId: z.string(),
+    kind: z.enum(['orders', 'ledger']),
+    from: z.string().describe('ISO 8601 UTC'),
+    to: z.string().describe('ISO 8601 UTC'),
+    rows: z.number().int().min(0),
+    expiresAt: z.number().int().describe('Unix seconds when the download link stops working'),
+  })
+  .openapi('ExportReadyEvent', { description: 'The file is ready: GET /exports/{exportId} gives its downloadUrl (the link itself is never sent in an event)' });
+
+export const BatchCompletedEvent = z
+  .object({
+    ...envelope('batch.completed', EVT_ID),
+    batchId: z.string(),
+    externalBatchId: z.string(),
+    total: z.number().int().min(1),
+    placed: z.number().int().min(0),
+    rejected: z.number().int().min(0),
+  })
+  .openapi('BatchCompletedEvent', { description: 'Every line has its outcome: GET /batches/{batchId}/lines lists them' });
+
 const ProductChange = z.enum(['price', 'inStock', 'available', 'stock', 'availabilityStatus', 'deliveryMode']);
 
 export const ProductUpdatedEvent = z
@@ -126,6 +151,8 @@ export const BalanceLowEvent = z
   .openapi('BalanceLowEvent');
 
 const OPT_IN = 'Opt-in (extension beyond spec 1.4.0): sent only to an endpoint whose `events` list names it. ';
+const ON_REQUEST = 'Extension beyond spec 1.4.0, sent like the spec\'s events (to an endpoint without an `events` list, or whose list names it), ' +
+  'and only to an account that asked for it: ';
 
 /** Every event body, by its `event` name. */
 export const WEBHOOK_EVENTS = {
@@ -138,6 +165,14 @@ export const WEBHOOK_EVENTS = {
   'redemption.fulfilled': { schema: RedemptionFulfilledEvent, operationId: 'redemptionFulfilled', summary: 'A redemption attempt reached fulfilled (once per attempt)' },
   'redemption.failed': { schema: RedemptionFailedEvent, operationId: 'redemptionFailed', summary: 'A redemption attempt reached failed (once per attempt)' },
   'webhook.test': { schema: WebhookTestEvent, operationId: 'webhookTest', summary: 'Sent by POST /webhook/test' },
+  'export.ready': {
+    schema: ExportReadyEvent, operationId: 'exportReady', summary: 'An export job wrote its file',
+    extra: ON_REQUEST + 'one per export job (POST /exports), once its file is ready.',
+  },
+  'batch.completed': {
+    schema: BatchCompletedEvent, operationId: 'batchCompleted', summary: 'Every line of a batch was placed or refused',
+    extra: ON_REQUEST + 'one per batch (POST /batches), once every line has its outcome.',
+  },
   'product.updated': {
     schema: ProductUpdatedEvent, operationId: 'productUpdated',
     summary: "A product's price at the account's level, its stock or its availability changed",
@@ -157,7 +192,7 @@ export type WebhookEventName = keyof typeof WEBHOOK_EVENTS;
 /** One body schema that accepts any event (a receiver's first check). */
 export const WebhookEvent = z.discriminatedUnion('event', [
   OrderDeliveredEvent, OrderDeliveryAttentionEvent, TopupCreditedEvent, RedemptionFulfilledEvent, RedemptionFailedEvent, WebhookTestEvent,
-  ProductUpdatedEvent, BalanceLowEvent,
+  ExportReadyEvent, BatchCompletedEvent, ProductUpdatedEvent, BalanceLowEvent,
 ]);
 
 export const SIGNATURE_HEADERS = {

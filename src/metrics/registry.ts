@@ -57,6 +57,20 @@ export const placementDuration = new Histogram({
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   registers: [registry],
 });
+// Batch lines as their batch workflow placed them: `placed` (a new order), `reused` (a replay of an
+// order that existed) or `rejected` with the order API's code.
+export const batchLines = new Counter({
+  name: 'wholesale_batch_lines_total',
+  help: 'Lines of order batches placed, by outcome (placed, reused, rejected) and rejection code',
+  labelNames: ['outcome', 'code'] as const,
+  registers: [registry],
+});
+export const exportRows = new Counter({
+  name: 'wholesale_export_rows_total',
+  help: 'CSV rows exported, by kind (orders, ledger) and mode (stream: GET …csv, job: pages a workflow wrote)',
+  labelNames: ['kind', 'mode'] as const,
+  registers: [registry],
+});
 // Admission control of placements in each API process (src/services/admission.ts).
 export const placementsAdmitted = new Counter({
   name: 'wholesale_admission_admitted_total',

@@ -1,11 +1,24 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../codes';
-import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel } from '../db/ledger-store';
+import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel, type LedgerRow } from '../db/ledger-store';
 import { ApiError } from '../domain/errors';
 import { raisedLevel, type Level } from '../domain/levels';
 import { fromDb, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
 
 export type LedgerType = 'topup' | 'purchase' | 'refund' | 'adjust';
+
+/** A ledger row as GET /transactions lists it (spec 2.9). */
+export function transactionView(r: LedgerRow) {
+  return {
+    id: String(r.id),
+    type: r.type,
+    amount: toSignedDecimal(fromDb(r.amount)),
+    balanceAfter: toDecimal(fromDb(r.balance_after)),
+    order_id: r.order_id,
+    note: r.note,
+    created_at: Math.floor(new Date(r.created_at).getTime() / 1000),
+  };
+}
 
 export interface LockedAccount {
   id: string;

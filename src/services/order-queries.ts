@@ -1,33 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OrderSchema, ProductSchema, type Order } from '../db/entities';
+import { OrderSchema, ProductSchema } from '../db/entities';
 import { evmCheckoutReceipts } from '../db/evm-store';
 import { ledgerPage } from '../db/ledger-store';
 import { scaledToCents, toScaled } from '../domain/token-amounts';
 import { ApiError } from '../domain/errors';
-import { fromDb, toDecimal, toSignedDecimal } from '../domain/money';
+import { fromDb, toDecimal } from '../domain/money';
 import { decodeCursor, pageOf, rowNumberPosition, type CursorScope, type Page } from './cursor';
-import { deliveredCodes, redeemUrlFor } from './orders';
-
-const unix = (d?: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
-
-/** A row of GET /orders: never codes or paymentUrl (spec 2.4). */
-export function orderSummary(order: Order, baseUrl: string) {
-  return {
-    id: order.id,
-    external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
-    channel: order.channel,
-    product_id: order.productId ?? null,
-    qty: order.qty,
-    amount: toDecimal(fromDb(order.amount)),
-    status: order.status,
-    deliveryType: order.deliveryType ?? null,
-    fulfillmentStatus: order.fulfillmentStatus ?? null,
-    fulfilledQuantity: order.fulfilledQuantity,
-    errorCode: order.errorCode ?? null,
-    resolution: order.resolution ?? null,
-    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
-  };
-}
+import { transactionView } from './ledger';
+import { deliveredCodes, orderSummary, unixSeconds } from './orders';
 
 export async function orderDetail(em: EntityManager, accountId: string, id: string, baseUrl: string) {
   const order = await em.findOne(OrderSchema, { id, accountId });
@@ -38,8 +18,8 @@ export async function orderDetail(em: EntityManager, accountId: string, id: stri
     order_number: String(order.orderNumber),
     unit_price: toDecimal(fromDb(order.unitPrice)),
     currency: order.currency,
-    created_at: unix(order.createdAt),
-    paid_at: unix(order.paidAt),
+    created_at: unixSeconds(order.createdAt),
+    paid_at: unixSeconds(order.paidAt),
     product_name: product ? product.nameEn ?? product.name : null,
     // Only the owner sees the checkout link, and only while it can still be paid (rule 10).
     paymentUrl: order.status === 'pending' ? order.checkoutUrl ?? null : null,
@@ -80,15 +60,7 @@ export async function listTransactions(
   return pageOf(
     rows,
     q.limit,
-    (r) => ({
-      id: String(r.id),
-      type: r.type,
-      amount: toSignedDecimal(fromDb(r.amount)),
-      balanceAfter: toDecimal(fromDb(r.balance_after)),
-      order_id: r.order_id,
-      note: r.note,
-      created_at: unix(new Date(r.created_at)),
-    }),
+    transactionView,
     (r) => Number(r.id),
     scope,
   );

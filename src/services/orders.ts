@@ -40,6 +40,32 @@ export interface OrderCreateResponse {
   reused: boolean;
 }
 
+/** Unix seconds, as the API gives times (spec 2). */
+export const unixSeconds = (d?: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+/** What an order's summary is made of. */
+export type SummaryFields = Pick<Order, 'id' | 'kind' | 'externalOrderId' | 'externalTopupId' | 'channel' | 'productId' | 'qty' | 'amount' | 'status'
+  | 'deliveryType' | 'fulfillmentStatus' | 'fulfilledQuantity' | 'errorCode' | 'resolution'>;
+
+/** A row of GET /orders: never codes or paymentUrl (spec 2.4). */
+export function orderSummary(order: SummaryFields, baseUrl: string) {
+  return {
+    id: order.id,
+    external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
+    channel: order.channel,
+    product_id: order.productId ?? null,
+    qty: order.qty,
+    amount: toDecimal(fromDb(order.amount)),
+    status: order.status,
+    deliveryType: order.deliveryType ?? null,
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+    fulfilledQuantity: order.fulfilledQuantity,
+    errorCode: order.errorCode ?? null,
+    resolution: order.resolution ?? null,
+    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
+  };
+}
+
 export function redeemUrlFor(baseUrl: string, deliveryType: string | null | undefined): string | null {
   return deliveryType === 'redemption' ? `${baseUrl}/redeem` : null;
 }

@@ -13,7 +13,9 @@ import {
   repairHistory,
   repairsOf,
   resolveLedgerAlerts,
+  runningBatches,
   unfinishedProcurements,
+  unsettledExports,
   type RepairRecord,
 } from '../db/reconcile-store';
 import { fromDb } from '../domain/money';
@@ -28,7 +30,7 @@ import {
   type ReconcileTotals,
   type RepairKind,
 } from '../contracts/reconcile';
-import { deliveryStarter, evmCheckoutStarter, procurementStarter, redemptionStarter } from '../temporal/starters';
+import { batchStarter, deliveryStarter, evmCheckoutStarter, exportStarter, procurementStarter, redemptionStarter } from '../temporal/starters';
 
 // The reconciler: Postgres owns the facts, Temporal the time, and here the two are compared. For
 // each lifecycle, the rows that are not final yet are paged through (keyset, by id) and the
@@ -44,7 +46,7 @@ export interface ReconcileLog {
   error(message: string, meta?: Record<string, unknown>): void;
 }
 
-export type ReconcileConfig = Pick<Config, 'RECONCILE_GRACE_SECONDS' | 'RECONCILE_PAGE_SIZE' | 'PAYMENT_PROVIDER'> & Parameters<typeof redemptionStarter>[1];
+export type ReconcileConfig = Pick<Config, 'RECONCILE_GRACE_SECONDS' | 'RECONCILE_PAGE_SIZE' | 'PAYMENT_PROVIDER' | 'BATCH_CHUNK_LINES'> & Parameters<typeof redemptionStarter>[1];
 
 export interface ReconcileDeps {
   orm: Orm;
@@ -152,6 +154,24 @@ function lifecycles(deps: ReconcileDeps) {
         const starter = evmCheckoutStarter(temporal, config, { orderId: r.reference, depositIndex: r.derivation_index, expiresAt });
         // Named like its watch, never by the checkout id (the secret half of its URL).
         return { kind: 'evm_checkout', subjectId: `${r.reference}:${r.derivation_index}`, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
+      },
+    }),
+    exports: lifecycle({
+      rows: (em, after, limit, grace) => unsettledExports(em, after ?? '', limit, grace),
+      cursor: (r) => r.id,
+      plan: (r) => {
+        // A new run takes up from the pages Postgres holds (or from a ready file's remaining life).
+        const starter = exportStarter(temporal, { exportId: r.id, accountId: r.account_id });
+        return { kind: 'export', subjectId: r.id, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
+      },
+    }),
+    batches: lifecycle({
+      rows: (em, after, limit, grace) => runningBatches(em, after ?? '', limit, grace),
+      cursor: (r) => r.id,
+      plan: (r) => {
+        // A new run places only the lines that have no outcome in Postgres.
+        const starter = batchStarter(temporal, config, { batchId: r.id, accountId: r.account_id });
+        return { kind: 'batch', subjectId: r.id, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
       },
     }),
   };

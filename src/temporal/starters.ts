@@ -6,6 +6,7 @@
 // Call sites name no workflow type.
 import {
   WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
   type WorkflowHandle,
   type WorkflowHandleWithSignaledRunId,
   type WorkflowSignalWithStartOptions,
@@ -19,6 +20,7 @@ import type {
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
 } from '@temporalio/common';
+import type { Config } from '../config';
 import type { TemporalHandle } from './client';
 import { orderWorkflowId } from '../contracts/orders';
 import { procurementWorkflowId } from '../contracts/procurement';
@@ -29,6 +31,8 @@ import { evmCheckoutWorkflowId } from '../contracts/evm-checkouts';
 import { topupWorkflowId } from '../contracts/topups';
 import { deliveryWorkflowId } from '../contracts/webhooks';
 import type { Workflows } from '../contracts/workflow-types';
+import { exportWorkflowId } from '../contracts/exports';
+import { batchWorkflowId } from '../contracts/batches';
 
 /** Everything a start says about the run, bar the task queue (the connection's). */
 interface StartPlan<W extends Workflow> {
@@ -179,4 +183,42 @@ export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfi
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
   });
+}
+
+/**
+ * `export:<exportId>`, started when the export is requested, again by a resubmission or the
+ * reconciler: a running one is kept, one that completed (its file written and expired) stays
+ * done, one that failed or was terminated takes up from the pages Postgres holds.
+ */
+export function exportStarter(temporal: TemporalHandle, e: { exportId: string; accountId: string }) {
+  return starter(temporal, 'exportWorkflow', {
+    workflowId: exportWorkflowId(e.exportId),
+    args: [{ exportId: e.exportId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    typedSearchAttributes: [{ key: AccountIdKey, value: e.accountId }],
+  });
+}
+
+/**
+ * `batch:<batchId>`, with the same rules as an export: a completed batch stays done, and a run
+ * started again places only the lines Postgres holds no outcome for.
+ */
+export function batchStarter(temporal: TemporalHandle, config: Pick<Config, 'BATCH_CHUNK_LINES'>, b: { batchId: string; accountId: string }) {
+  return starter(temporal, 'batchWorkflow', {
+    workflowId: batchWorkflowId(b.batchId),
+    args: [{ batchId: b.batchId, chunkLines: config.BATCH_CHUNK_LINES }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    typedSearchAttributes: [{ key: AccountIdKey, value: b.accountId }],
+  });
+}
+
+/** Starts a lifecycle's workflow unless it runs or completed already (its reuse policy refuses a new run). */
+export async function ensureStarted<W extends Workflow>(s: WorkflowStarter<W>): Promise<void> {
+  try {
+    await s.start();
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
 }

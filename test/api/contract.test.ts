@@ -47,9 +47,10 @@ describe('what integrators need from the document', () => {
     expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
     expect(new Set(ids).size).toBe(ids.length);
     expect(operations(doc).map((o) => o.op.operationId).sort()).toEqual([
-      'checkAvailability', 'createOrder', 'createTopup', 'getBalance', 'getOrder', 'getProduct', 'getRedemption', 'getRedemptionByCode',
-      'getWebhook', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'resendWebhookDeliveries', 'retryWebhookDelivery',
-      'sendTestWebhook', 'setWebhook', 'submitRedemption',
+      'checkAvailability', 'createBatch', 'createExport', 'createOrder', 'createTopup', 'downloadExport', 'exportLedgerCsv', 'exportOrdersCsv',
+      'getBalance', 'getBatch', 'getExport', 'getOrder', 'getProduct', 'getRedemption', 'getRedemptionByCode',
+      'getWebhook', 'listBatchLines', 'listOrders', 'listProducts', 'listTransactions', 'listWebhookDeliveries', 'resendWebhookDeliveries',
+      'retryWebhookDelivery', 'sendTestWebhook', 'setWebhook', 'submitRedemption',
     ]);
     for (const { op } of ops) {
       expect(op.tags).toHaveLength(1);
@@ -62,6 +63,13 @@ describe('what integrators need from the document', () => {
     }
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([{ bearer: [] }]);
+    // An export's download link is its own credential; the CSV answers say so in their content type.
+    const download = doc.paths['/wholesale/v1/exports/{id}/download'].get;
+    expect(download.security).toEqual([]);
+    for (const op of [download, doc.paths['/wholesale/v1/exports/orders.csv'].get, doc.paths['/wholesale/v1/exports/ledger.csv'].get]) {
+      expect(Object.keys(op.responses['200'].content)).toEqual(['text/csv']);
+      expect(op.responses['200'].headers['Content-Disposition'].required).toBe(true);
+    }
   });
 
   test('the spec 7 codes sit on the operations that produce them, each with an example', () => {
@@ -80,10 +88,10 @@ describe('what integrators need from the document', () => {
     expect(codesOf(op('/transactions', 'get'))).toContain('invalid_cursor');
   });
 
-  test('webhooks: the six events of spec 6 and the two opt-in ones with the flat envelope, their payloads and the four signature headers', () => {
+  test('webhooks: the six events of spec 6, the two that answer exports and batches, and the two opt-in ones with the flat envelope, their payloads and the four signature headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([
-      'balance.low', 'order.delivered', 'order.delivery_attention', 'product.updated', 'redemption.failed', 'redemption.fulfilled', 'topup.credited',
-      'webhook.test',
+      'balance.low', 'batch.completed', 'export.ready', 'order.delivered', 'order.delivery_attention', 'product.updated', 'redemption.failed',
+      'redemption.fulfilled', 'topup.credited', 'webhook.test',
     ]);
     const schemaOf = (event: string) => {
       const ref = doc.webhooks[event].post.requestBody.content['application/json'].schema.$ref as string;
@@ -101,6 +109,10 @@ describe('what integrators need from the document', () => {
     expect(schemaOf('product.updated').required).toEqual(expect.arrayContaining(['productId', 'changed', 'price', 'available', 'stock']));
     expect(schemaOf('balance.low').required).toEqual(expect.arrayContaining(['balance', 'threshold', 'currency', 'transactionType', 'orderId']));
     for (const event of ['product.updated', 'balance.low']) expect(doc.webhooks[event].post.description).toMatch(/^Opt-in \(extension beyond spec 1\.4\.0\)/);
+    // Sent like the spec's events (an endpoint's list may leave them out), to accounts that asked for them.
+    expect(schemaOf('export.ready').required).toEqual(expect.arrayContaining(['exportId', 'externalExportId', 'kind', 'rows', 'expiresAt']));
+    expect(schemaOf('batch.completed').required).toEqual(expect.arrayContaining(['batchId', 'externalBatchId', 'total', 'placed', 'rejected']));
+    for (const event of ['export.ready', 'batch.completed']) expect(doc.webhooks[event].post.description).toMatch(/^Extension beyond spec 1\.4\.0, sent like the spec's events/);
   });
 
   test('scoped keys (extension): each operation names the key scope it needs, and answers 403 with the three codes that say why', () => {
@@ -109,8 +121,12 @@ describe('what integrators need from the document', () => {
       listProducts: [{ bearer: ['read'] }], getBalance: [{ bearer: ['read'] }], listTransactions: [{ bearer: ['read'] }],
       createOrder: [{ bearer: ['orders'] }], createTopup: [{ bearer: ['topups'] }], submitRedemption: [{ bearer: ['redemptions'] }],
       getWebhook: [{ bearer: ['webhooks'] }], setWebhook: [{ bearer: ['webhooks'] }], resendWebhookDeliveries: [{ bearer: ['webhooks'] }],
+      exportOrdersCsv: [{ bearer: ['read'] }], exportLedgerCsv: [{ bearer: ['read'] }], createExport: [{ bearer: ['read'] }], getExport: [{ bearer: ['read'] }],
+      createBatch: [{ bearer: ['orders'] }], getBatch: [{ bearer: ['read'] }], listBatchLines: [{ bearer: ['read'] }],
+      downloadExport: [],
     });
-    for (const { op } of operations(doc)) {
+    // Every operation that takes a key; an export's download link is its own credential.
+    for (const { op } of operations(doc).filter(({ op }) => op.operationId !== 'downloadExport')) {
       expect([op.operationId, Object.keys(op.responses['403'].content['application/json'].examples).sort()])
         .toEqual([op.operationId, ['insufficient_scope', 'ip_not_allowed', 'key_expired']]);
       expect(op.responses['403'].description).toMatch(/^`insufficient_scope`: Extension \(scoped keys\)/);

@@ -77,6 +77,42 @@ test('a key with the orders scope orders (balance and ledger move once); one mad
   expect((await client(h.apiUrl, fullKey).put('/webhook', { url: '' })).status).toBe(200);
 });
 
+test('exports and batches: a read key exports (streamed and as a job) and reads batches, and cannot post one: 403 insufficient_scope, no batch, nothing changed', async () => {
+  const { accountId, key, fullKey } = await keyWith({ scopes: ['read'] });
+  const api = client(h.apiUrl, key);
+  const range = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
+  const query = `from=${encodeURIComponent(range.from)}&to=${encodeURIComponent(range.to)}`;
+  for (const path of [`/exports/orders.csv?${query}`, `/exports/ledger.csv?${query}`]) {
+    expect([path, (await call(`${h.apiUrl}${path}`, { key })).status]).toEqual([path, 200]);
+  }
+  // A job writes down only what the key may already read.
+  const job = await api.post('/exports', { externalExportId: 'scoped-export', kind: 'ledger', ...range });
+  expect(job.status).toBe(200);
+  const link = await eventually(async () => ((await api.get(`/exports/${job.body.exportId}`)).body.downloadUrl as string | null) ?? undefined);
+  // The link is its own credential: no key at all.
+  expect((await fetch(link)).status).toBe(200);
+
+  const before = await moneyAndOrders(accountId);
+  const batch = { externalBatchId: 'scoped-batch', lines: [{ externalOrderId: 'scoped-b-1', ...ORDER }] };
+  const refused = await api.post('/batches', batch);
+  expect(refused.status).toBe(403);
+  expect(refused.body).toMatchObject({ error: 'insufficient_scope', retryable: false, details: { scope: 'orders' } });
+  const batches = async () => Number((await h.services.orm.em.fork().execute<{ n: string }[]>('select count(*) as n from batches where account_id = ?', [accountId]))[0].n);
+  expect(await batches()).toBe(0);
+  expect(await moneyAndOrders(accountId)).toEqual(before);
+
+  // A key with every scope posts it; the read key then follows its progress and lines.
+  const accepted = await client(h.apiUrl, fullKey).post('/batches', batch);
+  expect(accepted.status).toBe(200);
+  await eventually(async () => (await api.get(`/batches/${accepted.body.batchId}`)).body.status === 'completed');
+  const lines = await api.get(`/batches/${accepted.body.batchId}/lines`);
+  expect(lines.status).toBe(200);
+  expect(lines.body.lines.map((l: { status: string }) => l.status)).toEqual(['placed']);
+  expect(await batches()).toBe(1);
+  const ledger = await expectLedgerMatchesBalance(h, accountId);
+  expect(ledger.balance).toBe('32.00');
+});
+
 test('a key used from outside its networks is refused with ip_not_allowed; inside them it works', async () => {
   const { accountId, key } = await keyWith({ cidrs: ['203.0.113.0/24', '2001:db8::/32'] });
   // The test talks to the API over loopback, which TRUST_PROXY (loopback by default) lets name the client.

@@ -7,7 +7,8 @@ import { expectLedgerMatchesBalance } from '../helpers/money';
 import { startReceiver, verifySignature, type Receiver, type Received } from '../helpers/webhook-receiver';
 
 // Event subscriptions (issue 40 item 1, beyond spec 1.4.0): an endpoint may name the events it
-// receives; product.updated and balance.low come only to one that names them, signed and delivered
+// receives; product.updated and balance.low come only to one that names them, export.ready and
+// batch.completed to one without a list or one that names them, all signed and delivered
 // by the same outbox and delivery workflow as the spec's events; "resend every failed or cancelled
 // delivery since T" is bounded per call and harmless to repeat. The coalescing window is 2 s here
 // (PRODUCT_UPDATE_COALESCE_SECONDS) and a delivery gives up after one attempt, so failures are quick.
@@ -160,4 +161,44 @@ test('resend since T: exactly the failed deliveries created from T on, a bounded
   expect(requests(succeeded.eventId)).toEqual([200]);
   expect(requests(failed2.eventId)).toEqual([500, 200]);
   expect((await status(before.deliveryId, 'failed')).attempts).toBe(1);
+});
+
+test('export.ready and batch.completed reach an endpoint without a list and one that names them; one whose list leaves them out gets neither', async () => {
+  const range = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
+  const endpoints = { plain: undefined, named: ['order.delivered', 'export.ready', 'batch.completed'], without: ['order.delivered'] };
+  const runs = await Promise.all(Object.entries(endpoints).map(async ([name, events]) => {
+    const { accountId, apiKey } = await h.account('50.00');
+    const r = await receiver();
+    const api = client(h.apiUrl, apiKey);
+    expect((await api.put('/webhook', { url: r.url, ...(events ? { events } : {}) })).status).toBe(200);
+    expect((await api.post('/exports', { externalExportId: `sub-${name}`, kind: 'orders', ...range })).status).toBe(200);
+    const line = { externalOrderId: `sub-${name}-1`, productId: 'prod_chatgpt_plus_1m', qty: 1 };
+    expect((await api.post('/batches', { externalBatchId: `sub-${name}`, lines: [line] })).status).toBe(200);
+    return { name, accountId, r };
+  }));
+  const outbox = async (accountId: string) => em().execute<{ type: string; dispatched: boolean; delivered: boolean }[]>(
+    `select e.type, e.dispatched_at is not null as dispatched, exists (select 1 from webhook_deliveries d where d.event_id = e.id) as delivered
+       from events e where e.account_id = ? and e.type in ('export.ready', 'batch.completed') order by e.type`,
+    [accountId],
+  );
+  for (const { name, accountId, r } of runs) {
+    // Both events are written whatever the list says; the relay decides who gets a delivery.
+    const rows = await eventually(async () => {
+      const all = await outbox(accountId);
+      return all.length === 2 && all.every((e) => e.dispatched) ? all : undefined;
+    }, 30_000);
+    const sent = name !== 'without';
+    expect([name, rows]).toEqual([name, [
+      { type: 'batch.completed', dispatched: true, delivered: sent },
+      { type: 'export.ready', dispatched: true, delivered: sent },
+    ]]);
+    if (sent) {
+      const got = await r.waitFor(2, (all) => all.filter((g) => g.path === '/hook' && ['export.ready', 'batch.completed'].includes(g.body?.event)));
+      expect([name, got.map((g) => g.body.event).sort()]).toEqual([name, ['batch.completed', 'export.ready']]);
+    } else {
+      // The batch's order.delivered, which the list names, came; neither of the two did.
+      await r.waitFor(1, ofEvent('order.delivered'));
+      expect(r.received.filter((g) => g.body?.event !== 'order.delivered')).toEqual([]);
+    }
+  }
 });

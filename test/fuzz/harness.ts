@@ -1,5 +1,5 @@
 import { startHarness, type Harness } from '../helpers/harness';
-import { client } from '../helpers/http';
+import { client, eventually } from '../helpers/http';
 import { createApiKey } from '../../src/services/accounts';
 import { keyLimits } from '../../src/services/key-access';
 
@@ -15,7 +15,10 @@ export interface FuzzTarget {
   otherKey: string;
   accountId: string;
   /** Ids that exist: the fuzz account's own order, another account's order, and so on. */
-  known: { orderIds: string[]; codes: string[]; redemptionIds: string[]; deliveryIds: string[]; productIds: string[] };
+  known: {
+    orderIds: string[]; codes: string[]; redemptionIds: string[]; deliveryIds: string[]; productIds: string[];
+    exportIds: string[]; downloadTokens: string[]; batchIds: string[];
+  };
 }
 
 export async function startFuzzTarget(): Promise<FuzzTarget> {
@@ -41,6 +44,13 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
   await api.put('/webhook', { url: 'https://8.8.8.8/hook' });
   const delivery = await api.post('/webhook/test', {});
   if (redemption.status !== 200 || delivery.status !== 200) throw new Error(`fuzz setup failed: ${redemption.status} ${delivery.status}`);
+  // An export (ready, with its link) and a batch of each account.
+  const range = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
+  const exports = await Promise.all([api, otherApi].map((c) => c.post('/exports', { externalExportId: 'fuzz-export', kind: 'orders', ...range })));
+  const batches = await Promise.all([api, otherApi].map((c) => c.post('/batches', { externalBatchId: 'fuzz-batch', lines: [{ externalOrderId: 'fuzz-batch-1', productId: 'prod_api_order_test', qty: 1 }] })));
+  if ([...exports, ...batches].some((r) => r.status !== 200)) throw new Error('fuzz setup of exports and batches failed');
+  const links = await Promise.all([api, otherApi].map((c, i) => eventually(async () => (await c.get(`/exports/${exports[i].body.exportId}`)).body.downloadUrl, 30_000)));
+  await Promise.all([api, otherApi].map((c, i) => eventually(async () => (await c.get(`/batches/${batches[i].body.batchId}`)).body.status === 'completed', 30_000)));
   return {
     h,
     key: mine.apiKey,
@@ -54,6 +64,9 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
       deliveryIds: [delivery.body.deliveryId, 'dlv_unknown'],
       productIds: ['prod_chatgpt_plus_1m', 'prod_chatgpt_team_1m', 'prod_telegram_premium_3m', 'prod_spotify_premium_1m', 'prod_api_order_test',
         'prod_robux_400', 'robux', 'prod_unknown'],
+      exportIds: [...exports.map((e) => e.body.exportId), 'exp_unknown'],
+      downloadTokens: links.map((l: string) => new URL(l).searchParams.get('token')!),
+      batchIds: [...batches.map((b) => b.body.batchId), 'bat_unknown'],
     },
   };
 }
@@ -70,7 +83,10 @@ export async function stateOf(h: Harness): Promise<string> {
       (select count(*) from redemptions) as redemptions,
       (select count(*) from redemption_attempts) as attempts,
       (select coalesce(sum(version), 0) from webhook_endpoints) as webhooks,
-      (select count(*) from api_keys) as keys`);
+      (select count(*) from api_keys) as keys,
+      (select count(*) from exports) as exports,
+      (select count(*) from batches) as batches,
+      (select count(*) from batch_lines) as batch_lines`);
   return JSON.stringify(row);
 }
 

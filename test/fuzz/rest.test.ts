@@ -37,9 +37,19 @@ const decimal = fc.oneof(fc.constantFrom('18.00', '17.64', '0.01', '10', '999999
 const externalId = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/), fc.constantFrom('fuzz-seed-1', 'fuzz-seed-2', 'x'.repeat(65)));
 const amount = fc.integer({ min: 1, max: 100000 }).map((c) => (c / 100).toFixed(2));
 const qty = fc.integer({ min: 1, max: 3 });
+// Valid dates and date-times (about a month around now), and the shapes a date parser trips on.
+const instant = fc.oneof(
+  fc.integer({ min: -40, max: 2 }).map((d) => new Date(Date.now() + d * 86_400_000).toISOString()),
+  fc.integer({ min: -40, max: 2 }).map((d) => new Date(Date.now() + d * 86_400_000).toISOString().slice(0, 10)),
+  fc.constantFrom('2026-02-30', '0000-01-01', '9999-12-31T23:59:59Z', '2026-12-01T00:00:00+14:00', '1969-12-31', '2026-13-01', 'now', '1e12'),
+  hostileString,
+);
+// Mostly a range that holds, so the exports are reached as often as refused.
+const from = fc.oneof(fc.constant(new Date(Date.now() - 40 * 86_400_000).toISOString()), instant);
+const to = fc.oneof(fc.constant(new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)), instant);
 
 function endpoints(): [string, fc.Arbitrary<Req>][] {
-  const { orderIds, codes, redemptionIds, deliveryIds, productIds } = t.known;
+  const { orderIds, codes, redemptionIds, deliveryIds, productIds, exportIds, downloadTokens, batchIds } = t.known;
   const product = fc.constantFrom(...productIds);
   const seg = (ids: string[]) => pathId(ids).map(percent);
   const cursor = fc.oneof(hostileString, fc.constantFrom('eyJwIjoxLCJ0IjoxfQ.AAAAAAAAAAAAAAAAAAAAAA', 'a.b', '.'));
@@ -87,7 +97,8 @@ function endpoints(): [string, fc.Arbitrary<Req>][] {
       body: body({
         url: fc.constantFrom('', 'https://8.8.8.8/hook', 'https://hooks.example.com/x', 'http://127.0.0.1:1/', 'https://[::ffff:0:127.0.0.1]/', 'https://1.1.1.1:22/'),
         events: fc.oneof(
-          fc.subarray(['order.delivered', 'order.delivery_attention', 'topup.credited', 'redemption.fulfilled', 'redemption.failed', 'product.updated', 'balance.low']),
+          fc.subarray(['order.delivered', 'order.delivery_attention', 'topup.credited', 'redemption.fulfilled', 'redemption.failed', 'export.ready', 'batch.completed',
+            'product.updated', 'balance.low']),
           fc.array(hostileString, { maxLength: 3 }),
         ),
         balanceLowThreshold: fc.oneof(decimal, fc.constant(null)),
@@ -101,6 +112,24 @@ function endpoints(): [string, fc.Arbitrary<Req>][] {
       method: fc.constant('POST' as const), path: fc.constant('/webhook/deliveries/resend'), auth,
       body: body({ since: fc.integer({ min: 0, max: 2 ** 32 }), until: fc.integer({ min: 0, max: 2 ** 32 }), limit: fc.integer({ min: 1, max: 100 }) }, ['until', 'limit']),
     })],
+    ['GET /exports/orders.csv', get(query({ from, to }).map((q) => `/exports/orders.csv${q}`))],
+    ['GET /exports/ledger.csv', get(query({ from, to }).map((q) => `/exports/ledger.csv${q}`))],
+    ['POST /exports', fc.record({
+      method: fc.constant('POST' as const), path: fc.constant('/exports'), auth,
+      body: body({ externalExportId: externalId, kind: fc.constantFrom('orders', 'ledger', 'codes'), from, to }),
+    })],
+    ['GET /exports/{id}', get(seg(exportIds).map((id) => `/exports/${id}`))],
+    ['GET /exports/{id}/download', get(fc.tuple(seg(exportIds), query({ token: fc.oneof(fc.constantFrom(...downloadTokens), hostileString) }))
+      .map(([id, q]) => `/exports/${id}/download${q}`))],
+    ['POST /batches', fc.record({
+      method: fc.constant('POST' as const), path: fc.constant('/batches'), auth,
+      body: body({
+        externalBatchId: externalId,
+        lines: fc.array(fc.record({ externalOrderId: externalId, productId: product, qty, expectedUnitPrice: decimal }, { requiredKeys: ['externalOrderId', 'productId', 'qty'] }), { maxLength: 4 }),
+      }),
+    })],
+    ['GET /batches/{id}', get(seg(batchIds).map((id) => `/batches/${id}`))],
+    ['GET /batches/{id}/lines', get(fc.tuple(seg(batchIds), query({ limit, cursor })).map(([id, q]) => `/batches/${id}/lines${q}`))],
   ];
 }
 
@@ -123,6 +152,15 @@ async function run(name: string, req: Req): Promise<void> {
   tally.set(name, counts);
   const problem = checkAnswer(res) ?? (await contractViolation({ method: req.method, url: `${t.h.apiUrl}${req.path}`, status: res.status, headers: res.headers, text: res.text }));
   if (problem) throw new Error(`${req.method} ${req.path}: ${problem}`);
+  // An accepted batch places its lines after the answer: the next case starts once it is done, so
+  // the state a refusal is compared against holds still.
+  if (name === 'POST /batches' && res.status === 200) {
+    const { batchId } = JSON.parse(res.text) as { batchId: string };
+    await eventually(async () => {
+      const batch = await send(`${t.h.apiUrl}/batches/${batchId}`, { method: 'GET', key: keyFor(req.auth) });
+      return (JSON.parse(batch.text) as { status: string }).status === 'completed';
+    }, 60_000, 50, `batch ${batchId} completed`);
+  }
   if (res.status >= 400) {
     const after = await stateOf(t.h);
     if (after !== before) throw new Error(`${req.method} ${req.path} answered ${res.status} but changed state:\n${before}\n${after}`);
@@ -132,7 +170,8 @@ async function run(name: string, req: Req): Promise<void> {
 // Each endpoint is its own test so that a failure names it; the list is built once the target runs.
 const NAMES = ['GET /products', 'GET /products/{id}', 'GET /products/{id}/availability', 'GET /balance', 'POST /topup', 'POST /orders', 'GET /orders',
   'GET /orders/{id}', 'GET /transactions', 'POST /redemptions', 'GET /redemptions?code', 'GET /redemptions/{id}', 'PUT /webhook', 'GET /webhook',
-  'POST /webhook/test', 'GET /webhook/deliveries', 'POST /webhook/deliveries/{id}/retry', 'POST /webhook/deliveries/resend'];
+  'POST /webhook/test', 'GET /webhook/deliveries', 'POST /webhook/deliveries/{id}/retry', 'POST /webhook/deliveries/resend', 'GET /exports/orders.csv',
+  'GET /exports/ledger.csv', 'POST /exports', 'GET /exports/{id}', 'GET /exports/{id}/download', 'POST /batches', 'GET /batches/{id}', 'GET /batches/{id}/lines'];
 
 test('every REST endpoint of the spec is fuzzed here', () => {
   expect(endpoints().map(([name]) => name)).toEqual(NAMES);

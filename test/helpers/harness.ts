@@ -110,8 +110,20 @@ export async function reseller(h: Harness, balance = '0') {
  * queue, for tests that kill it (start the harness with `{ worker: false }`).
  */
 export function startWorkerProcess(h: Harness, env: Record<string, string>): ChildProcess {
+  return startServiceProcess('worker', h, env);
+}
+
+/**
+ * The production API (`npm run api`) as a child process on the harness's database and task queue,
+ * listening on `env.PORT`: for tests that measure or kill the process that answers.
+ */
+export function startApiProcess(h: Harness, env: Record<string, string> & { PORT: string }): ChildProcess {
+  return startServiceProcess('api', h, env);
+}
+
+function startServiceProcess(role: 'api' | 'worker', h: Harness, env: Record<string, string>): ChildProcess {
   // Its output is piped (and must be read) only when the test asks for a log level.
-  return spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
+  return spawn(process.execPath, ['--import', 'tsx', `src/${role}.ts`], {
     cwd: resolve(__dirname, '..', '..'),
     stdio: env.LOG_LEVEL ? ['ignore', 'pipe', 'pipe'] : 'ignore',
     env: {

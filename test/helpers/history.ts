@@ -74,7 +74,7 @@ export function historyAsText(history: History): string {
   });
 }
 
-/** The decoded history of `workflowId` as text (what an operator reads through the codec server). */
-export async function decodedHistoryText(client: Client, keys: string, workflowId: string): Promise<string> {
-  return historyAsText(await decodeHistory(await rawHistory(client, workflowId), keys));
+/** The decoded history of `workflowId` (its latest run, or `runId`) as text (what an operator reads through the codec server). */
+export async function decodedHistoryText(client: Client, keys: string, workflowId: string, runId?: string): Promise<string> {
+  return historyAsText(await decodeHistory(await rawHistory(client, workflowId, runId), keys));
 }

@@ -18,9 +18,10 @@ import { Migration20261208010000DeliveryAttemptBudget } from './Migration2026120
 import { Migration20261209000000StaffConsole } from './Migration20261209000000StaffConsole';
 import { Migration20261210000000MoneyFromFacts } from './Migration20261210000000MoneyFromFacts';
 import { Migration20261210020000EvmChainReads } from './Migration20261210020000EvmChainReads';
+import { Migration20261211000000WorkerHeartbeats } from './Migration20261211000000WorkerHeartbeats';
 import { Migration20261212000000ScopedKeys } from './Migration20261212000000ScopedKeys';
 import { Migration20261212010000EventSubscriptions } from './Migration20261212010000EventSubscriptions';
-import { Migration20261211000000WorkerHeartbeats } from './Migration20261211000000WorkerHeartbeats';
+import { Migration20261213000000ExportsAndBatches } from './Migration20261213000000ExportsAndBatches';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -42,7 +43,8 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261209000000StaffConsole', class: Migration20261209000000StaffConsole },
   { name: 'Migration20261210000000MoneyFromFacts', class: Migration20261210000000MoneyFromFacts },
   { name: 'Migration20261210020000EvmChainReads', class: Migration20261210020000EvmChainReads },
+  { name: 'Migration20261211000000WorkerHeartbeats', class: Migration20261211000000WorkerHeartbeats },
   { name: 'Migration20261212000000ScopedKeys', class: Migration20261212000000ScopedKeys },
   { name: 'Migration20261212010000EventSubscriptions', class: Migration20261212010000EventSubscriptions },
-  { name: 'Migration20261211000000WorkerHeartbeats', class: Migration20261211000000WorkerHeartbeats },
+  { name: 'Migration20261213000000ExportsAndBatches', class: Migration20261213000000ExportsAndBatches },
 ];

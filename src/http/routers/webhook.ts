@@ -23,7 +23,8 @@ const subscriptionFields = {
     .optional()
     .openapi({
       description:
-        'Extension (event subscriptions): the events this endpoint receives. Without a list it receives every event of spec part 6; ' +
+        'Extension (event subscriptions): the events this endpoint receives. Without a list it receives every event of spec part 6, ' +
+        'and `export.ready` and `batch.completed` (sent only to an account that makes exports or batches); ' +
         '`product.updated` and `balance.low` come only to a list that names them. Omitted on PUT: the list is kept. ' +
         '`webhook.test` is always sent when asked for. Answers carry the list only for an endpoint that has one.',
       example: ['order.delivered', 'topup.credited', 'product.updated', 'balance.low'],

@@ -1,4 +1,4 @@
-import { IdString } from '../../http/hygiene';
+import { FreeText, IdString } from '../../http/hygiene';
 import { z } from '../../http/openapi';
 import { Cursor, Decimal } from '../../http/schemas';
 import { PutWebhookBody } from '../../http/routers/webhook';
@@ -69,3 +69,21 @@ export const ResendForm = z.object({
 export const IdParams = z.object({ id: IdString(128) });
 
 export const ListQuery = z.object({ cursor: Cursor });
+
+/** A fresh id per rendered form (as the top-up's), so a form sent twice is one export or one batch. */
+const Nonce = (prefix: string) => IdString(64).regex(new RegExp(`^${prefix}-[A-Za-z0-9_-]{8,48}$`), 'reload the page and try again');
+
+/** Days as a date input gives them; both are included. `now` streams the file, `file` prepares it. */
+export const ExportForm = z.object({
+  kind: z.enum(['orders', 'ledger']),
+  from: z.iso.date('pick a day'),
+  to: z.iso.date('pick a day'),
+  mode: z.enum(['now', 'file']),
+  nonce: Nonce('web'),
+});
+
+/** A CSV text (uploaded or pasted): the lines of a batch, with a header. */
+export const BatchForm = z.object({
+  csv: FreeText(2_000_000).refine((s) => s.trim().length > 0, 'choose a CSV file or paste its lines'),
+  nonce: Nonce('web'),
+});

@@ -13,9 +13,12 @@ import { moneyRoutes } from './money';
 import { orderRoutes } from './orders';
 import { accountSessions, endSession } from './session';
 import { webhookRoutes } from './webhook';
+import { batchRoutes } from './batches';
+import { exportRoutes } from './exports';
 
 // The reseller account area under /account (spec 5.2): sign up and in, API keys, balance and
-// top-ups, orders, the webhook. Server-rendered pages, no script needed; every form carries a
+// top-ups, orders, the webhook, order batches and CSV exports. Server-rendered pages, no script
+// needed (a batch's file input uses one to fill its text box); every form carries a
 // CSRF token (csrf-sync, synchronizer tokens kept in the Postgres session), every form body
 // passes the edge's hygiene rule and a zod schema, and every page goes through the same
 // services as REST and MCP, scoped to the signed-in user's account.
@@ -43,6 +46,8 @@ function requireUser(ctx: AppContext): RequestHandler {
 export function accountArea(ctx: AppContext): Router {
   const router = Router();
   router.use(accountSessions(ctx));
+  // A batch's CSV text is the one large form (5,000 lines); every other form stays small.
+  router.use('/batches', cleanForms('2mb'));
   router.use(cleanForms('16kb'));
   router.use(csrfSynchronisedProtection);
 
@@ -53,6 +58,8 @@ export function accountArea(ctx: AppContext): Router {
   keyRoutes(router, ctx);
   orderRoutes(router, ctx);
   webhookRoutes(router, ctx);
+  batchRoutes(router, ctx);
+  exportRoutes(router, ctx);
 
   router.use((_req, res) => {
     send(res, 404, publicPage({ title: 'Not found', body: html`<h1>Not found</h1><p class="error" data-testid="error">This page does not exist, or it belongs to another account.</p><p><a href="/account">Back to your account</a></p>` }));

@@ -16,8 +16,8 @@ import { areaPage, csrfField, errorBox, noticeBox, plainMessage, send, when } fr
 // KEY_ROTATION_GRACE_SECONDS, and the new one has the old one's limits.
 
 const SCOPE_TEXT: Record<(typeof KEY_SCOPES)[number], string> = {
-  read: 'read: products, balance, orders, ledger, redemptions',
-  orders: 'orders: place orders',
+  read: 'read: products, balance, orders, ledger, redemptions, batches; make exports',
+  orders: 'orders: place orders and batches',
   topups: 'topups: top up the balance',
   redemptions: 'redemptions: submit codes for redemption',
   webhooks: 'webhooks: set the webhook, send tests, resend deliveries',

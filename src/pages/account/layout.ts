@@ -38,7 +38,7 @@ button.danger { background: var(--bad); }
 }
 `;
 
-export type Section = 'overview' | 'keys' | 'orders' | 'ledger' | 'webhook';
+export type Section = 'overview' | 'keys' | 'orders' | 'ledger' | 'webhook' | 'exports' | 'batches';
 
 const SECTIONS: [Section, string, string][] = [
   ['overview', 'Balance', '/account'],
@@ -46,6 +46,8 @@ const SECTIONS: [Section, string, string][] = [
   ['orders', 'Orders', '/account/orders'],
   ['ledger', 'Ledger', '/account/ledger'],
   ['webhook', 'Webhook', '/account/webhook'],
+  ['batches', 'Batches', '/account/batches'],
+  ['exports', 'Exports', '/account/exports'],
 ];
 
 export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
@@ -54,14 +56,15 @@ export const errorBox = (message?: string) => (message ? html`<p class="error" r
 
 export const noticeBox = (message?: string | SafeHtml) => (message ? html`<p class="notice" role="status" data-testid="notice">${message}</p>` : undefined);
 
-/** A page of the signed-in area. */
-export function areaPage(opts: { title: string; section?: Section; email: string; csrf: string; body: SafeHtml; scripts?: string[] }): string {
+/** A page of the signed-in area; `refreshSeconds` reloads it while something it shows is in progress. */
+export function areaPage(opts: { title: string; section?: Section; email: string; csrf: string; body: SafeHtml; scripts?: string[]; refreshSeconds?: number }): string {
   const nav = html`<nav class="area" aria-label="Account">
   ${SECTIONS.map(([id, label, href]) => html`<a href="${href}"${id === opts.section ? html` aria-current="page"` : ''}>${label}</a>`)}
   <form method="post" action="/account/sign-out">${csrfField(opts.csrf)}<button type="submit" data-testid="sign-out">Sign out</button></form>
 </nav>
 <p class="muted" data-testid="signed-in-as">Signed in as ${opts.email}</p>`;
-  return page({ title: `${opts.title} · Wholesale account`, head: html`<style>${new SafeHtml(AREA_STYLE)}</style>`, body: html`${nav}${opts.body}`, scripts: opts.scripts });
+  const refresh = opts.refreshSeconds ? html`<meta http-equiv="refresh" content="${opts.refreshSeconds}">` : '';
+  return page({ title: `${opts.title} · Wholesale account`, head: html`<style>${new SafeHtml(AREA_STYLE)}</style>${refresh}`, body: html`${nav}${opts.body}`, scripts: opts.scripts });
 }
 
 /** A page outside the signed-in area (sign in, sign up, errors). */
