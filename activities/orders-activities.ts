@@ -36,9 +36,12 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
      */
     async placeOrder(input: OrderWorkflowInput & PlaceOrderRequest): Promise<Placement> {
       const timer = placementDuration.startTimer({ payment: input.payment });
+      // A replay (the order found by its externalOrderId) is not a placement's work: not timed.
+      let replay = false;
       return asRejection(async (): Promise<Placement> => {
         const em = orm.em.fork();
         const { order, reused } = await placeOrder(em, input, settings);
+        replay = reused;
         if (reused && input.payment === 'intent' && order.status === 'pending' && order.payment === 'intent' && !order.checkoutUrl) {
           const checkout = await openCheckout(order.id, fromDb(order.amount), order.currency, `Order ${order.id}`);
           await attachCheckout(em, order.id, checkout);
@@ -46,7 +49,9 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
         const placed = { outcome: 'placed' as const, orderId: order.id, reused, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
         if (reused) return placed;
         return { ...placed, shown: { amount: toDecimal(fromDb(order.amount)), deliveryType: order.deliveryType as PlacedView['deliveryType'], fulfilledQuantity: order.fulfilledQuantity } };
-      }).finally(() => timer());
+      }).finally(() => {
+        if (!replay) timer();
+      });
     },
 
     /**
