@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { ZodError } from 'zod';
 import { isDatabaseUnavailable } from '../db/errors';
@@ -94,8 +94,14 @@ export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
  * counts against no budget.
  */
 export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: PlacementKind): RequestHandler {
-  return (_req, _res, next) => {
-    ctx.admission?.refuseEarly(kind);
+  return (req, res, next) => {
+    const gate = ctx.admission;
+    if (!gate) return next();
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
+    const digest = match ? createHash('sha256').update(match[1]).digest('base64url') : undefined;
+    gate.refuseEarly(kind, digest);
+    // The account the key turned out to be, for refusing its next placement over its share early.
+    if (digest) res.once('finish', () => res.locals.principal && gate.remember(digest, res.locals.principal.accountId));
     next();
   };
 }

@@ -19,8 +19,8 @@ import type { WorkersView } from './worker-watch';
 //   grows while latency allows, so the busy account still gets the throughput the engine has).
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
-// REST placements meet the limit before their key is even looked up (`refuseEarly`), so a
-// refusal at capacity costs the database nothing when it is busiest.
+// REST placements meet the limit, and a key's account over its share, before the key is even
+// looked up (`refuseEarly`), so a refusal at capacity costs the database nothing when it is busiest.
 
 export type PlacementKind = 'order' | 'topup';
 export type ShedReason = 'limit' | 'account_share' | 'no_worker';
@@ -50,6 +50,8 @@ const MIN_LIMIT = 4;
 const RETRY_AFTER_SECONDS = 1;
 /** Another account that asked for a placement this recently counts as waiting for room. */
 const RECENT_MS = 1000;
+/** Keys whose account this process remembers for refusing early (the oldest is forgotten first). */
+const KEY_ACCOUNTS_KEPT = 10_000;
 
 const SHED_MESSAGES: Record<ShedReason, string> = {
   limit: 'The service is at capacity; nothing was done. Retry the same request after Retry-After',
@@ -71,6 +73,8 @@ export class PlacementGate {
   /** When each account last asked for a placement (admitted or refused), for about a second. */
   private readonly seen = new Map<string, number>();
   private seenPrunedAt: number;
+  /** Key digest → the account it placed for, most recent last (at most KEY_ACCOUNTS_KEPT). */
+  private readonly keyAccounts = new Map<string, string>();
 
   constructor(
     private readonly settings: AdmissionSettings,
@@ -109,8 +113,28 @@ export class PlacementGate {
    * nobody because its limit is full. The rest is checked by `run`, after the key: with no worker,
    * a replay of a placed order is still answered from Postgres, which is not the busy part then.
    */
-  refuseEarly(kind: PlacementKind): void {
-    if (this.settings.enabled && this.inFlight >= this.limiter.limit) this.shed(kind, 'limit');
+  refuseEarly(kind: PlacementKind, keyDigest?: string): void {
+    if (!this.settings.enabled) return;
+    if (this.inFlight >= this.limiter.limit) this.shed(kind, 'limit');
+    const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest);
+    if (accountId !== undefined && this.overShare(accountId, this.now())) this.shed(kind, 'account_share');
+  }
+
+  /**
+   * Notes which account a key (by its digest) placed for, so the next placement of that key over
+   * its account's share is refused before the key is read. A wrong or stale entry can only refuse
+   * (nothing is done, the 503 says retry); it never lets anything through.
+   */
+  remember(keyDigest: string, accountId: string): void {
+    if (!this.settings.enabled || this.keyAccounts.get(keyDigest) === accountId) return;
+    this.keyAccounts.delete(keyDigest);
+    if (this.keyAccounts.size >= KEY_ACCOUNTS_KEPT) this.keyAccounts.delete(this.keyAccounts.keys().next().value!);
+    this.keyAccounts.set(keyDigest, accountId);
+  }
+
+  private overShare(accountId: string, now: number): boolean {
+    const mine = this.byAccount.get(accountId) ?? 0;
+    return this.othersAbout(accountId, now) && mine >= Math.max(1, Math.ceil(this.limiter.limit * this.settings.accountShare));
   }
 
   private admit(kind: PlacementKind, accountId: string, now: number): void {
@@ -121,8 +145,8 @@ export class PlacementGate {
     const limit = this.limiter.limit;
     admissionLimit.set(limit);
     if (this.inFlight >= limit) this.shed(kind, 'limit');
+    if (this.overShare(accountId, now)) this.shed(kind, 'account_share');
     const mine = this.byAccount.get(accountId) ?? 0;
-    if (this.othersAbout(accountId, now) && mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) this.shed(kind, 'account_share');
     this.inFlight++;
     this.byAccount.set(accountId, mine + 1);
     admissionInFlight.set(this.inFlight);
