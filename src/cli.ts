@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
-import { ConfigError, loadConfig, type Config } from './config';
+import { loadConfig, type Config } from './config';
 import { initOrm, migrate, type Orm } from './db/orm';
 import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
@@ -225,27 +225,43 @@ async function openDatabase(config: Config): Promise<{ url: string; stop: () => 
 /** The environment's settings, with the payload key and codec token `npm start` keeps in STATE_DIR. */
 const cliConfig = () => loadConfig({ ...readStateSecrets(process.env.STATE_DIR || '.state'), ...process.env });
 
+/** What a script can tell apart: 0 done, 1 the command failed, 2 the command line was not understood. */
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+class UsageError extends Error {}
+
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, ...OPERATOR_OPTIONS,
+        product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
+        token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
+        port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
+        'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    // node:util's parse errors (an unknown flag, a flag without its value) are the caller's typo.
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((err as Error).message);
+    throw err;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, ...OPERATOR_OPTIONS,
-      product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
-      port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
-      'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseCommandLine(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return EXIT.ok;
+  }
   const name = positionals.slice(0, 2).join(' ');
   // Talks to the API over HTTP with an API key, as a reseller's receiver would: no database.
-  if (name === 'webhooks listen' && !values.help) return listenForWebhooks(cliConfig(), values);
+  if (name === 'webhooks listen') return listenForWebhooks(cliConfig(), values);
   const command = commands[name];
-  if (values.help || !command) {
-    process.stderr.write(`${USAGE}\n`);
-    return values.help ? 0 : 2;
-  }
+  if (!command) throw new UsageError(name ? `unknown command: ${name}` : 'no command given');
   const config = cliConfig();
   const db = await openDatabase(config);
   const orm = await initOrm(db.url);
@@ -253,7 +269,7 @@ async function main(argv: string[]): Promise<number> {
     const migrated = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL });
     const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals, migrated });
     process.stdout.write(result instanceof PlainText ? result.text : `${JSON.stringify(result, null, 2)}\n`);
-    return 0;
+    return EXIT.ok;
   } finally {
     await orm.close();
     await db.stop();
@@ -263,8 +279,13 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    const message = err instanceof ApiError || err instanceof ConfigError ? err.message : err?.stack ?? String(err);
+    if (err instanceof UsageError) {
+      process.stderr.write(`wholesale: ${err.message}\n${USAGE}\n`);
+      process.exit(EXIT.usage);
+    }
+    // One JSON line a script can parse (a message's own line breaks stay escaped in it), never a stack trace.
+    const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`${JSON.stringify({ error: err instanceof ApiError ? err.code : 'error', message })}\n`);
-    process.exit(1);
+    process.exit(EXIT.failed);
   },
 );
