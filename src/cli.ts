@@ -8,15 +8,14 @@ import { loadConfig, type Config } from './config';
 import { initOrm, migrate, type Orm } from './db/orm';
 import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
-import { productCostRows } from './db/supplier-catalog-store';
 import { startEmbeddedPostgres } from './dev/postgres';
 import { createAccount, createApiKey } from './services/accounts';
 import { keyLimitDetails, keyLimits } from './services/key-access';
 import { adjustBalance, importStock } from './services/admin';
-import { groupPicker } from './services/catalog';
+import { groupPicker, productsWithSuppliers } from './services/catalog';
+import { findOrder } from './services/orders';
 import { ApiError } from './domain/errors';
 import { isUuid } from './domain/redeem-info';
-import { OrderSchema, ProductPriceSchema, ProductSchema } from './db/entities';
 import { payCheckout } from './providers/sandbox-payments';
 import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
 import { centsToUnits, scaledToCents, toScaled } from './domain/token-amounts';
@@ -106,18 +105,7 @@ const commands: Record<string, Command> = {
     return auditedCommand(em, operator, { action: 'stock.import', subjectId: productId, details: { lines: lines.filter((l) => l.trim()).length } }, () =>
       importStock(em, productId, lines));
   },
-  'products list': async ({ orm }) => {
-    const em = orm.em.fork();
-    const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
-    const prices = await em.find(ProductPriceSchema, {});
-    const suppliers = new Map((await productCostRows(em, products.map((p) => p.id))).map((r) => [r.id, r]));
-    return products.map((p) => ({
-      id: p.id, name: p.nameEn ?? p.name, deliveryType: p.deliveryType, stockMode: p.stockMode, inStock: p.inStock,
-      listed: p.listed, active: p.active, productGroupId: p.productGroupId ?? null, denomination: p.denomination ?? null,
-      supplier: suppliers.get(p.id)?.supplier ?? null, supplierProductId: suppliers.get(p.id)?.supplier_product_id ?? null,
-      prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))])),
-    }));
-  },
+  'products list': ({ orm }) => productsWithSuppliers(orm.em.fork()),
   'products group': async ({ orm, config, values, positionals }) => {
     const groupId = positionals[2] ?? need(values, 'group');
     return groupPicker(orm.em.fork(), groupId, Number(values.level ?? 1), config.STOCK_DISPLAY_CAP);
@@ -132,7 +120,7 @@ const commands: Record<string, Command> = {
     const orderId = positionals[2];
     if (!orderId) throw new ApiError('invalid_input', 'usage: sandbox pay ORDER_ID');
     const em = orm.em.fork();
-    const order = await em.findOne(OrderSchema, { id: orderId });
+    const order = await findOrder(em, orderId);
     if (!order?.checkoutId) throw new ApiError('not_found', `Order ${orderId} has no hosted checkout`);
     // As the payer would: the sandbox provider records the payment and sends its signed callback.
     const paid = await payCheckout(em, config.PAYMENT_CALLBACK_SECRET, order.checkoutId);

@@ -148,6 +148,17 @@ export function assertSameRequest(order: Pick<Order, 'productId' | 'qty'>, input
   }
 }
 
+/** One order (either kind) by its id, or null. */
+export async function findOrder(em: EntityManager, orderId: string): Promise<Order | null> {
+  return em.findOne(OrderSchema, { id: orderId });
+}
+
+/** The statuses of an order that must exist (the workflow that asks made it). */
+export async function orderStatuses(em: EntityManager, orderId: string): Promise<{ status: string; fulfillmentStatus: string | null }> {
+  const order = await em.findOneOrFail(OrderSchema, { id: orderId });
+  return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
+}
+
 export async function findByExternalId(em: EntityManager, accountId: string, externalOrderId: string): Promise<Order | null> {
   return em.findOne(OrderSchema, { accountId, externalOrderId, kind: 'purchase' });
 }
