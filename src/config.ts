@@ -3,7 +3,7 @@ import { admissionProblems, admissionVariables } from './config-admission';
 import { bulkSettings } from './config-bulk';
 import { eventSettings } from './config-events';
 import { productionExposureProblems } from './config-exposure';
-import { trustProxySetting } from './http/trust-proxy';
+import { trustProxySetting } from './config-trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';

@@ -5,8 +5,6 @@ import { ProductPriceSchema, ProductSchema, type Product } from '../db/entities'
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 
-export const TEST_PRODUCT_ID = 'prod_api_order_test';
-
 export interface ProductView {
   id: string;
   slug: string;

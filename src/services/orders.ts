@@ -4,7 +4,7 @@ import { IssuedCodeSchema, OrderSchema, type Order } from '../db/entities';
 import { purchaseWithCodes } from '../db/orders-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';
-import { TEST_PRODUCT_ID } from './catalog';
+import { TEST_PRODUCT_ID } from '../domain/test-product';
 
 // An order's rules and views that both sides use: the API process answers with them (submission,
 // queries) and the worker's placement (order-placement.ts) checks with them.
