@@ -13,8 +13,8 @@ import { catalogRoutes } from './http/routers/catalog';
 import { orderRoutes } from './http/routers/orders';
 import { topupRoutes } from './http/routers/topups';
 import { paymentCallbackRoutes } from './http/routers/payment-callbacks';
-import { sandboxPaymentApi } from './providers/sandbox-payments';
-import { sandboxUpstreamApi } from './providers/sandbox-upstream-server';
+import { sandboxPaymentApi } from './providers/sandbox/sandbox-payments';
+import { sandboxUpstreamApi } from './providers/sandbox/sandbox-upstream-server';
 import { checkoutPages } from './pages/checkout';
 import { evmCheckoutPages } from './pages/evm-checkout';
 import { redemptionRoutes } from './http/routers/redemptions';
@@ -99,7 +99,7 @@ export function createApp(ctx: AppContext): Express {
   }
   app.use('/payments', paymentCallbackRoutes(ctx));
   // The sandbox redemption upstream, speaking the partner protocol the service's adapter calls.
-  if (ctx.config.REDEMPTION_UPSTREAM === 'sandbox') app.use('/sandbox-upstream', sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret }));
+  if (ctx.providers.sandboxUpstream) app.use('/sandbox-upstream', sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret, upstream: ctx.providers.sandboxUpstream }));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
   // The codec server for the Temporal UI and CLI (ADMIN_TOKEN or CODEC_TOKEN; off without both).

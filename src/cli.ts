@@ -16,7 +16,7 @@ import { groupPicker, productsWithSuppliers } from './services/catalog';
 import { findOrder } from './services/orders';
 import { ApiError } from './domain/errors';
 import { isUuid } from './domain/redeem-info';
-import { payCheckout } from './providers/sandbox-payments';
+import { payCheckout } from './providers/sandbox/sandbox-payments';
 import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
 import { centsToUnits, scaledToCents, toScaled } from './domain/token-amounts';
 import { evmCheckout, evmCheckoutReceipts } from './db/evm-store';
