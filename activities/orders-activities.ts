@@ -1,9 +1,8 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { OrderSchema } from '../src/db/entities';
 import { fromDb, toDecimal } from '../src/domain/money';
 import { paymentCallbackUrl, type PaymentProvider } from '../src/providers/payments';
-import { findByExternalId } from '../src/services/orders';
+import { findByExternalId, orderStatuses } from '../src/services/orders';
 import { placeOrder, type OpenCheckout } from '../src/services/order-placement';
 import { attachCheckout } from '../src/services/payments';
 import type { OrderWorkflowInput, PlacedView, Placement, PlaceOrderRequest } from '../src/contracts/orders';
@@ -65,8 +64,7 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
     },
 
     async orderStatus(orderId: string): Promise<{ status: string; fulfillmentStatus: string | null }> {
-      const order = await orm.em.fork().findOneOrFail(OrderSchema, { id: orderId });
-      return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
+      return orderStatuses(orm.em.fork(), orderId);
     },
   };
 }

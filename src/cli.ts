@@ -4,20 +4,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
-import { ConfigError, loadConfig, type Config } from './config';
+import { loadConfig, type Config } from './config';
 import { initOrm, migrate, type Orm } from './db/orm';
 import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
-import { productCostRows } from './db/supplier-catalog-store';
 import { startEmbeddedPostgres } from './dev/postgres';
 import { createAccount, createApiKey } from './services/accounts';
 import { keyLimitDetails, keyLimits } from './services/key-access';
 import { adjustBalance, importStock } from './services/admin';
-import { groupPicker } from './services/catalog';
+import { groupPicker, productsWithSuppliers } from './services/catalog';
+import { findOrder } from './services/orders';
 import { ApiError } from './domain/errors';
 import { isUuid } from './domain/redeem-info';
-import { OrderSchema, ProductPriceSchema, ProductSchema } from './db/entities';
-import { payCheckout } from './providers/sandbox-payments';
+import { payCheckout } from './providers/sandbox/sandbox-payments';
 import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
 import { centsToUnits, scaledToCents, toScaled } from './domain/token-amounts';
 import { evmCheckout, evmCheckoutReceipts } from './db/evm-store';
@@ -106,18 +105,7 @@ const commands: Record<string, Command> = {
     return auditedCommand(em, operator, { action: 'stock.import', subjectId: productId, details: { lines: lines.filter((l) => l.trim()).length } }, () =>
       importStock(em, productId, lines));
   },
-  'products list': async ({ orm }) => {
-    const em = orm.em.fork();
-    const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
-    const prices = await em.find(ProductPriceSchema, {});
-    const suppliers = new Map((await productCostRows(em, products.map((p) => p.id))).map((r) => [r.id, r]));
-    return products.map((p) => ({
-      id: p.id, name: p.nameEn ?? p.name, deliveryType: p.deliveryType, stockMode: p.stockMode, inStock: p.inStock,
-      listed: p.listed, active: p.active, productGroupId: p.productGroupId ?? null, denomination: p.denomination ?? null,
-      supplier: suppliers.get(p.id)?.supplier ?? null, supplierProductId: suppliers.get(p.id)?.supplier_product_id ?? null,
-      prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))])),
-    }));
-  },
+  'products list': ({ orm }) => productsWithSuppliers(orm.em.fork()),
   'products group': async ({ orm, config, values, positionals }) => {
     const groupId = positionals[2] ?? need(values, 'group');
     return groupPicker(orm.em.fork(), groupId, Number(values.level ?? 1), config.STOCK_DISPLAY_CAP);
@@ -132,7 +120,7 @@ const commands: Record<string, Command> = {
     const orderId = positionals[2];
     if (!orderId) throw new ApiError('invalid_input', 'usage: sandbox pay ORDER_ID');
     const em = orm.em.fork();
-    const order = await em.findOne(OrderSchema, { id: orderId });
+    const order = await findOrder(em, orderId);
     if (!order?.checkoutId) throw new ApiError('not_found', `Order ${orderId} has no hosted checkout`);
     // As the payer would: the sandbox provider records the payment and sends its signed callback.
     const paid = await payCheckout(em, config.PAYMENT_CALLBACK_SECRET, order.checkoutId);
@@ -225,27 +213,43 @@ async function openDatabase(config: Config): Promise<{ url: string; stop: () => 
 /** The environment's settings, with the payload key and codec token `npm start` keeps in STATE_DIR. */
 const cliConfig = () => loadConfig({ ...readStateSecrets(process.env.STATE_DIR || '.state'), ...process.env });
 
+/** What a script can tell apart: 0 done, 1 the command failed, 2 the command line was not understood. */
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+class UsageError extends Error {}
+
+function parseCommandLine(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, ...OPERATOR_OPTIONS,
+        product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
+        token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
+        port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
+        'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    // node:util's parse errors (an unknown flag, a flag without its value) are the caller's typo.
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((err as Error).message);
+    throw err;
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, ...OPERATOR_OPTIONS,
-      product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-      token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
-      port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
-      'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseCommandLine(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return EXIT.ok;
+  }
   const name = positionals.slice(0, 2).join(' ');
   // Talks to the API over HTTP with an API key, as a reseller's receiver would: no database.
-  if (name === 'webhooks listen' && !values.help) return listenForWebhooks(cliConfig(), values);
+  if (name === 'webhooks listen') return listenForWebhooks(cliConfig(), values);
   const command = commands[name];
-  if (values.help || !command) {
-    process.stderr.write(`${USAGE}\n`);
-    return values.help ? 0 : 2;
-  }
+  if (!command) throw new UsageError(name ? `unknown command: ${name}` : 'no command given');
   const config = cliConfig();
   const db = await openDatabase(config);
   const orm = await initOrm(db.url);
@@ -253,7 +257,7 @@ async function main(argv: string[]): Promise<number> {
     const migrated = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL });
     const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals, migrated });
     process.stdout.write(result instanceof PlainText ? result.text : `${JSON.stringify(result, null, 2)}\n`);
-    return 0;
+    return EXIT.ok;
   } finally {
     await orm.close();
     await db.stop();
@@ -263,8 +267,13 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err) => {
-    const message = err instanceof ApiError || err instanceof ConfigError ? err.message : err?.stack ?? String(err);
+    if (err instanceof UsageError) {
+      process.stderr.write(`wholesale: ${err.message}\n${USAGE}\n`);
+      process.exit(EXIT.usage);
+    }
+    // One JSON line a script can parse (a message's own line breaks stay escaped in it), never a stack trace.
+    const message = err instanceof Error ? err.message : String(err);
     process.stderr.write(`${JSON.stringify({ error: err instanceof ApiError ? err.code : 'error', message })}\n`);
-    process.exit(1);
+    process.exit(EXIT.failed);
   },
 );

@@ -3,7 +3,7 @@ import { admissionProblems, admissionVariables } from './config-admission';
 import { bulkSettings } from './config-bulk';
 import { eventSettings } from './config-events';
 import { productionExposureProblems } from './config-exposure';
-import { trustProxySetting } from './http/trust-proxy';
+import { trustProxySetting } from './config-trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
 import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
@@ -230,7 +230,7 @@ export const configSchema = z.object({
   PROCUREMENT_RETRY_CAP_SECONDS: int(900, 1),
   PROCUREMENT_MAX_ROUNDS: int(12, 1),
   PROCUREMENT_DEADLINE_SECONDS: int(7200, 1),
-  // The built-in sandbox supplier's script, JSON by product id or "*" (see src/providers/sandbox-supplier.ts).
+  // The built-in sandbox supplier's script, JSON by product id or "*" (see src/providers/sandbox/sandbox-supplier.ts).
   SANDBOX_SUPPLIER_SCRIPT: z.string().optional(),
   // The account area (/account). Unset, the session secret is derived from CURSOR_SECRET, so
   // production (which refuses the built-in CURSOR_SECRET) never signs sessions with a known key.

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from './config';
 import { startInfrastructure } from './dev/stack';
 import { createLogger } from './logger';
 import { prepareDemo, startServices } from './bootstrap';
-import { API_PREFIX } from './http/app';
+import { API_PREFIX } from './http/api-prefix';
 import { logUnhandledRejections, onShutdownSignal } from './processes';
 import { freeLoopbackPort, installRuntime } from './temporal/runtime';
 import { codecEndpoint } from './http/routers/codec';

@@ -7,7 +7,8 @@ import { activeStaff, completeSetup, setupDetails, signInStaff, STAFF_BAD_CREDEN
 import type { KeyRing } from '../temporal/codec';
 import { formError, noticeFrom } from '../pages/account/area';
 import { SetupForm, SetupQuery, SignInForm } from './forms';
-import { csrfField, errorBox, html, noticeBox, plainMessage, publicConsolePage, send } from './layout';
+import { signInPage as signedInPage } from '../pages/signed-in-area';
+import { csrfField, errorBox, html, plainMessage, publicConsolePage, send } from './layout';
 import { consoleIdleSeconds, endStaffSession, startStaffSession } from './session';
 
 // Signing in (email, password and a TOTP or recovery code in one form, so there is no
@@ -20,21 +21,13 @@ const SIGN_IN_PER_EMAIL_AND_IP = 5;
 const NOTICES = { 'signed-out': 'You are signed out.', 'session-ended': 'Your session ended. Please sign in again.' };
 
 function signInPage(csrf: string, opts: { email?: string; error?: string; notice?: string } = {}): string {
-  return publicConsolePage({
-    title: 'Sign in',
-    body: html`<h1>Staff console</h1>
-<p class="lead">For support staff. Resellers sign in at <a href="/account">their account</a>.</p>
-${noticeBox(opts.notice)}${errorBox(opts.error)}
-<form method="post" action="/console/sign-in">
-  ${csrfField(csrf)}
-  <label for="email">Email</label>
-  <input id="email" name="email" type="email" autocomplete="username" value="${opts.email ?? ''}" required>
-  <label for="password">Password</label>
-  <input id="password" name="password" type="password" autocomplete="current-password" required>
-  <label for="code">Code <span class="hint">(from your authenticator app, or a recovery code)</span></label>
-  <input id="code" name="code" autocomplete="one-time-code" inputmode="numeric" maxlength="64" required>
-  <button type="submit" data-testid="sign-in">Sign in</button>
-</form>`,
+  return signedInPage(publicConsolePage, {
+    heading: 'Staff console',
+    lead: html`For support staff. Resellers sign in at <a href="/account">their account</a>.`,
+    action: '/console/sign-in',
+    csrf,
+    withCode: true,
+    ...opts,
   });
 }
 

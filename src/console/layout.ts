@@ -3,6 +3,7 @@ import type { StaffRole } from '../db/staff-store';
 import type { ApiError } from '../domain/errors';
 import { html, page, SafeHtml, sendPage } from '../pages/layout';
 import { plainMessage as accountMessage, when } from '../pages/account/layout';
+import { csrfField, errorBox, noticeBox } from '../pages/signed-in-area';
 
 // The console's frame: the shared page (escaping by default, stylesheet, security headers,
 // no-store) with a wide layout, a navigation that shows each role only what it may use, and the
@@ -56,11 +57,7 @@ const RANK: Record<StaffRole, number> = { viewer: 0, support: 1, admin: 2 };
 /** True when `role` may do what `needed` may. */
 export const allows = (role: StaffRole, needed: StaffRole) => RANK[role] >= RANK[needed];
 
-export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
-export const errorBox = (message?: string) => (message ? html`<p class="error" role="alert" data-testid="error">${message}</p>` : undefined);
-
-export const noticeBox = (message?: string | SafeHtml) => (message ? html`<p class="notice" role="status" data-testid="notice">${message}</p>` : undefined);
 
 /** The reason every action asks for; it is recorded with the action and in the audit log. */
 export const reasonField = (id: string) => html`<label for="${id}">Reason <span class="hint">(recorded with your name)</span></label>
@@ -95,3 +92,5 @@ export function plainMessage(err: ApiError): string {
 }
 
 export { html, SafeHtml, when };
+
+export { csrfField, errorBox, noticeBox };

@@ -1,15 +1,16 @@
 import type { Request, Response, Router } from 'express';
-import { OrderSchema, type Order } from '../db/entities';
+import type { Order } from '../db/entities';
 import { supportActionsOf } from '../db/support-store';
+import { deliveriesOfOrder } from '../db/webhooks-store';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/area';
 import { actorLabel, listAudit, type AuditView } from '../services/audit';
-import { orderSummary } from '../services/orders';
+import { findOrder as findOrderById, orderSummary } from '../services/orders';
 import { deliverOrder, listSupportOrders, refundOrder, resumeOrder, supportOrderDetail } from '../services/support';
 import { act, desk, only, type Desk } from './guard';
 import { DeliverForm, IdParams, ReasonForm } from './forms';
 import { consolePage, csrfField, errorBox, html, noticeBox, plainMessage, reasonField, send, when, type SafeHtml } from './layout';
-import { deliveriesOfOrder, procurementStates, temporalUiUrl, workflowsOf } from './story';
+import { procurementStates, temporalUiUrl, workflowsOf } from './story';
 
 // The needs_attention queue (Postgres, with each procurement workflow's `state` query beside it)
 // and an order's whole story: placement, payment, supplier rounds and answers, webhook deliveries,
@@ -110,7 +111,7 @@ function actionForms(d: Desk, order: Order): SafeHtml {
 }
 
 async function findOrder(d: Desk, id: string): Promise<Order | null> {
-  return d.em.findOne(OrderSchema, { id });
+  return findOrderById(d.em, id);
 }
 
 export function orderRoutes(router: Router, ctx: AppContext): void {
@@ -147,7 +148,7 @@ export function orderRoutes(router: Router, ctx: AppContext): void {
     } catch (err) {
       const e = formError(err);
       if (!order) throw err;
-      const fresh = (await d.em.fork().findOne(OrderSchema, { id })) ?? order;
+      const fresh = (await findOrderById(d.em.fork(), id)) ?? order;
       send(res, e.status, await storyPage({ ...d, em: d.em.fork() }, ctx, fresh, { error: plainMessage(e) }), e.headers);
     }
   };

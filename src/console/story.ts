@@ -1,38 +1,20 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
+import { accountNameAndEmail, accountsMatching } from '../db/accounts-store';
 import type { Order } from '../db/entities';
+import { ordersByAnyId } from '../db/orders-store';
 import { isUuid } from '../domain/redeem-info';
 import type { TemporalHandle } from '../temporal/client';
 import { orderWorkflowId } from '../contracts/orders';
 import { procurementStateQuery, procurementWorkflowId, type ProcurementState } from '../contracts/procurement';
 import { topupWorkflowId } from '../contracts/topups';
 
-// Read models only the console needs: an order's webhook deliveries, search across orders,
-// accounts and reseller emails, the workflows of an order and where the Temporal UI shows them.
+// Read models only the console needs, over the stores' queries: search across orders, accounts
+// and reseller emails, the workflows of an order and where the Temporal UI shows them.
 // Never codes, redeem details or secrets: only ids, states and what the supplier answered.
 
 /** How long the queue waits for one workflow's `state` query before showing it as unknown. */
 const STATE_QUERY_MS = 2_000;
-
-export interface OrderDelivery {
-  id: string;
-  event: string;
-  status: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: Date;
-}
-
-/** Webhook deliveries of the events about one order, oldest first. */
-export async function deliveriesOfOrder(em: EntityManager, orderId: string): Promise<OrderDelivery[]> {
-  return em.execute<OrderDelivery[]>(
-    `select d.id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error, d.created_at
-       from webhook_deliveries d join events e on e.id = d.event_id
-      where e.payload->>'orderId' = ? order by d.created_at, d.id`,
-    [orderId],
-  );
-}
 
 export interface SearchHit {
   kind: 'order' | 'account';
@@ -49,17 +31,8 @@ export interface SearchHit {
 export async function search(em: EntityManager, q: string, limit = 50): Promise<SearchHit[]> {
   const term = q.trim();
   if (!term) return [];
-  const orders = await em.execute<{ id: string; account_id: string; external: string | null; status: string; kind: string }[]>(
-    `select id, account_id, coalesce(external_order_id, external_topup_id) as external, status, kind
-       from orders where id = ? or external_order_id = ? or external_topup_id = ? order by created_at desc limit ?`,
-    [term, term, term, limit],
-  );
-  const accounts = await em.execute<{ id: string; name: string; email: string | null }[]>(
-    `select a.id, a.name, u.email from accounts a left join users u on u.account_id = a.id
-      where ${isUuid(term) ? 'a.id = ?::uuid or ' : ''}position(lower(?) in lower(a.name)) > 0 or position(lower(?) in coalesce(u.email, '')) > 0
-      order by a.created_at desc limit ?`,
-    [...(isUuid(term) ? [term] : []), term, term, limit],
-  );
+  const orders = await ordersByAnyId(em, term, limit);
+  const accounts = await accountsMatching(em, term, isUuid(term), limit);
   return [
     ...orders.map((o) => ({ kind: 'order' as const, id: o.id, accountId: o.account_id, label: o.external ?? '—', detail: `${o.kind} · ${o.status}` })),
     ...accounts.map((a) => ({ kind: 'account' as const, id: a.id, accountId: a.id, label: a.name, detail: a.email ?? 'no sign-in user' })),
@@ -68,11 +41,7 @@ export async function search(em: EntityManager, q: string, limit = 50): Promise<
 
 export async function accountHeader(em: EntityManager, accountId: string): Promise<{ name: string; email: string | null } | undefined> {
   if (!isUuid(accountId)) return undefined;
-  const [row] = await em.execute<{ name: string; email: string | null }[]>(
-    'select a.name, u.email from accounts a left join users u on u.account_id = a.id where a.id = ?::uuid',
-    [accountId],
-  );
-  return row;
+  return accountNameAndEmail(em, accountId);
 }
 
 /** The Temporal Web UI's page of a workflow (TEMPORAL_UI_ORIGIN, or the dev server's UI port). */

@@ -144,3 +144,25 @@ export async function insertKeyRow(em: EntityManager, k: KeyInsert): Promise<voi
 export async function touchKeyLastUsed(em: EntityManager, keyId: string): Promise<void> {
   await em.execute('update api_keys set last_used_at = now() where id = ?', [keyId]);
 }
+
+/**
+ * Accounts whose id is `term` (when it is a UUID), or whose name or signing-in reseller's email
+ * contains it (case-insensitive), newest first.
+ */
+export async function accountsMatching(em: EntityManager, term: string, termIsUuid: boolean, limit: number) {
+  return em.execute<{ id: string; name: string; email: string | null }[]>(
+    `select a.id, a.name, u.email from accounts a left join users u on u.account_id = a.id
+      where ${termIsUuid ? 'a.id = ?::uuid or ' : ''}position(lower(?) in lower(a.name)) > 0 or position(lower(?) in coalesce(u.email, '')) > 0
+      order by a.created_at desc limit ?`,
+    [...(termIsUuid ? [term] : []), term, term, limit],
+  );
+}
+
+/** An account's name and the email of the reseller who signs in to it (`accountId` must be a UUID). */
+export async function accountNameAndEmail(em: EntityManager, accountId: string): Promise<{ name: string; email: string | null } | undefined> {
+  const [row] = await em.execute<{ name: string; email: string | null }[]>(
+    'select a.name, u.email from accounts a left join users u on u.account_id = a.id where a.id = ?::uuid',
+    [accountId],
+  );
+  return row;
+}

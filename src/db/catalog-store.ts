@@ -101,3 +101,18 @@ export async function insertProductIfNew(em: EntityManager, s: ProductSeedRow): 
 export async function insertPriceIfNew(em: EntityManager, productId: string, level: number, price: string): Promise<void> {
   await em.execute('insert into product_prices (product_id, level, price) values (?, ?, ?) on conflict do nothing', [productId, level, price]);
 }
+
+/** The product's price at `level` as stored, locked for the rest of the caller's transaction (undefined: none yet). */
+export async function lockPriceRow(em: EntityManager, productId: string, level: number): Promise<string | undefined> {
+  const [row] = await em.execute<{ price: string }[]>('select price from product_prices where product_id = ? and level = ? for update', [productId, level]);
+  return row?.price;
+}
+
+/** Sets the product's price at `level`, adding the row when there is none. */
+export async function upsertPrice(em: EntityManager, productId: string, level: number, price: string): Promise<void> {
+  await em.execute(
+    `insert into product_prices (product_id, level, price) values (?, ?, ?)
+     on conflict (product_id, level) do update set price = excluded.price`,
+    [productId, level, price],
+  );
+}

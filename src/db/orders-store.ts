@@ -141,3 +141,12 @@ export async function countIssuedCodes(em: EntityManager, codes: string[]): Prom
   const [row] = await em.execute<{ n: string }[]>(`select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`, codes);
   return Number(row.n);
 }
+
+/** Orders (either kind) whose id or reseller's id (externalOrderId, externalTopupId) is `term`, newest first. */
+export async function ordersByAnyId(em: EntityManager, term: string, limit: number) {
+  return em.execute<{ id: string; account_id: string; external: string | null; status: string; kind: string }[]>(
+    `select id, account_id, coalesce(external_order_id, external_topup_id) as external, status, kind
+       from orders where id = ? or external_order_id = ? or external_topup_id = ? order by created_at desc limit ?`,
+    [term, term, term, limit],
+  );
+}

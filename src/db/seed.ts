@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertPriceIfNew, insertProductIfNew } from './catalog-store';
 import type { Product, RedeemField } from './entities';
-import { TEST_PRODUCT_ID } from '../services/catalog';
+import { TEST_PRODUCT_ID } from '../domain/test-product';
 
 // The demo catalog: the integration test product, a few redemption products with the redeem
 // field shapes of spec 2.3, and the three gift-card groups of spec 2.1. Seeding never overwrites

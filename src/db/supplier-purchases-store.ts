@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SupplierPurchase } from '../providers/supplier';
+import type { SupplierPurchase } from '../domain/supplier-purchase';
 
 // What each direct-code order bought from a real supplier (supplier_purchases): one row per
 // purchase, keyed by our idempotency key, with the supplier's transaction id and what it cost.

@@ -204,3 +204,24 @@ export async function recordDeliveryAttempt(
     [r.status, r.statusCode, r.error, r.retry, r.retryInSeconds, deliveryId],
   );
 }
+
+/** One webhook delivery of an order's events, as the console's story of the order shows it. */
+export interface OrderDelivery {
+  id: string;
+  event: string;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+}
+
+/** Webhook deliveries of the events about one order, oldest first. */
+export async function deliveriesOfOrder(em: EntityManager, orderId: string): Promise<OrderDelivery[]> {
+  return em.execute<OrderDelivery[]>(
+    `select d.id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error, d.created_at
+       from webhook_deliveries d join events e on e.id = d.event_id
+      where e.payload->>'orderId' = ? order by d.created_at, d.id`,
+    [orderId],
+  );
+}

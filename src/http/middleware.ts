@@ -9,7 +9,7 @@ import { PlacementRefused, type PlacementKind } from '../services/admission';
 import { authenticate, type Principal } from '../services/accounts';
 import { assertKeyUsable } from '../services/key-access';
 import { hitRateLimit, pruneSometimes, rateLimitResult, rateWindow, type RateLimitResult } from '../services/rate-limit';
-import { timed } from './server-timing';
+import { timed } from '../metrics/server-timing';
 import type { AppContext } from './context';
 import { dependencyOf, outageLogOf, type OutageLog } from './outage-log';
 

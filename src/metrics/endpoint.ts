@@ -1,7 +1,6 @@
 import { Gauge } from 'prom-client';
 import type { RequestHandler } from 'express';
 import type { Orm } from '../db/orm';
-import { coreMetricsUrl } from '../temporal/runtime';
 import { registry } from './registry';
 import { readStateGauges } from './state';
 
@@ -14,9 +13,10 @@ const stateUp = new Gauge({
 /**
  * GET /metrics in Prometheus text format: the service's registry, with the Postgres-backed
  * gauges read now, followed by the Temporal core's own worker and client metrics when this
- * process exports them (one scrape target per process).
+ * process exports them (one scrape target per process; the composition root says where the
+ * Temporal runtime serves them, so this module need not know the Temporal side).
  */
-export function metricsEndpoint(deps: { orm: Orm; maxPendingTopups: number }): RequestHandler {
+export function metricsEndpoint(deps: { orm: Orm; maxPendingTopups: number; coreMetricsUrl: () => string | undefined }): RequestHandler {
   return async (_req, res) => {
     try {
       await readStateGauges(deps.orm.em.fork(), deps.maxPendingTopups);
@@ -25,7 +25,7 @@ export function metricsEndpoint(deps: { orm: Orm; maxPendingTopups: number }): R
       stateUp.set(0);
     }
     let text = await registry.metrics();
-    const core = coreMetricsUrl();
+    const core = deps.coreMetricsUrl();
     if (core) {
       const answer = await fetch(core, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
       if (answer?.ok) text += `\n${await answer.text()}`;

@@ -10,10 +10,11 @@ import { HttpRedemptionUpstream } from './http-upstream';
 import type { RedemptionUpstream } from './redemption-upstream';
 import { ReloadlySupplier } from './reloadly/supplier';
 import { reloadlySettings } from './reloadly/settings';
-import { SandboxPaymentClient } from './sandbox-payment-client';
-import { resetSandboxControl } from './sandbox-payments';
-import { SandboxSupplier, sandboxSupplierControl } from './sandbox-supplier';
+import { SandboxPaymentClient } from './sandbox/sandbox-payment-client';
+import { resetSandboxControl } from './sandbox/sandbox-payments';
+import { SandboxSupplier, sandboxSupplierControl } from './sandbox/sandbox-supplier';
 import type { Supplier } from './supplier';
+import { SandboxRedemptionUpstream } from './sandbox/sandbox-upstream';
 
 // The composition root of the outside world: which payment provider, supplier and redemption
 // upstream this process talks to is decided here, once, from config. Everything else (activities,
@@ -28,6 +29,8 @@ export interface Providers {
   supplier: Supplier;
   /** Upstream redemption: the activities submit and poll, the API and the site pre-check sessions. */
   upstream: RedemptionUpstream;
+  /** With REDEMPTION_UPSTREAM=sandbox, the partner this process plays under /sandbox-upstream (its scripts and tickets). */
+  sandboxUpstream?: SandboxRedemptionUpstream;
 }
 
 export function createProviders(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): Providers {
@@ -45,6 +48,7 @@ export function createProviders(deps: { orm: Orm; config: Config; temporal: Temp
     evm,
     supplier: supplierOf(deps),
     upstream: upstreamOf(deps),
+    sandboxUpstream: config.REDEMPTION_UPSTREAM === 'sandbox' ? new SandboxRedemptionUpstream() : undefined,
   };
 }
 

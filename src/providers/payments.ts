@@ -2,7 +2,7 @@ import { ApiError } from '../domain/errors';
 
 // The hosted crypto checkout, as a port: the service never holds the payer's funds itself.
 
-/** Where a provider posts its payment callbacks (src/http/app.ts mounts the router there). */
+/** Where a provider posts its payment callbacks (src/app.ts mounts the router there). */
 export const paymentCallbackUrl = (config: { publicBaseUrl: string }) => `${config.publicBaseUrl}/payments/callback`;
 
 export type PaymentCurrency = 'USDT' | 'USDC';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 // The HTTP redemption-upstream protocol (docs/redemption-upstream.md, and its OpenAPI document
 // docs/redemption-upstream.openapi.json), the only thing its two sides share: the adapter this
-// service calls (http-upstream.ts) and the sandbox that plays a partner (sandbox-upstream-server.ts).
+// service calls (http-upstream.ts) and the sandbox that plays a partner (sandbox/sandbox-upstream-server.ts).
 // The schemas here mirror the document; the tests hold both sides to the document itself.
 
 export const PATHS = {

@@ -1,10 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pendingOrderUnits, unsoldStockCounts } from '../db/catalog-store';
+import { productCostRows } from '../db/supplier-catalog-store';
 import { ProductPriceSchema, ProductSchema, type Product } from '../db/entities';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
-
-export const TEST_PRODUCT_ID = 'prod_api_order_test';
 
 export interface ProductView {
   id: string;
@@ -185,4 +184,17 @@ export async function checkAvailability(em: EntityManager, id: string, qty: numb
     availabilityStatus: product.availabilityStatus,
     deliveryMode: product.deliveryMode,
   };
+}
+
+/** The whole catalog as the operator's `products list` shows it: flags, supplier and the price at each level. */
+export async function productsWithSuppliers(em: EntityManager) {
+  const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
+  const prices = await em.find(ProductPriceSchema, {});
+  const suppliers = new Map((await productCostRows(em, products.map((p) => p.id))).map((r) => [r.id, r]));
+  return products.map((p) => ({
+    id: p.id, name: p.nameEn ?? p.name, deliveryType: p.deliveryType, stockMode: p.stockMode, inStock: p.inStock,
+    listed: p.listed, active: p.active, productGroupId: p.productGroupId ?? null, denomination: p.denomination ?? null,
+    supplier: suppliers.get(p.id)?.supplier ?? null, supplierProductId: suppliers.get(p.id)?.supplier_product_id ?? null,
+    prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))])),
+  }));
 }

@@ -10,7 +10,7 @@ import { orderStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { isTemporalUnavailable } from '../temporal/errors';
 import { updateWithStart } from '../temporal/update-with-start';
-import { timed, timedAt } from '../http/server-timing';
+import { timed, timedAt } from '../metrics/server-timing';
 import type { PlacementGate } from './admission';
 import { assertSameRequest, checkTestProductRules, createResponse, findByExternalId, findPurchaseWithCodes, redeemUrlFor, showsCodes, type OrderCreateResponse, type PlaceOrderInput } from './orders';
 

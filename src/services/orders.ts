@@ -4,7 +4,7 @@ import { IssuedCodeSchema, OrderSchema, type Order } from '../db/entities';
 import { purchaseWithCodes } from '../db/orders-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';
-import { TEST_PRODUCT_ID } from './catalog';
+import { TEST_PRODUCT_ID } from '../domain/test-product';
 
 // An order's rules and views that both sides use: the API process answers with them (submission,
 // queries) and the worker's placement (order-placement.ts) checks with them.
@@ -146,6 +146,17 @@ export function assertSameRequest(order: Pick<Order, 'productId' | 'qty'>, input
       qty: order.qty,
     });
   }
+}
+
+/** One order (either kind) by its id, or null. */
+export async function findOrder(em: EntityManager, orderId: string): Promise<Order | null> {
+  return em.findOne(OrderSchema, { id: orderId });
+}
+
+/** The statuses of an order that must exist (the workflow that asks made it). */
+export async function orderStatuses(em: EntityManager, orderId: string): Promise<{ status: string; fulfillmentStatus: string | null }> {
+  const order = await em.findOneOrFail(OrderSchema, { id: orderId });
+  return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
 }
 
 export async function findByExternalId(em: EntityManager, accountId: string, externalOrderId: string): Promise<Order | null> {

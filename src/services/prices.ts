@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../domain/errors';
 import { fromDb, isAmount, parseDecimal, toDecimal } from '../domain/money';
+import { lockPriceRow, upsertPrice } from '../db/catalog-store';
 import { ProductPriceSchema, ProductSchema } from '../db/entities';
 import { noteProductChange } from './product-updates';
 
@@ -27,18 +28,11 @@ export async function setProductPrice(em: EntityManager, change: { productId: st
   return em.transactional(async (tx) => {
     const product = await tx.findOne(ProductSchema, { id: change.productId });
     if (!product) throw new ApiError('not_found', `No product ${change.productId}`);
-    const [row] = await tx.execute<{ price: string }[]>(
-      'select price from product_prices where product_id = ? and level = ? for update',
-      [change.productId, change.level],
-    );
+    const previous = await lockPriceRow(tx, change.productId, change.level);
     const price = toDecimal(cents);
     await noteProductChange(tx, change.productId);
-    await tx.execute(
-      `insert into product_prices (product_id, level, price) values (?, ?, ?)
-       on conflict (product_id, level) do update set price = excluded.price`,
-      [change.productId, change.level, price],
-    );
-    return { productId: change.productId, level: change.level, previous: row ? toDecimal(fromDb(row.price)) : null, price };
+    await upsertPrice(tx, change.productId, change.level, price);
+    return { productId: change.productId, level: change.level, previous: previous === undefined ? null : toDecimal(fromDb(previous)), price };
   });
 }
 

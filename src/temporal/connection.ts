@@ -5,11 +5,23 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { TLSConfig } from '@temporalio/client';
-import type { Config } from '../config';
-
-type TemporalSettings = Pick<Config,
-  'NODE_ENV' | 'TEMPORAL_ADDRESS' | 'TEMPORAL_PORT' | 'TEMPORAL_TLS' | 'TEMPORAL_TLS_CA' | 'TEMPORAL_TLS_CERT' | 'TEMPORAL_TLS_KEY'
-  | 'TEMPORAL_TLS_SERVER_NAME' | 'TEMPORAL_API_KEY' | 'TEMPORAL_ALLOW_PLAINTEXT'>;
+/**
+ * The settings a connection is made from, as src/config.ts parses them. Declared here rather than
+ * picked from Config: the config's validation asks this module for its problems, and a module the
+ * config imports must not import the config back.
+ */
+export interface TemporalSettings {
+  NODE_ENV?: string;
+  TEMPORAL_ADDRESS?: string;
+  TEMPORAL_PORT: number;
+  TEMPORAL_TLS: boolean;
+  TEMPORAL_TLS_CA?: string;
+  TEMPORAL_TLS_CERT?: string;
+  TEMPORAL_TLS_KEY?: string;
+  TEMPORAL_TLS_SERVER_NAME?: string;
+  TEMPORAL_API_KEY?: string;
+  TEMPORAL_ALLOW_PLAINTEXT: boolean;
+}
 
 /** What `Connection.connect` (client) and `NativeConnection.connect` (worker) both take. */
 export interface TemporalConnectionOptions {
@@ -20,7 +32,7 @@ export interface TemporalConnectionOptions {
 }
 
 /** The frontend this config names: TEMPORAL_ADDRESS, else `npm start`'s on 127.0.0.1. */
-export function temporalAddressOf(c: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_PORT'>): string {
+export function temporalAddressOf(c: Pick<TemporalSettings, 'TEMPORAL_ADDRESS' | 'TEMPORAL_PORT'>): string {
   return c.TEMPORAL_ADDRESS ?? `127.0.0.1:${c.TEMPORAL_PORT}`;
 }
 

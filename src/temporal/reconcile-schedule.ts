@@ -1,15 +1,15 @@
 import { ScheduleAlreadyRunning, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import type { Logger } from 'pino';
-import type * as workflows from '../../workflows';
 import type { TemporalHandle } from './client';
 import { reconcileScheduleId, reconcileWorkflowId } from '../contracts/reconcile';
+import type { Workflows } from '../contracts/workflow-types';
 
 // The reconciler's Temporal Schedule: one per deployment (namespace and task queue), created by
 // whichever worker process starts first and kept as it is by the others. Temporal, not a timer in
 // some process, decides when a reconciliation runs, and its overlap policy (skip) keeps a slow run
 // from being joined by the next.
 
-type ReconcileAction = ScheduleOptionsStartWorkflowAction<typeof workflows.reconcileWorkflow>;
+type ReconcileAction = ScheduleOptionsStartWorkflowAction<Workflows['reconcileWorkflow']>;
 
 function scheduleOf(taskQueue: string, everySeconds: number) {
   const action: ReconcileAction = {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { parseDecimal, toDecimal } from '../../src/domain/money';
-import { TEST_PRODUCT_ID } from '../../src/services/catalog';
+import { TEST_PRODUCT_ID } from '../../src/domain/test-product';
 import { freePort, reseller, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
 import { redemptionWorkflowId } from '../../src/contracts/redemptions';

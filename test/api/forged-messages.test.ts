@@ -9,7 +9,7 @@ import { operatorDecisionSignal, redemptionStateQuery, redemptionWorkflowId } fr
 import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
 import { decideRedemption } from '../../src/services/redemptions';
 import { paymentNoticesUnverified, supportActionsUnverified, unencryptedPayloadsRefused } from '../../src/metrics/registry';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

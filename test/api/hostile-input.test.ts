@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { sign } from '../../src/providers/sandbox-payments';
+import { sign } from '../../src/providers/sandbox/sandbox-payments';
 import { encodeCursor } from '../../src/services/cursor';
 import { orderWorkflowId } from '../../src/contracts/orders';
 import { startHarness, type Harness } from '../helpers/harness';

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { CODE_RE } from '../../src/codes';
-import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox-payments';
+import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox/sandbox-payments';
 import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

@@ -1,7 +1,7 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Runtime } from '@temporalio/worker';
 import { marginTable } from '../../src/cli-reports';
-import { payCheckout } from '../../src/providers/sandbox-payments';
+import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
 import { syncSupplierCatalog } from '../../src/services/supplier-costs';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CODE_RE } from '../../src/codes';
-import { resetSandboxControl } from '../../src/providers/sandbox-payments';
+import { resetSandboxControl } from '../../src/providers/sandbox/sandbox-payments';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

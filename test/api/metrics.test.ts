@@ -1,5 +1,5 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

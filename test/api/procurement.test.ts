@@ -1,5 +1,5 @@
-import { payCheckout } from '../../src/providers/sandbox-payments';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { orderWorkflowId } from '../../src/contracts/orders';
 import { paymentNotifiedSignal } from '../../src/contracts/payments';
 import { procurementWorkflowId } from '../../src/contracts/procurement';

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { payCheckout, sandboxControl, resetSandboxControl } from '../../src/providers/sandbox-payments';
-import { sandboxRedemptionUpstream as upstream } from '../../src/providers/redemption-upstream';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { payCheckout, sandboxControl, resetSandboxControl } from '../../src/providers/sandbox/sandbox-payments';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { reconcileNow } from '../../src/services/reconcile';
 import { orderWorkflowId } from '../../src/contracts/orders';
 import { procurementWorkflowId } from '../../src/contracts/procurement';
@@ -10,7 +9,7 @@ import { ensureReconcileSchedule } from '../../src/temporal/reconcile-schedule';
 import { redemptionWorkflowId } from '../../src/contracts/redemptions';
 import { topupWorkflowId } from '../../src/contracts/topups';
 import type { reconcileWorkflow } from '../../workflows/reconcile-workflow';
-import { reseller, startHarness, type Harness } from '../helpers/harness';
+import { sandboxUpstreamOf, reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { checkoutIdOf, PAYMENT_ENV, waitForOrderStatus } from '../helpers/payments';
@@ -29,6 +28,7 @@ const WITHIN_MS = (GRACE_S + PERIOD_S) * 1000 + 6000;
 const GIFT = 'prod_apple_gift_card_us_10';
 const TEAM = 'prod_chatgpt_team_1m';
 let h: Harness;
+const upstream = sandboxUpstreamOf(() => h);
 let receiver: Receiver;
 
 beforeAll(async () => {

@@ -1,7 +1,6 @@
 import { importStock } from '../../src/services/admin';
-import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
 import { createApiKey } from '../../src/services/accounts';
-import { startHarness, type Harness } from '../helpers/harness';
+import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { buyCode, eventsOf, freshRateWindow, redemptionRowsOfCode, reseller, type Api } from '../helpers/redemption';
 
@@ -10,6 +9,7 @@ import { buyCode, eventsOf, freshRateWindow, redemptionRowsOfCode, reseller, typ
 // Site requests name their client with X-Forwarded-For (the app trusts the loopback proxy), so each
 // test has its own per-IP budget.
 let h: Harness;
+const sandbox = sandboxUpstreamOf(() => h);
 let ipSeq = 10;
 
 beforeAll(async () => {

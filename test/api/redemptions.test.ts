@@ -1,10 +1,9 @@
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
 import { generateCode } from '../../src/codes';
-import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
 import { TEST_DELIVERABLE } from '../../src/services/redemptions';
 import { redemptionStateQuery, redemptionWorkflowId } from '../../src/contracts/redemptions';
 import { auditRows } from '../helpers/console';
-import { startHarness, type Harness } from '../helpers/harness';
+import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import {
@@ -22,6 +21,7 @@ import {
 // real Postgres and Temporal. The supplier is the in-process sandbox, scripted per test; the
 // upstream refresh is 1 s so the real workflow runs in seconds.
 let h: Harness;
+const sandbox = sandboxUpstreamOf(() => h);
 
 beforeAll(async () => {
   h = await startHarness({ REDEMPTION_REFRESH_SECONDS: '1' });

@@ -2,10 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
-import { sandboxRedemptionUpstream } from '../../src/providers/redemption-upstream';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/codec';
-import { startHarness, type Harness } from '../helpers/harness';
+import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
 import { decodeHistory, encodingOf, historyAsText, payloadsOf, rawHistory, searchAttributePayloadsOf } from '../helpers/history';
 import { eventually } from '../helpers/http';
 import { checkoutIdOf, PAYMENT_ENV, payThroughPage, waitForOrderStatus } from '../helpers/payments';
@@ -28,6 +27,7 @@ const LOCAL_ACTIVITY_MARKER_FIELDS = ['activity_id', 'activity_type', 'attempt',
 const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow'];
 
 let h: Harness;
+const sandboxRedemptionUpstream = sandboxUpstreamOf(() => h);
 let receiver: Receiver;
 let plain: Client;
 let plainConnection: Connection;

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { payCheckout } from '../../src/providers/sandbox-payments';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { FulfillmentStatusKey } from '../../src/contracts/search-attributes';
 import { auditRows } from '../helpers/console';

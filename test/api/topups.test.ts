@@ -1,5 +1,5 @@
 import { OrderSchema } from '../../src/db/entities';
-import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox-payments';
+import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox/sandbox-payments';
 import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, eventually } from '../helpers/http';

@@ -6,9 +6,9 @@ import { Writable } from 'node:stream';
 import { ConfigError, DEV_SECRETS, loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { HttpRedemptionUpstream } from '../../src/providers/http-upstream';
-import { sandboxRedemptionUpstream as sandbox, UpstreamUnavailableError, type RedemptionUpstream } from '../../src/providers/redemption-upstream';
+import { UpstreamUnavailableError, type RedemptionUpstream } from '../../src/providers/redemption-upstream';
 import { canonicalRequest, ERROR_CODES, PATHS, signature } from '../../src/providers/upstream-protocol';
-import { startHarness, type Harness } from '../helpers/harness';
+import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { REAL_PROVIDERS } from '../helpers/production';
 import { attemptsOf, buyCode, redemptionReaches, reseller } from '../helpers/redemption';
@@ -75,6 +75,7 @@ describe('the document (docs/redemption-upstream.openapi.json)', () => {
 
 describe('the service and its sandbox upstream, every exchange held to the document', () => {
   let h: Harness;
+  const sandbox = sandboxUpstreamOf(() => h);
   let proxy: Awaited<ReturnType<typeof startValidatingProxy>>;
   const sandboxUrl = () => `${h.baseUrl}/sandbox-upstream`;
 

@@ -1,4 +1,4 @@
-import { payCheckout, resetSandboxControl } from '../../src/providers/sandbox-payments';
+import { payCheckout, resetSandboxControl } from '../../src/providers/sandbox/sandbox-payments';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

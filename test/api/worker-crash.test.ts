@@ -1,4 +1,4 @@
-import { payCheckout } from '../../src/providers/sandbox-payments';
+import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
 import { orderWorkflowId } from '../../src/contracts/orders';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { client, eventually, postRetrying } from '../helpers/http';

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { WorkflowBundle } from '@temporalio/worker';
-import { createApp } from '../../src/http/app';
+import { createApp } from '../../src/app';
 import { createLogger } from '../../src/logger';
 import { orderWorkflowId, placeOrderUpdate } from '../../src/contracts/orders';
 import { createActivities } from '../../activities/all-activities';

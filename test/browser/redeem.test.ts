@@ -1,7 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../helpers/browser';
-import { sandboxRedemptionUpstream as sandbox } from '../../src/providers/redemption-upstream';
-import { startHarness, type Harness } from '../helpers/harness';
+import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
 import { eventsOf, redemptionRowsOfCode, reseller } from '../helpers/redemption';
 
 // Issue 7 "Done when": an end customer redeems a code on the public site in a real browser
@@ -9,6 +8,7 @@ import { eventsOf, redemptionRowsOfCode, reseller } from '../helpers/redemption'
 // watches the status page reach fulfilled by itself.
 const TEAM = 'prod_chatgpt_team_1m';
 let h: Harness;
+const sandbox = sandboxUpstreamOf(() => h);
 let browser: Browser;
 
 beforeAll(async () => {

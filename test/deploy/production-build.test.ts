@@ -126,7 +126,7 @@ describe('npm run build', () => {
     expect(resolvesFromApp(app, '@temporalio/worker')).toBe(true);
     // The operator's command runs there too (`npx wholesale` → dist/src/cli.js).
     const cli = spawnSync(process.execPath, ['bin/wholesale.js', '--help'], { cwd: app, env: imageEnv({ NODE_ENV: 'production' }), encoding: 'utf8' });
-    expect({ status: cli.status, usage: cli.stderr.startsWith('usage: wholesale <command>') }).toEqual({ status: 0, usage: true });
+    expect({ status: cli.status, usage: cli.stdout.startsWith('usage: wholesale <command>') }).toEqual({ status: 0, usage: true });
     const scripts = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')).scripts;
     // `exec`: npm hands SIGTERM to the node process itself (a shell in between would swallow it).
     expect(scripts).toMatchObject({ api: 'exec node bin/run.js api', worker: 'exec node bin/run.js worker', migrate: 'exec node bin/run.js migrate' });

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { StaffRole } from '../../src/db/staff-store';
-import { sandboxSupplierControl } from '../../src/providers/sandbox-supplier';
+import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { completeSetup, inviteStaff, setupDetails } from '../../src/services/staff';
 import { parseKeyRing } from '../../src/temporal/codec';
 import { AccountSession, type PageResponse } from './account-session';

@@ -12,6 +12,7 @@ import { adjustBalance } from '../../src/services/admin';
 import { freePort } from './ports';
 import { bundleWorkflows } from '../../src/temporal/worker';
 import { client } from './http';
+import type { SandboxRedemptionUpstream } from '../../src/providers/sandbox/sandbox-upstream';
 
 let runtimeInstalled = false;
 let bundle: Promise<WorkflowBundle> | undefined;
@@ -134,6 +135,25 @@ function startServiceProcess(role: 'api' | 'worker', h: Harness, env: Record<str
       TEMPORAL_ADDRESS: h.config.TEMPORAL_ADDRESS,
       TEMPORAL_TASK_QUEUE: h.config.TEMPORAL_TASK_QUEUE,
       PUBLIC_BASE_URL: h.baseUrl,
+    },
+  });
+}
+
+/**
+ * The sandbox redemption upstream of the harness's service (REDEMPTION_UPSTREAM=sandbox), looked
+ * up at each use, so a test file can name it before its harness starts.
+ */
+export function sandboxUpstreamOf(harness: () => Harness): SandboxRedemptionUpstream {
+  const current = () => {
+    const upstream = harness().services.providers.sandboxUpstream;
+    if (!upstream) throw new Error('this harness plays no sandbox upstream (REDEMPTION_UPSTREAM is not sandbox)');
+    return upstream;
+  };
+  return new Proxy({} as SandboxRedemptionUpstream, {
+    get: (_target, name) => {
+      const upstream = current();
+      const value = Reflect.get(upstream, name, upstream);
+      return typeof value === 'function' ? value.bind(upstream) : value;
     },
   });
 }

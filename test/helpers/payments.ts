@@ -1,4 +1,4 @@
-import { sign } from '../../src/providers/sandbox-payments';
+import { sign } from '../../src/providers/sandbox/sandbox-payments';
 import type { Harness } from './harness';
 import { call, client, eventually } from './http';
 

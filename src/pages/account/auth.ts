@@ -5,7 +5,8 @@ import { BAD_CREDENTIALS, checkSignUpBudget, signIn, signUp } from '../../servic
 import { html } from '../layout';
 import { formError, noticeFrom } from './area';
 import { SignInForm, SignUpForm } from './forms';
-import { csrfField, errorBox, noticeBox, plainMessage, publicPage, send } from './layout';
+import { signInPage as signedInPage } from '../signed-in-area';
+import { csrfField, errorBox, plainMessage, publicPage, send } from './layout';
 import { endSession, SESSION_COOKIE, startSignedInSession } from './session';
 
 const SIGN_IN_WINDOW_SECONDS = 15 * 60;
@@ -16,20 +17,14 @@ const NOTICES = {
 };
 
 function signInPage(csrf: string, opts: { email?: string; error?: string; notice?: string } = {}): string {
-  return publicPage({
-    title: 'Sign in',
-    body: html`<h1>Sign in</h1>
-<p class="lead">Your reseller account: API keys, balance, top-ups, orders and webhooks.</p>
-${noticeBox(opts.notice)}${errorBox(opts.error)}
-<form method="post" action="/account/sign-in">
-  ${csrfField(csrf)}
-  <label for="email">Email</label>
-  <input id="email" name="email" type="email" autocomplete="username" value="${opts.email ?? ''}" required>
-  <label for="password">Password</label>
-  <input id="password" name="password" type="password" autocomplete="current-password" required>
-  <button type="submit" data-testid="sign-in">Sign in</button>
-</form>
+  return signedInPage(publicPage, {
+    heading: 'Sign in',
+    lead: 'Your reseller account: API keys, balance, top-ups, orders and webhooks.',
+    action: '/account/sign-in',
+    csrf,
+    after: html`
 <p>New here? <a href="/account/sign-up" data-testid="to-sign-up">Create an account</a></p>`,
+    ...opts,
   });
 }
 

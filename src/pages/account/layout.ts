@@ -1,6 +1,7 @@
 import type { Response } from 'express';
 import type { ApiError } from '../../domain/errors';
 import { html, page, sendPage, SafeHtml } from '../layout';
+import { csrfField, errorBox, noticeBox } from '../signed-in-area';
 
 // The account area's frame: the shared page (escaping, stylesheet, security headers, no-store)
 // plus a navigation bar, wider tables that turn into labelled cards on a phone, and the small
@@ -50,11 +51,7 @@ const SECTIONS: [Section, string, string][] = [
   ['exports', 'Exports', '/account/exports'],
 ];
 
-export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
-export const errorBox = (message?: string) => (message ? html`<p class="error" role="alert" data-testid="error">${message}</p>` : undefined);
-
-export const noticeBox = (message?: string | SafeHtml) => (message ? html`<p class="notice" role="status" data-testid="notice">${message}</p>` : undefined);
 
 /** A page of the signed-in area; `refreshSeconds` reloads it while something it shows is in progress. */
 export function areaPage(opts: { title: string; section?: Section; email: string; csrf: string; body: SafeHtml; scripts?: string[]; refreshSeconds?: number }): string {
@@ -128,3 +125,5 @@ export function plainMessage(err: ApiError): string {
       return err.status >= 500 ? 'Something went wrong on our side. Please try again.' : err.message;
   }
 }
+
+export { csrfField, errorBox, noticeBox };

@@ -1,13 +1,14 @@
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { z } from 'zod';
-import { sandboxRedemptionUpstream, UpstreamUnavailableError, type SandboxRedemptionUpstream } from './redemption-upstream';
+import { UpstreamUnavailableError } from '../redemption-upstream';
+import type { SandboxRedemptionUpstream } from './sandbox-upstream';
 import {
   NonceCache,
   SessionCheckRequest,
   SubmissionRequest,
   verifyRequest,
   type ErrorCode,
-} from './upstream-protocol';
+} from '../upstream-protocol';
 
 // The sandbox redemption upstream as a partner would run it: the protocol of
 // docs/redemption-upstream.md, served by this service under /sandbox-upstream while
@@ -38,8 +39,8 @@ function bodyOf<T extends z.ZodType>(req: Request, schema: T): z.infer<T> | unde
   }
 }
 
-export function sandboxUpstreamApi(deps: { secret: string; upstream?: SandboxRedemptionUpstream }): Router {
-  const upstream = deps.upstream ?? sandboxRedemptionUpstream;
+export function sandboxUpstreamApi(deps: { secret: string; upstream: SandboxRedemptionUpstream }): Router {
+  const { upstream } = deps;
   const nonces = new NonceCache();
   const api = Router({ strict: true });
   // The signature covers the raw bytes, so the body is read as they came and parsed after the check.

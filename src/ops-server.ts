@@ -1,9 +1,10 @@
 import type { Server } from 'node:http';
 import express from 'express';
-import type { AppContext } from '../http/context';
-import { healthz, readyz } from '../http/health';
-import { errorHandler, notFound, requestId } from '../http/middleware';
-import { metricsEndpoint } from './endpoint';
+import type { AppContext } from './http/context';
+import { healthz, readyz } from './http/health';
+import { errorHandler, notFound, requestId } from './http/middleware';
+import { metricsEndpoint } from './metrics/endpoint';
+import { coreMetricsUrl } from './temporal/runtime';
 
 /**
  * The operations port (METRICS_PORT): /metrics, /healthz and /readyz for Prometheus and the
@@ -15,7 +16,7 @@ export async function startOpsServer(ctx: Pick<AppContext, 'orm' | 'temporal' | 
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId);
-  app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
+  app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS, coreMetricsUrl }));
   app.get('/healthz', healthz(ctx));
   app.get('/readyz', readyz(ctx));
   app.use(notFound);

@@ -1,34 +1,35 @@
 import express, { Router, type Express } from 'express';
-import type { AppContext } from './context';
-import { accessLog, bearerAuth, errorHandler, notFound, placementPrecheck, requestId } from './middleware';
-import { healthz, readyz } from './health';
-import { metricsEndpoint } from '../metrics/endpoint';
-import { httpMetrics } from '../metrics/http';
-import { cleanRequest } from './hygiene';
-import { createRegistry, openApiDocument, TAGS } from './openapi';
-import { registerWebhooks } from './webhook-events';
-import { apiDocs } from '../pages/api-docs';
-import { catalogRoutes } from './routers/catalog';
-import { orderRoutes } from './routers/orders';
-import { topupRoutes } from './routers/topups';
-import { paymentCallbackRoutes } from './routers/payment-callbacks';
-import { sandboxPaymentApi } from '../providers/sandbox-payments';
-import { sandboxUpstreamApi } from '../providers/sandbox-upstream-server';
-import { checkoutPages } from '../pages/checkout';
-import { evmCheckoutPages } from '../pages/evm-checkout';
-import { redemptionRoutes } from './routers/redemptions';
-import { webhookRoutes } from './routers/webhook';
-import { exportDownloadRoutes, exportRoutes } from './routers/exports';
-import { batchBodyParser, batchRoutes } from './routers/batches';
-import { redeemSite } from '../pages/redeem';
-import { accountArea } from '../pages/account';
-import { staffConsole } from '../console';
-import { ADMIN_PREFIX, adminRoutes } from './routers/admin';
-import { CODEC_PREFIX, codecRoutes } from './routers/codec';
-import { mcpRoutes } from '../mcp/route';
-import { outageLogOf } from './outage-log';
-import { serverTiming } from './server-timing';
-import { API_PREFIX } from './api-prefix';
+import type { AppContext } from './http/context';
+import { accessLog, bearerAuth, errorHandler, notFound, placementPrecheck, requestId } from './http/middleware';
+import { healthz, readyz } from './http/health';
+import { metricsEndpoint } from './metrics/endpoint';
+import { coreMetricsUrl } from './temporal/runtime';
+import { httpMetrics } from './metrics/http';
+import { cleanRequest } from './http/hygiene';
+import { createRegistry, openApiDocument, TAGS } from './http/openapi';
+import { registerWebhooks } from './http/webhook-events';
+import { apiDocs } from './pages/api-docs';
+import { catalogRoutes } from './http/routers/catalog';
+import { orderRoutes } from './http/routers/orders';
+import { topupRoutes } from './http/routers/topups';
+import { paymentCallbackRoutes } from './http/routers/payment-callbacks';
+import { sandboxPaymentApi } from './providers/sandbox/sandbox-payments';
+import { sandboxUpstreamApi } from './providers/sandbox/sandbox-upstream-server';
+import { checkoutPages } from './pages/checkout';
+import { evmCheckoutPages } from './pages/evm-checkout';
+import { redemptionRoutes } from './http/routers/redemptions';
+import { webhookRoutes } from './http/routers/webhook';
+import { exportDownloadRoutes, exportRoutes } from './http/routers/exports';
+import { batchBodyParser, batchRoutes } from './http/routers/batches';
+import { redeemSite } from './pages/redeem';
+import { accountArea } from './pages/account';
+import { staffConsole } from './console';
+import { ADMIN_PREFIX, adminRoutes } from './http/routers/admin';
+import { CODEC_PREFIX, codecRoutes } from './http/routers/codec';
+import { mcpRoutes } from './mcp/route';
+import { outageLogOf } from './http/outage-log';
+import { serverTiming } from './metrics/server-timing';
+import { API_PREFIX } from './http/api-prefix';
 
 export { API_PREFIX };
 
@@ -47,7 +48,7 @@ export function createApp(ctx: AppContext): Express {
   app.get('/readyz', readyz(ctx));
   // Metrics stay on this port only when they have none of their own (METRICS_PORT), and never in
   // production, whose config requires one: /metrics reads Postgres and tells about the business.
-  if (!ctx.config.METRICS_PORT && ctx.config.NODE_ENV !== 'production') app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS }));
+  if (!ctx.config.METRICS_PORT && ctx.config.NODE_ENV !== 'production') app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS, coreMetricsUrl }));
 
   const registry = createRegistry();
   // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.
@@ -98,7 +99,7 @@ export function createApp(ctx: AppContext): Express {
   }
   app.use('/payments', paymentCallbackRoutes(ctx));
   // The sandbox redemption upstream, speaking the partner protocol the service's adapter calls.
-  if (ctx.config.REDEMPTION_UPSTREAM === 'sandbox') app.use('/sandbox-upstream', sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret }));
+  if (ctx.providers.sandboxUpstream) app.use('/sandbox-upstream', sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret, upstream: ctx.providers.sandboxUpstream }));
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
   // The codec server for the Temporal UI and CLI (ADMIN_TOKEN or CODEC_TOKEN; off without both).

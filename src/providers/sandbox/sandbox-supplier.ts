@@ -1,9 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { z } from 'zod';
-import type { Orm } from '../db/orm';
-import { insertSupplierPurchase, supplierPurchase } from '../db/sandbox-store';
-import { CODE_ALPHABET } from '../codes';
-import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from './supplier';
+import type { Orm } from '../../db/orm';
+import { insertSupplierPurchase, supplierPurchase } from './sandbox-store';
+import { CODE_ALPHABET } from '../../codes';
+import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier } from '../supplier';
 
 // The built-in sandbox gift-card supplier. Like a real supplier it remembers each purchase by its
 // idempotency key (in `sandbox_supplier_orders`, so a worker restarted mid-call is answered the

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { paymentProviderErrors } from '../metrics/registry';
-import { providerError, providerTimeout, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from './payments';
+import { paymentProviderErrors } from '../../metrics/registry';
+import { providerError, providerTimeout, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from '../payments';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 
 /**
