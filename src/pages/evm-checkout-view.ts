@@ -111,7 +111,7 @@ function paymentDetails(view: CheckoutView, selected: NonNullable<CheckoutPageIn
 <div class="qr" data-testid="qr" data-uri="${option.uri}">${new SafeHtml(selected.qrSvg)}</div>
 <p class="uri" data-testid="uri">${option.uri}</p>
 <label for="address">Deposit address</label>
-<div class="copy"><input id="address" class="code" data-testid="address" value="${view.address}" readonly spellcheck="false">
+<div class="copy"><input id="address" class="code" data-testid="address" value="${option.address}" readonly spellcheck="false">
   <button type="button" data-copy="address" data-testid="copy-address" hidden>Copy</button></div>
 <label for="amount">Amount to send <span class="hint">(${option.token})</span></label>
 <div class="copy"><input id="amount" class="code" data-testid="amount" value="${amount}" readonly>

@@ -158,7 +158,8 @@ export class ChainRpc {
     { index = 0, now = Date.now }: { index?: number; now?: () => number } = {},
   ) {
     this.now = now;
-    this.nodes = chain.rpcUrls.map((url, j) => rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs));
+    const headers = chain.kind === 'tron' && chain.apiKey ? { 'TRON-PRO-API-KEY': chain.apiKey } : undefined;
+    this.nodes = chain.rpcUrls.map((url, j) => rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs, headers));
     if (chain.verifyWith) this.witness = new SecondWitness(chain, rpcNode(chain.verifyWith, settingName([index, 'verifyWith']), opts.timeoutMs));
   }
 
