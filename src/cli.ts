@@ -21,7 +21,7 @@ import { fromDb, isAmount, parseDecimal, toDecimal } from './domain/money';
 import { centsToUnits, scaledToCents, toScaled } from './domain/token-amounts';
 import { evmCheckout, evmCheckoutReceipts } from './db/evm-store';
 import { DEV_CHAIN_FILE, sendDevPayment, type DevChainFile } from './dev/evm-chain';
-import { depositAddress, receivingKey } from './providers/evm/addresses';
+import { depositAddress, receivingKey, tronDepositAddress } from './providers/evm/addresses';
 import { decideRedemption, settledRedemption } from './services/redemptions';
 import { reconcileHistory, reconcileNow } from './services/reconcile';
 import { connectTemporalFor } from './temporal/client';
@@ -50,6 +50,7 @@ older name) and --reason TEXT, and write an audit row before they act.
   catalog seed --by NAME --reason TEXT                insert the demo catalog (existing products are kept)
   sandbox pay ORDER_ID                                pay an order's or top-up's sandbox checkout as the payer would
   evm address INDEX                                   the deposit address EVM_XPUB derives at m/44'/60'/0'/0/INDEX (check it in your wallet)
+  tron address INDEX                                  the TRON deposit address (T…) TRON_XPUB derives at m/44'/195'/0'/0/INDEX
   dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]
                                                       PAYMENT_PROVIDER=evm under npm start: send what is missing (or
                                                       --amount) to the checkout's deposit address on the local chain
@@ -132,6 +133,11 @@ const commands: Record<string, Command> = {
     const index = Number(positionals[2]);
     if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31) throw new ApiError('invalid_input', 'usage: evm address INDEX (0 to 2147483647)');
     return { index, path: `m/44'/60'/0'/0/${index}`, address: depositAddress(receivingKey(config.EVM_XPUB), index) };
+  },
+  'tron address': async ({ config, positionals }) => {
+    const index = Number(positionals[2]);
+    if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31) throw new ApiError('invalid_input', 'usage: tron address INDEX (0 to 2147483647)');
+    return { index, path: `m/44'/195'/0'/0/${index}`, address: tronDepositAddress(receivingKey(config.TRON_XPUB, 195), index) };
   },
   'dev-chain pay': async ({ orm, config, values, positionals }) => {
     const checkoutId = positionals[2]?.split('/checkout/').pop();

@@ -59,6 +59,8 @@ export const DEV_SECRETS = {
   PAYMENT_CALLBACK_SECRET: 'sandbox-callback-secret',
   // Derives from the BIP39 test mnemonic ("abandon … about"), whose keys are public: for a local chain only.
   EVM_XPUB: 'xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr',
+  // The same mnemonic at m/44'/195'/0' (TRON's coin type), for a TRON chain in tests and development.
+  TRON_XPUB: 'xpub6D1AabNHCupeiLM65ZR9UStMhJ1vCpyV4XbZdyhMZBiJXALQtmn9p42VTQckoHVn8WNqS7dqnJokZHAHcHGoaQgmv8D45oNUKx6DZMNZBCd',
   // `npm start` makes its own key under STATE_DIR; this one serves `npm run api|worker` in development.
   TEMPORAL_PAYLOAD_KEYS: 'dev:EHx7rd+fD/56kAg3Le3TasIipbXMOeL0GuBFcdbBIFE=',
   // Signs the requests to the sandbox upstream (REDEMPTION_UPSTREAM=sandbox) when none is set.
@@ -146,6 +148,8 @@ export const configSchema = z.object({
   // one deposit address per checkout, and how the nodes are asked.
   EVM_CHAINS: z.string().optional(),
   EVM_XPUB: z.string().default(DEV_SECRETS.EVM_XPUB),
+  // The xpub of TRON's deposit addresses (m/44'/195'/0', see the README), when EVM_CHAINS has a TRON chain.
+  TRON_XPUB: z.string().default(DEV_SECRETS.TRON_XPUB),
   EVM_RPC_TIMEOUT_MS: int(8000, 100),
   // eth_getLogs is asked for at most this many blocks at a time (providers cap the range).
   EVM_LOG_RANGE_BLOCKS: int(2000, 1),
@@ -289,20 +293,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = parsed.data;
-  // A secret counts only where its part is in use (the callback secret is the sandbox's).
-  const inUse = (name: string) =>
-    name === 'PAYMENT_CALLBACK_SECRET' ? c.PAYMENT_PROVIDER === 'sandbox' : name === 'EVM_XPUB' ? c.PAYMENT_PROVIDER === 'evm' : true;
-  const devSecrets = Object.entries(DEV_SECRETS)
-    .filter(([name, value]) => inUse(name) && c[name as keyof typeof DEV_SECRETS] === value)
-    .map(([name]) => name);
   const problems: string[] = [];
   let evmChains: ChainSettings[] = [];
   if (c.PAYMENT_PROVIDER === 'evm') {
-    try {
-      receivingKey(c.EVM_XPUB);
-    } catch (err) {
-      problems.push(`  EVM_XPUB: ${(err as Error).message}`);
-    }
     if (c.EVM_CHAINS) {
       const chains = parseChains(c.EVM_CHAINS, { production: c.NODE_ENV === 'production' });
       if ('errors' in chains) problems.push(...chains.errors.map((e) => `  ${e}`));
@@ -310,7 +303,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     } else if (c.NODE_ENV === 'production') {
       problems.push('  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
     }
+    const keys: ['EVM_XPUB' | 'TRON_XPUB', 60 | 195][] = [['EVM_XPUB', 60], ...(evmChains.some((chain) => chain.kind === 'tron') ? [['TRON_XPUB', 195] as ['TRON_XPUB', 195]] : [])];
+    for (const [name, coinType] of keys) {
+      try {
+        receivingKey(c[name], coinType);
+      } catch (err) {
+        problems.push(`  ${name}: ${(err as Error).message}`);
+      }
+    }
   }
+  // A secret counts only where its part is in use (the callback secret is the sandbox's).
+  const inUse = (name: string) =>
+    name === 'PAYMENT_CALLBACK_SECRET'
+      ? c.PAYMENT_PROVIDER === 'sandbox'
+      : name === 'EVM_XPUB'
+        ? c.PAYMENT_PROVIDER === 'evm'
+        : name === 'TRON_XPUB'
+          ? evmChains.some((chain) => chain.kind === 'tron')
+          : true;
+  const devSecrets = Object.entries(DEV_SECRETS)
+    .filter(([name, value]) => inUse(name) && c[name as keyof typeof DEV_SECRETS] === value)
+    .map(([name]) => name);
   let reloadlyProducts: ReloadlyProducts = {};
   if (c.SUPPLIER_PROVIDER === 'reloadly') {
     for (const name of ['RELOADLY_CLIENT_ID', 'RELOADLY_CLIENT_SECRET'] as const) {

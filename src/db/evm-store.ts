@@ -9,6 +9,8 @@ export interface EvmCheckoutRow {
   reference: string;
   derivation_index: number;
   address: `0x${string}`;
+  /** The TRON deposit address (hex) when a TRON chain was configured at its opening. */
+  tron_address: `0x${string}` | null;
   amount: string;
   currency: string;
   state: 'pending' | 'paid' | 'closed';
@@ -56,13 +58,14 @@ export async function nextDerivationIndex(em: EntityManager): Promise<number> {
 
 export async function insertEvmCheckout(
   em: EntityManager,
-  c: { id: string; reference: string; derivationIndex: number; address: string; amount: string; currency: string },
+  c: { id: string; reference: string; derivationIndex: number; address: string; tronAddress?: string; amount: string; currency: string },
 ): Promise<void> {
-  await em.execute('insert into evm_checkouts (id, reference, derivation_index, address, amount, currency) values (?, ?, ?, ?, ?, ?)', [
+  await em.execute('insert into evm_checkouts (id, reference, derivation_index, address, tron_address, amount, currency) values (?, ?, ?, ?, ?, ?, ?)', [
     c.id,
     c.reference,
     c.derivationIndex,
     c.address.toLowerCase(),
+    c.tronAddress?.toLowerCase() ?? null,
     c.amount,
     c.currency,
   ]);

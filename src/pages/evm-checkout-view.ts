@@ -111,7 +111,7 @@ function paymentDetails(view: CheckoutView, selected: NonNullable<CheckoutPageIn
 <div class="qr" data-testid="qr" data-uri="${option.uri}">${new SafeHtml(selected.qrSvg)}</div>
 <p class="uri" data-testid="uri">${option.uri}</p>
 <label for="address">Deposit address</label>
-<div class="copy"><input id="address" class="code" data-testid="address" value="${view.address}" readonly spellcheck="false">
+<div class="copy"><input id="address" class="code" data-testid="address" value="${option.address}" readonly spellcheck="false">
   <button type="button" data-copy="address" data-testid="copy-address" hidden>Copy</button></div>
 <label for="amount">Amount to send <span class="hint">(${option.token})</span></label>
 <div class="copy"><input id="amount" class="code" data-testid="amount" value="${amount}" readonly>
@@ -121,7 +121,9 @@ function paymentDetails(view: CheckoutView, selected: NonNullable<CheckoutPageIn
   <dt>Network</dt><dd data-testid="chain">${option.chainName} (chain id ${option.chainId})</dd>
   <dt>Token contract</dt><dd class="code" data-testid="token-address">${option.tokenAddress}</dd>
 </dl>
-<p class="hint">Send only ${option.token} on ${option.chainName}. Not every wallet reads the whole QR code: check the network, the token contract and the amount before you confirm.</p>`;
+<p class="hint">Send only ${option.token} on ${option.chainName}. ${option.kind === 'tron'
+    ? 'The QR code holds the address only (what TRON wallets read): enter the amount and pick the token yourself.'
+    : 'Not every wallet reads the whole QR code: check the network, the token contract and the amount before you confirm.'}</p>`;
 }
 
 // The page's own additions to the shared stylesheet: long hex strings wrap instead of overflowing.

@@ -4,7 +4,9 @@ import { applyEvmTransfer, evmCheckout, evmScans, evmTransfers, setEvmCheckoutSt
 import { OrderSchema, type Order } from '../db/entities';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } from '../domain/token-amounts';
-import { TOKEN_SYMBOLS, type ChainSettings, type TokenSymbol } from '../providers/evm/settings';
+import { TOKEN_SYMBOLS, type ChainKind, type ChainSettings, type TokenSymbol } from '../providers/evm/settings';
+import { tronAddress } from '../providers/evm/tron';
+import { addressOn } from './evm-scan';
 import { evmExcessCredited, evmTransfersCredited } from '../metrics/registry';
 import type { SettlePhase } from '../contracts/evm-checkouts';
 import { applyBalanceChange, lockAccount } from './ledger';
@@ -90,6 +92,23 @@ export async function settleCheckout(
   });
 }
 
+/**
+ * The addresses as the chain's wallets show them, and what the QR code holds. On an EVM chain an
+ * EIP-681 token transfer (wallets that read it fill in token, chain and amount). TRON has no
+ * payment URI its wallets share: their scanners read a bare T… address (TokenPocket documents
+ * that for TRON; TronLink's transfer link is its own deep link for listed DApps), so the QR code
+ * holds the address alone and the page shows the amount and token beside it.
+ */
+function paymentUri(chain: ChainSettings, token: `0x${string}`, to: `0x${string}`, units: string): { address: string; tokenAddress: string; uri: string } {
+  if (chain.kind === 'tron') {
+    const address = tronAddress(to);
+    return { address, tokenAddress: tronAddress(token), uri: address };
+  }
+  const address = getAddress(to);
+  const tokenAddress = getAddress(token);
+  return { address, tokenAddress, uri: `ethereum:${tokenAddress}@${chain.chainId}/transfer?address=${address}&uint256=${units}` };
+}
+
 /** Confirmations a transfer waits for; on a chain read by finality, the depth of its last finalized block. */
 function requiredDepth(chain: ChainSettings | undefined, scan: EvmScanRow | undefined): number {
   if (chain?.finality !== 'finalized') return chain?.confirmations ?? 0;
@@ -132,8 +151,11 @@ export interface CheckoutView {
   /** When the order's payment window closes (ms), null once it no longer matters. */
   expiresAt: number | null;
   transfers: { chainId: number; chainName: string; token: string; amount: string; confirmations: number; required: number; state: EvmTransferRow['state'] }[];
-  /** Each chain and token the payer may use, with the EIP-681 URI that asks for what is missing. */
-  options: { chainId: number; chainName: string; token: TokenSymbol; tokenAddress: `0x${string}`; units: string; uri: string }[];
+  /**
+   * Each chain and token the payer may use: the deposit address and token contract as that chain's
+   * wallets show them (0x… checksummed, or T… on TRON), and what the QR code holds (paymentUri).
+   */
+  options: { chainId: number; chainName: string; kind: ChainKind; token: TokenSymbol; address: string; tokenAddress: string; units: string; uri: string }[];
 }
 
 export async function checkoutView(em: EntityManager, checkoutId: string, chains: ChainSettings[]): Promise<CheckoutView | undefined> {
@@ -194,10 +216,10 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
     options: (paid || checkout.state === 'closed' ? [] : chains).flatMap((c) =>
       TOKEN_SYMBOLS.flatMap((symbol) => {
         const token = c.tokens[symbol];
-        if (!token) return [];
+        const to = addressOn(checkout, c);
+        if (!token || !to) return [];
         const units = centsToUnits(missingCents, token.decimals).toString();
-        const tokenAddress = getAddress(token.address);
-        return [{ chainId: c.chainId, chainName: c.name, token: symbol, tokenAddress, units, uri: `ethereum:${tokenAddress}@${c.chainId}/transfer?address=${address}&uint256=${units}` }];
+        return [{ chainId: c.chainId, chainName: c.name, kind: c.kind ?? 'evm', token: symbol, units, ...paymentUri(c, token.address, to, units) }];
       }),
     ),
   };

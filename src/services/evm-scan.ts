@@ -39,7 +39,7 @@ export class ClosingNotReadyError extends Error {
 export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {
   const scans = new Map((await evmScans(em, checkout.id)).map((s) => [s.chain_id, s]));
   const unavailable: number[] = [];
-  for (const rpc of rpcs) {
+  for (const rpc of rpcs.filter((r) => addressOn(checkout, r.chain))) {
     try {
       await scanChain(em, checkout, rpc, scans.get(rpc.chain.chainId));
     } catch (err) {
@@ -59,13 +59,23 @@ export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, 
  * and no transfer waits for its confirmations.
  */
 export async function rescanBeforeClosing(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[], deadline: number): Promise<void> {
-  for (const rpc of rpcs) await rescanChain(em, checkout, rpc, deadline);
+  for (const rpc of rpcs.filter((r) => addressOn(checkout, r.chain))) await rescanChain(em, checkout, rpc, deadline);
   const waiting = (await evmTransfers(em, checkout.id)).filter((t) => t.state === 'seen').length;
   if (waiting > 0) throw new ClosingNotReadyError(`the checkout's closing waits for ${waiting} transfer(s) to be confirmed or dropped`);
 }
 
+/**
+ * The checkout's deposit address on `chain`, in the hex its log filters take: on a TRON chain the
+ * one TRON_XPUB derives at the same index (none for a checkout opened before TRON was configured:
+ * its page never offered it, and the chain is not read for it).
+ */
+export function addressOn(checkout: EvmCheckoutRow, chain: ChainSettings): `0x${string}` | null {
+  return chain.kind === 'tron' ? checkout.tron_address : checkout.address;
+}
+
 async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, deadline: number): Promise<void> {
   const { chainId } = rpc.chain;
+  const address = addressOn(checkout, rpc.chain)!;
   const scanOf = async () => (await evmScans(em, checkout.id)).find((s) => s.chain_id === chainId);
   // Never scanned (its nodes were down all along): the first scan reads from the start block.
   if (!(await scanOf())) await scanChain(em, checkout, rpc, undefined);
@@ -76,7 +86,7 @@ async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Cha
     if (from > target) return scanChain(em, checkout, rpc, scan);
     if (Date.now() > deadline) throw new ClosingNotReadyError(`the rescan of the checkout's address on chain ${chainId} goes on`);
     const to = from + range - 1n < target ? from + range - 1n : target;
-    const seen = await rpc.read((node) => node.transfersTo(checkout.address, from, to));
+    const seen = await rpc.read((node) => node.transfersTo(address, from, to));
     await em.transactional(async (tx) => {
       for (const t of seen) await record(tx, checkout, rpc.chain, t);
     });
@@ -86,16 +96,17 @@ async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Cha
 
 async function scanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, scan: EvmScanRow | undefined): Promise<void> {
   const { chain } = rpc;
+  const address = addressOn(checkout, chain)!;
   await rpc.read(async (node) => {
     const depth = await depthOn(node, chain);
     const waiting = await waitingOn(em, checkout.id, chain.chainId);
     const start = scan ? BigInt(scan.start_block) : await firstBlockAfter(node, BigInt(Math.floor(new Date(checkout.created_at).getTime() / 1000)) - START_SLACK_SECONDS);
     const unsettled = scan ? depth.unsettledFrom(BigInt(scan.scanned_to)) : start;
     const from = unsettled > start ? unsettled : start;
-    const seen = from <= node.head ? await node.transfersTo(checkout.address, from, node.head) : [];
+    const seen = from <= node.head ? await node.transfersTo(address, from, node.head) : [];
     // A transfer still waiting below that window is looked for again in its own block.
     for (const block of new Set(waiting.map((t) => BigInt(t.block_number)).filter((n) => n < from && n <= node.head))) {
-      seen.push(...(await node.transfersTo(checkout.address, block, block)));
+      seen.push(...(await node.transfersTo(address, block, block)));
     }
     const listed = new Set(seen.map((t) => `${t.txHash}:${t.logIndex}`));
     // Not listed any more: gone only if this node, deep enough, has another block at its height.
@@ -181,7 +192,7 @@ async function confirmDeepEnough(em: EntityManager, checkout: EvmCheckoutRow, rp
     }
     if ((await node.blockHash(number)) !== t.block_hash) continue;
     if (rpc.witness) {
-      const claim = { txHash: t.tx_hash as `0x${string}`, logIndex: t.log_index, token: chain.tokens[t.token as TokenSymbol]!.address, to: checkout.address, units: BigInt(t.units), blockNumber: number, blockHash: t.block_hash as `0x${string}` };
+      const claim = { txHash: t.tx_hash as `0x${string}`, logIndex: t.log_index, token: chain.tokens[t.token as TokenSymbol]!.address, to: addressOn(checkout, chain)!, units: BigInt(t.units), blockNumber: number, blockHash: t.block_hash as `0x${string}` };
       if ((await rpc.witness.check(claim)) !== 'agrees') continue;
     }
     await setEvmTransferState(em, t.id, 'confirmed', t.block_hash);

@@ -22,6 +22,7 @@ import { Migration20261211000000WorkerHeartbeats } from './Migration202612110000
 import { Migration20261212000000ScopedKeys } from './Migration20261212000000ScopedKeys';
 import { Migration20261212010000EventSubscriptions } from './Migration20261212010000EventSubscriptions';
 import { Migration20261213000000ExportsAndBatches } from './Migration20261213000000ExportsAndBatches';
+import { Migration20261214000000TronAddresses } from './Migration20261214000000TronAddresses';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -47,4 +48,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261212000000ScopedKeys', class: Migration20261212000000ScopedKeys },
   { name: 'Migration20261212010000EventSubscriptions', class: Migration20261212010000EventSubscriptions },
   { name: 'Migration20261213000000ExportsAndBatches', class: Migration20261213000000ExportsAndBatches },
+  { name: 'Migration20261214000000TronAddresses', class: Migration20261214000000TronAddresses },
 ];

@@ -34,9 +34,12 @@ const errorKind = (err: unknown): string => {
   return 'invalid';
 };
 
-export function rpcNode(url: string, position: string, timeoutMs: number): RpcNode {
+/** `headers`: sent with every HTTP request (TronGrid's TRON-PRO-API-KEY); a secret like the URL. */
+export function rpcNode(url: string, position: string, timeoutMs: number, headers?: Record<string, string>): RpcNode {
   // Failover and backoff are ours (the next node, the workflow's next sync), not the transport's.
-  const transport = /^wss?:/.test(url) ? webSocket(url, { timeout: timeoutMs, retryCount: 0 }) : http(url, { timeout: timeoutMs, retryCount: 0 });
+  const transport = /^wss?:/.test(url)
+    ? webSocket(url, { timeout: timeoutMs, retryCount: 0 })
+    : http(url, { timeout: timeoutMs, retryCount: 0, ...(headers ? { fetchOptions: { headers } } : {}) });
   return { client: createPublicClient({ transport }) as PublicClient, position };
 }
 

@@ -40,6 +40,8 @@ export class EvmPaymentProvider implements PaymentProvider {
   readonly signatureHeader = 'x-no-payment-callbacks';
   readonly rpcs: ChainRpc[];
   private readonly key: HDKey;
+  /** TRON_XPUB's receiving key, when EVM_CHAINS has a TRON chain: each checkout gets its TRON address too. */
+  private readonly tronKey?: HDKey;
   private readonly orm: Orm;
   private readonly config: Config;
   private readonly temporal: TemporalHandle;
@@ -51,6 +53,7 @@ export class EvmPaymentProvider implements PaymentProvider {
     this.config = deps.config;
     this.temporal = deps.temporal;
     this.key = receivingKey(deps.config.EVM_XPUB);
+    if (deps.chains.some((c) => c.kind === 'tron')) this.tronKey = receivingKey(deps.config.TRON_XPUB, 195);
     const opts = { timeoutMs: deps.config.EVM_RPC_TIMEOUT_MS, headStallSeconds: deps.config.EVM_HEAD_STALL_SECONDS, logRangeBlocks: deps.config.EVM_LOG_RANGE_BLOCKS };
     this.rpcs = deps.chains.map((chain, index) => new ChainRpc(chain, opts, { index }));
   }
@@ -67,7 +70,8 @@ export class EvmPaymentProvider implements PaymentProvider {
     const em = this.orm.em.fork();
     const index = await nextDerivationIndex(em);
     const id = `chk_${randomBytes(24).toString('base64url')}`;
-    await insertEvmCheckout(em, { id, reference: req.reference, derivationIndex: index, address: depositAddress(this.key, index), amount: req.amount, currency: req.currency });
+    const tronAddress = this.tronKey && depositAddress(this.tronKey, index);
+    await insertEvmCheckout(em, { id, reference: req.reference, derivationIndex: index, address: depositAddress(this.key, index), tronAddress, amount: req.amount, currency: req.currency });
     try {
       await evmCheckoutStarter(this.temporal, this.config, { orderId: req.reference, depositIndex: index }).start();
     } catch {

@@ -95,33 +95,46 @@ export class NodeView {
    * recipient, the block range, well-formed hashes): anything else is dropped and counted, so a
    * node's answer alone never makes a transfer, and one malformed log does not hide the others.
    */
-  async transfersTo(to: `0x${string}`, fromBlock: bigint, toBlock: bigint): Promise<ObservedTransfer[]> {
+  transfersTo(to: `0x${string}`, fromBlock: bigint, toBlock: bigint): Promise<ObservedTransfer[]> {
+    return this.transfersToAny([to], fromBlock, toBlock, 1);
+  }
+
+  /**
+   * The same for many recipients at once: each range is asked once per `perCall` recipients, all
+   * tokens in one call, the recipients an OR array in topics[2] (java-tron and most providers take
+   * up to 1,000 there). N open deposit addresses cost ceil(N / perCall) calls per range, not N.
+   */
+  async transfersToAny(to: readonly `0x${string}`[], fromBlock: bigint, toBlock: bigint, perCall: number): Promise<ObservedTransfer[]> {
     if (toBlock > this.head) throw new NodeFailure('lagging');
     const tokens = Object.entries(this.chain.tokens).filter(([, t]) => t) as [TokenSymbol, { address: `0x${string}` }][];
     const byAddress = new Map(tokens.map(([symbol, t]) => [t.address.toLowerCase(), symbol]));
-    const topics = [TRANSFER_TOPIC, null, pad(to.toLowerCase() as `0x${string}`)];
+    const watched = new Set(to.map((a) => a.toLowerCase()));
     const out: ObservedTransfer[] = [];
     const step = BigInt(this.opts.logRangeBlocks);
     for (let start = fromBlock; start <= toBlock; start += step) {
       const end = start + step - 1n < toBlock ? start + step - 1n : toBlock;
-      const logs = await ask(async () => {
-        const answer: unknown = await this.node.client.request({
-          method: 'eth_getLogs',
-          params: [{ address: tokens.map(([, t]) => t.address), topics: topics as `0x${string}`[], fromBlock: toHex(start), toBlock: toHex(end) }],
+      for (let i = 0; i < to.length; i += perCall) {
+        const recipients = to.slice(i, i + perCall).map((a) => pad(a.toLowerCase() as `0x${string}`));
+        const topics = [TRANSFER_TOPIC, null, recipients.length === 1 ? recipients[0] : recipients];
+        const logs = await ask(async () => {
+          const answer: unknown = await this.node.client.request({
+            method: 'eth_getLogs',
+            params: [{ address: tokens.map(([, t]) => t.address), topics: topics as `0x${string}`[], fromBlock: toHex(start), toBlock: toHex(end) }],
+          });
+          if (!Array.isArray(answer)) throw new NodeFailure('invalid');
+          return answer as unknown[];
         });
-        if (!Array.isArray(answer)) throw new NodeFailure('invalid');
-        return answer as unknown[];
-      });
-      for (const raw of logs) {
-        const t = this.checked(raw, byAddress, to, start, end);
-        if (t) out.push(t);
-        else evmRpcErrors.inc({ chain: String(this.chain.chainId), kind: 'invalid' });
+        for (const raw of logs) {
+          const t = this.checked(raw, byAddress, watched, start, end);
+          if (t) out.push(t);
+          else evmRpcErrors.inc({ chain: String(this.chain.chainId), kind: 'invalid' });
+        }
       }
     }
     return out;
   }
 
-  private checked(raw: unknown, byAddress: Map<string, TokenSymbol>, to: `0x${string}`, start: bigint, end: bigint): ObservedTransfer | undefined {
+  private checked(raw: unknown, byAddress: Map<string, TokenSymbol>, watched: Set<string>, start: bigint, end: bigint): ObservedTransfer | undefined {
     const parsed = RawLog.safeParse(raw);
     if (!parsed.success) return undefined;
     const log = parsed.data;
@@ -129,7 +142,8 @@ export class NodeView {
     if (!token || log.removed) return undefined;
     const decoded = decodeTransfer(log);
     const blockNumber = BigInt(log.blockNumber);
-    if (!decoded || decoded.to.toLowerCase() !== to.toLowerCase() || decoded.value <= 0n || blockNumber < start || blockNumber > end) return undefined;
+    const to = decoded?.to.toLowerCase() as `0x${string}` | undefined;
+    if (!decoded || !to || !watched.has(to) || decoded.value <= 0n || blockNumber < start || blockNumber > end) return undefined;
     return {
       token,
       to,
@@ -158,7 +172,8 @@ export class ChainRpc {
     { index = 0, now = Date.now }: { index?: number; now?: () => number } = {},
   ) {
     this.now = now;
-    this.nodes = chain.rpcUrls.map((url, j) => rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs));
+    const headers = chain.kind === 'tron' && chain.apiKey ? { 'TRON-PRO-API-KEY': chain.apiKey } : undefined;
+    this.nodes = chain.rpcUrls.map((url, j) => rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs, headers));
     if (chain.verifyWith) this.witness = new SecondWitness(chain, rpcNode(chain.verifyWith, settingName([index, 'verifyWith']), opts.timeoutMs));
   }
 

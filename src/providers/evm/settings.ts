@@ -1,17 +1,21 @@
 import { z } from 'zod';
+import { tronAddressToHex } from './tron';
 
 // The operator's chains, as EVM_CHAINS holds them (JSON): which tokens a payer may send where,
 // through which nodes, and how deep a transfer must be before it counts. It is a secret of the
-// deployment (RPC URLs carry provider keys), so no part of it is ever logged: a problem with a URL
-// is named by its place in EVM_CHAINS, never by its text.
+// deployment (RPC URLs and API keys carry provider keys), so no part of it is ever logged: a
+// problem with a URL is named by its place in EVM_CHAINS, never by its text.
+//
+// A chain's `kind` is `evm` (the default) or `tron`: java-tron nodes and TronGrid serve the same
+// JSON-RPC reads, so a TRON chain is read by the same code; its kind changes only how deposit
+// addresses derive and show (TRON_XPUB, T…), how its token contracts are written (T…, turned into
+// the hex its log filters take) and that it counts transfers by finality unless told otherwise.
 
-const address = z
-  .string()
-  .regex(/^0x[0-9a-fA-F]{40}$/, 'expected a 0x-prefixed 20-byte hex address')
-  .transform((a) => a.toLowerCase() as `0x${string}`);
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 const token = z.object({
-  address,
+  // 0x… on an EVM chain, T… on a TRON chain (checked, with its checksum, against the chain's kind).
+  address: z.string(),
   // 6 on most chains, 18 on BNB Chain; checked against the contract's decimals() at start.
   decimals: z.number().int().min(0).max(36),
 });
@@ -24,12 +28,18 @@ const rpcUrl = z
   .url('expected an http(s) or ws(s) URL')
   .refine((u) => /^(https?|wss?):\/\//.test(u), 'expected an http(s) or ws(s) URL');
 
+export const CHAIN_KINDS = ['evm', 'tron'] as const;
+export type ChainKind = (typeof CHAIN_KINDS)[number];
+
 export const chainSchema = z
   .object({
+    kind: z.enum(CHAIN_KINDS).default('evm'),
     chainId: z.number().int().positive(),
     name: z.string().min(1).max(40),
     // Tried in order: the first that answers, is on this chain and whose head moves serves the call.
     rpcUrls: z.array(rpcUrl).min(1, 'at least one JSON-RPC URL'),
+    // TRON: TronGrid's API key, sent as its TRON-PRO-API-KEY header (without one it rate-limits hard).
+    apiKey: z.string().min(1).max(200).optional(),
     // Blocks on top of a transfer's block before it counts (0: counted in its own block)...
     confirmations: z.number().int().min(0).max(10_000).optional(),
     // ...or the node's `finalized` block: a transfer counts once its block is at or below it.
@@ -43,12 +53,61 @@ export const chainSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
-    if (c.confirmations === undefined && !c.finality) ctx.addIssue({ code: 'custom', path: ['confirmations'], message: 'required (or "finality": "finalized")' });
+    for (const symbol of TOKEN_SYMBOLS) {
+      const address = c.tokens[symbol]?.address;
+      if (address === undefined) continue;
+      const path = ['tokens', symbol, 'address'];
+      if (c.kind === 'evm' && !HEX_ADDRESS.test(address)) ctx.addIssue({ code: 'custom', path, message: 'expected a 0x-prefixed 20-byte hex address' });
+      if (c.kind === 'tron') {
+        try {
+          tronAddressToHex(address);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', path, message: `expected the contract's T… address on a TRON chain: ${(err as Error).message}` });
+        }
+      }
+    }
+    if (c.apiKey && c.kind !== 'tron') ctx.addIssue({ code: 'custom', path: ['apiKey'], message: 'only for "kind": "tron" (TronGrid\'s TRON-PRO-API-KEY header); an EVM provider takes its key in the URL' });
+    // A TRON chain counts by finality (its solidified block, about 19 blocks deep) unless told a depth.
+    if (c.kind === 'evm' && c.confirmations === undefined && !c.finality) ctx.addIssue({ code: 'custom', path: ['confirmations'], message: 'required (or "finality": "finalized")' });
     if (c.confirmations !== undefined && c.finality) ctx.addIssue({ code: 'custom', path: ['finality'], message: 'either confirmations or "finality": "finalized", not both' });
     if (c.verifyWith && c.rpcUrls.includes(c.verifyWith)) ctx.addIssue({ code: 'custom', path: ['verifyWith'], message: "must be another node than the chain's rpcUrls (another provider's)" });
+  })
+  .transform(({ tokens, finality, ...c }): ChainSettings => {
+    const out: ChainSettings = { ...c, tokens: {} };
+    const byFinality = finality ?? (c.kind === 'tron' && c.confirmations === undefined ? 'finalized' : undefined);
+    if (byFinality) out.finality = byFinality;
+    for (const symbol of TOKEN_SYMBOLS) {
+      const t = tokens[symbol];
+      if (t) out.tokens[symbol] = { decimals: t.decimals, address: contractHex(c.kind, t.address) };
+    }
+    return out;
   });
 
-export type ChainSettings = z.infer<typeof chainSchema>;
+/** A token contract as the chain's log filters take it: 20-byte hex, lowercase. */
+function contractHex(kind: ChainKind, address: string): `0x${string}` {
+  // Only reached once the checks above passed; a value they refused is never used.
+  if (kind === 'tron' && !HEX_ADDRESS.test(address)) {
+    try {
+      return tronAddressToHex(address);
+    } catch {
+      return '0x';
+    }
+  }
+  return address.toLowerCase() as `0x${string}`;
+}
+
+/** One chain of EVM_CHAINS, parsed: token contracts in hex whatever the kind; no kind is an EVM chain. */
+export interface ChainSettings {
+  kind?: ChainKind;
+  chainId: number;
+  name: string;
+  rpcUrls: string[];
+  apiKey?: string;
+  confirmations?: number;
+  finality?: 'finalized';
+  verifyWith?: string;
+  tokens: Partial<Record<TokenSymbol, { address: `0x${string}`; decimals: number }>>;
+}
 
 export const chainsSchema = z
   .array(chainSchema)
