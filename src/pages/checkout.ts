@@ -3,7 +3,7 @@ import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { fromDb, toDecimal } from '../domain/money';
 import { COMPLIANCE_NOTICE } from '../providers/payments';
-import { abandonCheckout, findCheckout, payCheckout, type CheckoutRow } from '../providers/sandbox-payments';
+import { abandonCheckout, findCheckout, payCheckout, type CheckoutRow } from '../providers/sandbox/sandbox-payments';
 import { checkoutRateLimit } from './checkout-limit';
 import { html, page, sendPage } from './layout';
 
