@@ -3,10 +3,11 @@ import { admissionProblems, admissionVariables } from './config-admission';
 import { bulkSettings } from './config-bulk';
 import { eventSettings } from './config-events';
 import { productionExposureProblems } from './config-exposure';
+import { reloadlySettings, upstreamProblems } from './config-parties';
 import { trustProxySetting } from './config-trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
 import { parseChains, type ChainSettings } from './providers/evm/settings';
-import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
+import type { ReloadlyProducts } from './providers/reloadly/settings';
 import { parseKeyRing } from './temporal/codec';
 import { temporalConnectionProblems } from './temporal/connection';
 
@@ -324,20 +325,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const devSecrets = Object.entries(DEV_SECRETS)
     .filter(([name, value]) => inUse(name) && c[name as keyof typeof DEV_SECRETS] === value)
     .map(([name]) => name);
-  let reloadlyProducts: ReloadlyProducts = {};
-  if (c.SUPPLIER_PROVIDER === 'reloadly') {
-    for (const name of ['RELOADLY_CLIENT_ID', 'RELOADLY_CLIENT_SECRET'] as const) {
-      if (!c[name]) problems.push(`  ${name}: required with SUPPLIER_PROVIDER=reloadly (from Reloadly's dashboard, Developers; per environment)`);
-    }
-    if (!c.RELOADLY_PRODUCTS) {
-      problems.push('  RELOADLY_PRODUCTS: required with SUPPLIER_PROVIDER=reloadly (our direct-code product ids mapped to Reloadly productId and unitPrice, see the README)');
-    } else {
-      const products = parseReloadlyProducts(c.RELOADLY_PRODUCTS);
-      if ('errors' in products) problems.push(...products.errors.map((e) => `  RELOADLY_PRODUCTS: ${e}`));
-      else reloadlyProducts = products.products;
-    }
-  }
-  problems.push(...upstreamProblems(c));
+  const { products: reloadlyProducts, problems: supplierProblems } = reloadlySettings(c);
+  problems.push(...supplierProblems, ...upstreamProblems(c));
   problems.push(...temporalConnectionProblems(c));
   problems.push(...admissionProblems(c));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
@@ -358,27 +347,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redemptionUpstreamUrl: (c.REDEMPTION_UPSTREAM_URL ?? `${publicBaseUrl}/sandbox-upstream`).replace(/\/$/, ''),
     redemptionUpstreamSecret: c.REDEMPTION_UPSTREAM_SECRET ?? DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET,
   };
-}
-
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-/**
- * REDEMPTION_UPSTREAM=http needs where and how to sign. The partner is reached over HTTPS; plain
- * http only on loopback and outside production (a local partner, the tests).
- */
-function upstreamProblems(c: z.infer<typeof configSchema>): string[] {
-  const problems: string[] = [];
-  if (c.REDEMPTION_UPSTREAM === 'http') {
-    if (!c.REDEMPTION_UPSTREAM_URL) problems.push("  REDEMPTION_UPSTREAM_URL: required with REDEMPTION_UPSTREAM=http (the partner's base URL, see docs/redemption-upstream.md)");
-    if (!c.REDEMPTION_UPSTREAM_SECRET) problems.push('  REDEMPTION_UPSTREAM_SECRET: required with REDEMPTION_UPSTREAM=http (the HMAC secret shared with the partner, at least 32 characters)');
-  }
-  if (c.REDEMPTION_UPSTREAM_URL && (c.REDEMPTION_UPSTREAM === 'http' || c.REDEMPTION_UPSTREAM === 'sandbox')) {
-    const url = new URL(c.REDEMPTION_UPSTREAM_URL);
-    const plainAllowed = c.NODE_ENV !== 'production' && LOOPBACK.has(url.hostname);
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainAllowed)) {
-      problems.push(`  REDEMPTION_UPSTREAM_URL: must be https://${c.NODE_ENV === 'production' ? '' : ' (plain http only on loopback outside production)'}`);
-    }
-    if (url.search || url.hash || url.username || url.password) problems.push('  REDEMPTION_UPSTREAM_URL: a base URL without query, fragment or credentials');
-  }
-  return problems;
 }
