@@ -179,7 +179,7 @@ export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_S
 
 /**
  * In production, says once at start whether the audit log is append-only against this process's
- * own database role, and warns when it is not (docs/operations.md, *Database roles*).
+ * own database role, and warns when it is not (docs/operations.md, *Database roles and the audit log*).
  */
 async function reportAuditLogGuard(orm: Orm, config: Config, logger: Logger): Promise<void> {
   if (config.NODE_ENV !== 'production') return;

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 
-// Two database roles (docs/operations.md, *Database roles*): the schema's owner runs the migrations
+// Two database roles (docs/operations.md, *Database roles and the audit log*): the schema's owner runs the migrations
 // (DATABASE_MIGRATION_URL), and the service runs as a role that owns nothing (DATABASE_URL). The
 // owner grants the service the rows it works with, and on the audit log only INSERT and SELECT:
 // a role that neither owns the table nor has UPDATE, DELETE or TRUNCATE on it cannot rewrite a
