@@ -22,6 +22,17 @@ const RedeemField = z.object({
   placeholder: z.string().optional(),
 });
 
+/** A product's stock and availability as GET /products shows it, and product.updated repeats it. */
+export const productAvailability = {
+  inStock: z.boolean(),
+  available: z.boolean(),
+  stockMode: z.enum(['inventory', 'on_demand', 'limited']),
+  stock: z.number().int().nullable(),
+  stockCapped: z.boolean(),
+  availabilityStatus: z.enum(['available', 'manual', 'degraded', 'unavailable']),
+  deliveryMode: z.enum(['automatic', 'manual', 'manual_fallback', 'unavailable', 'test_code_only']),
+};
+
 export const Product = z
   .object({
     id: z.string(),
@@ -37,13 +48,7 @@ export const Product = z
     denomination: z.string().nullable(),
     faceCurrency: z.string().nullable(),
     region: z.string().nullable(),
-    inStock: z.boolean(),
-    available: z.boolean(),
-    stockMode: z.enum(['inventory', 'on_demand', 'limited']),
-    stock: z.number().int().nullable(),
-    stockCapped: z.boolean(),
-    availabilityStatus: z.enum(['available', 'manual', 'degraded', 'unavailable']),
-    deliveryMode: z.enum(['automatic', 'manual', 'manual_fallback', 'unavailable', 'test_code_only']),
+    ...productAvailability,
     redeemFields: z.array(RedeemField),
     redeemFieldsEn: z.array(RedeemField),
   })

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import { z } from './openapi';
-import { Decimal } from './schemas';
+import { Decimal, productAvailability } from './schemas';
 
 // The six events of spec part 6 as the receiver gets them; the two that answer a reseller's own
 // request (export.ready, batch.completed), sent like the spec's; and the two an endpoint gets only
@@ -129,13 +129,7 @@ export const ProductUpdatedEvent = z
     changed: z.array(ProductChange).min(1).describe('What changed for this account since the last announcement (or since before the change)'),
     price: Decimal.describe("The unit price at the account's level"),
     currency: z.enum(['USDT', 'USDC']),
-    inStock: z.boolean(),
-    available: z.boolean(),
-    stockMode: z.enum(['inventory', 'on_demand', 'limited']),
-    stock: z.number().int().nullable(),
-    stockCapped: z.boolean(),
-    availabilityStatus: z.enum(['available', 'manual', 'degraded', 'unavailable']),
-    deliveryMode: z.enum(['automatic', 'manual', 'manual_fallback', 'unavailable', 'test_code_only']),
+    ...productAvailability,
   })
   .openapi('ProductUpdatedEvent');
 
