@@ -1,6 +1,6 @@
 import { Context, log } from '@temporalio/activity';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
-import type { SettlePhase } from '../src/contracts/evm-checkouts';
+import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts';
 
 // The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
 // addresses, transaction hashes and node URLs stay in Postgres and config, out of history.
@@ -12,18 +12,28 @@ export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) 
   };
   return {
     /**
-     * Asks every chain about the checkout's address; a chain that does not answer is named, not
-     * fatal. It heartbeats while the nodes are asked, so a worker that dies mid-scan is noticed
-     * within the heartbeat timeout rather than the scan's whole allowance.
+     * The chain scanner's tick: the chain read once for every open checkout, what it shows
+     * recorded and confirmed, and the watches of the checkouts whose transfers moved woken. It
+     * heartbeats while the nodes are asked, so a worker that dies mid-tick is noticed within the
+     * heartbeat timeout rather than the tick's whole allowance.
      */
-    async scanEvmCheckout(depositIndex: number): Promise<{ unavailable: number[] }> {
+    async scanEvmChain(chainId: number): Promise<ChainScanTick> {
       const context = Context.current();
       const beat = setInterval(() => context.heartbeat(), 1000);
       try {
-        return await evm().scan(depositIndex);
+        return await evm().scanChain(chainId);
       } finally {
         clearInterval(beat);
       }
+    },
+
+    /**
+     * The chains the checkout's address is read on whose scanner could not read them at its last
+     * tick (no node answered, the tokens' decimals() unread), from Postgres: the watch no longer
+     * asks a node itself.
+     */
+    async scanEvmCheckout(depositIndex: number): Promise<{ unavailable: number[] }> {
+      return evm().unavailableFor(depositIndex);
     },
 
     /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */

@@ -25,6 +25,7 @@ import { WorkerWatch } from './services/worker-watch';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
+import { keepChainScanners } from './temporal/chain-scanners';
 import { coreMetricsUrl } from './temporal/runtime';
 import { createActivities } from '../activities/all-activities';
 import { createWorker } from './temporal/worker';
@@ -95,6 +96,7 @@ export async function startServices(opts: {
   let heartbeat: WorkerHeartbeat | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let stopReconcileSchedule: (() => void) | undefined;
+  let stopChainScanners: (() => void) | undefined;
   if (opts.worker) {
     const activities = createActivities({ orm, config, providers, temporal });
     supervisor = new WorkerSupervisor({
@@ -111,6 +113,8 @@ export async function startServices(opts: {
     await dispatcher.start();
     // The reconciler runs where the workers are, on a Temporal Schedule (RECONCILE_SECONDS=0: none).
     if (config.RECONCILE_SECONDS > 0) stopReconcileSchedule = await keepReconcileSchedule({ temporal, everySeconds: config.RECONCILE_SECONDS, logger });
+    // One scanner per chain reads it for every open checkout (PAYMENT_PROVIDER=evm).
+    if (providers.evm) stopChainScanners = await keepChainScanners({ temporal, chainIds: providers.evm.chains.map((c) => c.chainId), logger });
   }
 
   let server: Server | undefined;
@@ -151,6 +155,7 @@ export async function startServices(opts: {
       // The API processes stop sending placements here before the worker drains.
       await heartbeat?.stop();
       stopReconcileSchedule?.();
+      stopChainScanners?.();
       await dispatcher?.stop();
       await supervisor?.stop();
       await temporal.connection.close();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { admissionProblems, admissionVariables } from './config-admission';
+import { chainReadVariables } from './config-chains';
 import { bulkSettings } from './config-bulk';
 import { eventSettings } from './config-events';
 import { productionExposureProblems } from './config-exposure';
@@ -151,16 +152,8 @@ export const configSchema = z.object({
   EVM_XPUB: z.string().default(DEV_SECRETS.EVM_XPUB),
   // The xpub of TRON's deposit addresses (m/44'/195'/0', see the README), when EVM_CHAINS has a TRON chain.
   TRON_XPUB: z.string().default(DEV_SECRETS.TRON_XPUB),
-  EVM_RPC_TIMEOUT_MS: int(8000, 100),
-  // eth_getLogs is asked for at most this many blocks at a time (providers cap the range).
-  EVM_LOG_RANGE_BLOCKS: int(2000, 1),
-  // A node whose head has not moved for this long is lagging: the next URL is asked instead.
-  EVM_HEAD_STALL_SECONDS: int(180, 1),
-  // After the late-payment watch, a deposit address is still watched this long, this often: what
-  // arrives then (a payment too late to deliver, a second one to a spent address) is credited to
-  // the account's balance.
-  EVM_ADDRESS_WATCH_SECONDS: int(604800, 0),
-  EVM_ADDRESS_POLL_SECONDS: int(3600, 1),
+  // How the chains' nodes are asked and how long an address is watched (src/config-chains.ts).
+  ...chainReadVariables,
   // SUPPLIER_PROVIDER=reloadly: Reloadly's gift-card API. The client credentials are per
   // environment (secrets: never logged, never in a workflow); RELOADLY_ENV picks the documented
   // URLs and the token's audience, RELOADLY_AUTH_URL / RELOADLY_API_URL send the calls elsewhere

@@ -1,19 +1,22 @@
-import { continueAsNew, isCancellation, log, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { EvmCheckoutActivities } from '../activities/evm-checkouts-activities';
 import { fewTries, untilPostgresAnswers } from './activity-options';
-import { evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/contracts/evm-checkouts';
+import { evmCheckoutScannedSignal, evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/contracts/evm-checkouts';
 
-// A scan asks every chain's nodes (each with its own timeout and failover): a failed scan is not
-// retried here, the next tick asks again, so a node that is down delays a payment and fails nothing.
+// The step's look at the chain scanners' last ticks (Postgres only): a failed one is not retried
+// here, the next step looks again.
 const chain = proxyActivities<EvmCheckoutActivities>(fewTries('2 minutes', { heartbeatTimeout: '10 seconds', retry: { initialInterval: '2 seconds' } }));
 // Postgres and the Temporal signal: retried until they answer, so settlement is never given up.
 const always = proxyActivities<EvmCheckoutActivities>(untilPostgresAnswers);
 
 /**
- * Watches one deposit address, keyed `checkout-watch:<orderId>:<depositIndex>`. Within the payment window and
- * the late-payment watch it scans the chains (at the sync cadence, then the late one) and counts
- * what is confirmed: when the amount is reached it tells the order's (or top-up's) workflow, as a
- * provider's callback would, and money beyond it is credited to the account's balance. After the
+ * Watches one deposit address, keyed `checkout-watch:<orderId>:<depositIndex>`. The chains are read
+ * for every open checkout at once by each chain's scanner (./chain-scan-workflow.ts), which
+ * records and confirms transfers in Postgres and wakes the watch when its checkout's move. Within
+ * the payment window and the late-payment watch it counts what is confirmed (when woken, and at
+ * the sync cadence, then the late one): when the amount is reached it tells the order's (or
+ * top-up's) workflow, as a provider's callback would, and money beyond it is credited to the
+ * account's balance. After the
  * late watch the address is still watched for a while: whatever arrives then, or arrived and never
  * paid the order, is credited to the balance. A transfer still short of its confirmations keeps
  * the watch open. Closing, it counts once more, so nothing confirmed is left uncounted.
@@ -25,8 +28,14 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
   const watchUntil = input.watchUntil ?? lateUntil + timing.addressWatchSeconds * 1000;
   const state: EvmCheckoutWatchState = { depositIndex, state: 'pending', scans: 0, unavailable: [], lastError: null };
   setHandler(evmCheckoutStateQuery, () => state);
+  // The chain's scanner recorded, confirmed or dropped one of this checkout's transfers.
+  let scanned = false;
+  setHandler(evmCheckoutScannedSignal, () => {
+    scanned = true;
+  });
 
   const step = async (phase: SettlePhase): Promise<{ waiting: number; orderId: string | null }> => {
+    scanned = false;
     try {
       state.unavailable = (await chain.scanEvmCheckout(depositIndex)).unavailable;
       state.lastError = null;
@@ -53,7 +62,8 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
     if (!settled.orderId && now >= expiresAt && waiting === 0) break;
     const cadence = now < expiresAt ? timing.syncSeconds : now < lateUntil ? timing.latePollSeconds : timing.addressPollSeconds;
     const next = now < expiresAt ? expiresAt : now < lateUntil ? lateUntil : watchUntil;
-    await sleep(Math.max(1000, Math.min(cadence * 1000, next - now)));
+    // A timer like a sleep's; a signal from the scanner during the step or the wait ends it early.
+    await condition(() => scanned, Math.max(1000, Math.min(cadence * 1000, next - now)));
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof evmCheckoutWorkflow>({ depositIndex, timing, expiresAt, lateUntil, watchUntil });
     }

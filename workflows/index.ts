@@ -5,6 +5,7 @@ export { webhookDeliveryWorkflow } from './webhook-delivery-workflow';
 export { redemptionWorkflow } from './redemption-workflow';
 export { procurementWorkflow } from './procurement-workflow';
 export { evmCheckoutWorkflow } from './evm-checkout-workflow';
+export { chainScanWorkflow } from './chain-scan-workflow';
 export { reconcileWorkflow } from './reconcile-workflow';
 export { exportWorkflow } from './export-workflow';
 export { batchWorkflow } from './batch-workflow';

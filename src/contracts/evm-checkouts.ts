@@ -1,5 +1,5 @@
 // The EVM checkout watch's shared, workflow-safe contract: its id, input and state.
-import { defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 /**
  * `checkout-watch:<orderId>:<depositIndex>`: one watch per deposit address. Workflow ids are plain
@@ -43,3 +43,34 @@ export interface EvmCheckoutWatchState {
 }
 
 export const evmCheckoutStateQuery = defineQuery<EvmCheckoutWatchState>('evmCheckoutState');
+
+/**
+ * Sent by the chain's scanner when it recorded, confirmed or dropped a transfer of the watch's
+ * checkout: settle now rather than at the next step. It carries nothing, so a forged one can only
+ * make the watch read Postgres sooner; what counts is what the scanner wrote there.
+ */
+export const evmCheckoutScannedSignal = defineSignal('evmCheckoutScanned');
+
+/**
+ * `chain-scan:<taskQueue>:<chainId>`: one scanner per chain and deployment, started by the worker
+ * processes (each keeps the running one) and continued as new.
+ */
+export const chainScanWorkflowId = (taskQueue: string, chainId: number) => `chain-scan:${taskQueue}:${chainId}`;
+
+export interface ChainScanWorkflowInput {
+  chainId: number;
+}
+
+/** One tick of a chain's scanner, as its workflow sees it: counts only, no address or hash. */
+export interface ChainScanTick {
+  /** The checkouts read for (their addresses in the chain's filters). */
+  checkouts: number;
+  /** Watches told that their checkout's transfers moved. */
+  woken: number;
+  /** False when no node answered, or the tokens' decimals() are not read yet. */
+  available: boolean;
+  /** When to read again (the workers' PAYMENT_SYNC_SECONDS). */
+  nextInSeconds: number;
+  /** The chain is no longer configured: the scanner ends. */
+  retired: boolean;
+}

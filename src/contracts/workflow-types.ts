@@ -3,7 +3,7 @@
 // the workflow functions, so the API side never imports workflows/ (whose code imports the
 // activities' types, which import services: an import loop across the Temporal boundary).
 // workflows/signatures.ts checks at compile time that the workflows match.
-import type { EvmCheckoutWatchState, EvmCheckoutWorkflowInput } from './evm-checkouts';
+import type { ChainScanWorkflowInput, EvmCheckoutWatchState, EvmCheckoutWorkflowInput } from './evm-checkouts';
 import type { OrderWorkflowInput, OrderWorkflowState } from './orders';
 import type { PaymentWorkflowState } from './payments';
 import type { ProcurementState, ProcurementWorkflowInput } from './procurement';
@@ -21,6 +21,7 @@ export interface Workflows {
   redemptionWorkflow: (input: RedemptionWorkflowInput) => Promise<RedemptionWorkflowState>;
   procurementWorkflow: (input: ProcurementWorkflowInput) => Promise<ProcurementState>;
   evmCheckoutWorkflow: (input: EvmCheckoutWorkflowInput) => Promise<EvmCheckoutWatchState>;
+  chainScanWorkflow: (input: ChainScanWorkflowInput) => Promise<void>;
   reconcileWorkflow: (input?: ReconcileWorkflowInput) => Promise<ReconcileTotals>;
   exportWorkflow: (input: ExportWorkflowInput) => Promise<ExportProgress>;
   batchWorkflow: (input: BatchWorkflowInput) => Promise<BatchWorkflowResult>;

@@ -170,3 +170,79 @@ export async function evmCheckoutReceipts(em: EntityManager, checkoutId: string)
   );
   return { amount: checkout.amount, transfers };
 }
+
+/**
+ * The checkouts a chain's scanner reads for: not closed, and either committed (their order exists)
+ * or opened within `uncommittedSeconds` (an order may still commit; one that never does is dropped
+ * by its watch once its window is over, and nobody was given its address).
+ */
+export async function checkoutsToScan(em: EntityManager, uncommittedSeconds: number): Promise<EvmCheckoutRow[]> {
+  return em.execute<EvmCheckoutRow[]>(
+    `select c.* from evm_checkouts c
+      where c.state in ('pending', 'paid')
+        and (c.created_at > now() - make_interval(secs => ?) or exists (select 1 from orders o where o.id = c.reference))
+      order by c.derivation_index`,
+    [uncommittedSeconds],
+  );
+}
+
+/**
+ * A Postgres array literal of ids or numbers (the driver would spread a JS array into separate
+ * parameters). Checkout ids are base64url and block numbers digits: nothing here needs quoting.
+ */
+const pgArray = (values: readonly string[]) => `{${values.join(',')}}`;
+
+/** The scan rows of many checkouts on one chain. */
+export async function evmScansOn(em: EntityManager, chainId: number, checkoutIds: readonly string[]): Promise<EvmScanRow[]> {
+  if (checkoutIds.length === 0) return [];
+  return em.execute<EvmScanRow[]>('select * from evm_checkout_scans where chain_id = ? and checkout_id = any(?::text[])', [chainId, pgArray(checkoutIds)]);
+}
+
+/** The transfers of many checkouts on one chain still waiting for their confirmations. */
+export async function waitingEvmTransfers(em: EntityManager, chainId: number, checkoutIds: readonly string[]): Promise<EvmTransferRow[]> {
+  if (checkoutIds.length === 0) return [];
+  return em.execute<EvmTransferRow[]>(
+    `select * from evm_transfers where chain_id = ? and state = 'seen' and checkout_id = any(?::text[]) order by block_number, log_index, id`,
+    [chainId, pgArray(checkoutIds)],
+  );
+}
+
+/** `saveEvmScan` for many checkouts read together, in one statement. */
+export async function saveEvmScans(
+  em: EntityManager,
+  chainId: number,
+  reach: { scannedTo: bigint; head: bigint; finalized: bigint | null },
+  starts: readonly { checkoutId: string; startBlock: bigint }[],
+): Promise<void> {
+  if (starts.length === 0) return;
+  await em.execute(
+    `insert into evm_checkout_scans (checkout_id, chain_id, start_block, scanned_to, head, finalized)
+       select s.checkout_id, ?, s.start_block, ?, ?, ? from unnest(?::text[], ?::bigint[]) as s(checkout_id, start_block)
+       on conflict (checkout_id, chain_id) do update
+         set scanned_to = greatest(evm_checkout_scans.scanned_to, excluded.scanned_to), head = greatest(evm_checkout_scans.head, excluded.head),
+             finalized = greatest(evm_checkout_scans.finalized, excluded.finalized), updated_at = now()`,
+    [chainId, String(reach.scannedTo), String(reach.head), reach.finalized === null ? null : String(reach.finalized), pgArray(starts.map((s) => s.checkoutId)), pgArray(starts.map((s) => String(s.startBlock)))],
+  );
+}
+
+export interface EvmChainScanRow {
+  chain_id: number;
+  checkouts: number;
+  available: boolean;
+  scanned_at: Date;
+  /** Milliseconds since `scanned_at`, by the database's clock. */
+  age_ms: string;
+}
+
+/** How the chain's scanner's last tick went. */
+export async function saveEvmChainScan(em: EntityManager, s: { chainId: number; checkouts: number; available: boolean }): Promise<void> {
+  await em.execute(
+    `insert into evm_chain_scans (chain_id, checkouts, available, scanned_at) values (?, ?, ?, now())
+       on conflict (chain_id) do update set checkouts = excluded.checkouts, available = excluded.available, scanned_at = now()`,
+    [s.chainId, s.checkouts, s.available],
+  );
+}
+
+export async function evmChainScans(em: EntityManager): Promise<EvmChainScanRow[]> {
+  return em.execute<EvmChainScanRow[]>('select *, round(extract(epoch from now() - scanned_at) * 1000)::bigint as age_ms from evm_chain_scans order by chain_id');
+}

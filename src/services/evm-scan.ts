@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   evmScans,
+  evmScansOn,
   evmTransfers,
   recordEvmTransfer,
   saveEvmRescan,
-  saveEvmScan,
+  saveEvmScans,
+  waitingEvmTransfers,
   setEvmTransferState,
   type EvmCheckoutRow,
   type EvmScanRow,
@@ -37,11 +39,10 @@ export class ClosingNotReadyError extends Error {
  * time; the others go on. Returns the chains that could not be scanned.
  */
 export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {
-  const scans = new Map((await evmScans(em, checkout.id)).map((s) => [s.chain_id, s]));
   const unavailable: number[] = [];
   for (const rpc of rpcs.filter((r) => addressOn(checkout, r.chain))) {
     try {
-      await scanChain(em, checkout, rpc, scans.get(rpc.chain.chainId));
+      await scanCheckoutsOn(em, rpc, [checkout], 1);
     } catch (err) {
       if ((err as Error).name !== 'ChainUnavailableError') throw err;
       unavailable.push(rpc.chain.chainId);
@@ -78,12 +79,15 @@ async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Cha
   const address = addressOn(checkout, rpc.chain)!;
   const scanOf = async () => (await evmScans(em, checkout.id)).find((s) => s.chain_id === chainId);
   // Never scanned (its nodes were down all along): the first scan reads from the start block.
-  if (!(await scanOf())) await scanChain(em, checkout, rpc, undefined);
+  if (!(await scanOf())) await scanCheckoutsOn(em, rpc, [checkout], 1);
   const range = BigInt(rpc.opts.logRangeBlocks);
   for (let scan = (await scanOf())!; ; scan = (await scanOf())!) {
     const from = (scan.rescanned_to === null ? BigInt(scan.start_block) - 1n : BigInt(scan.rescanned_to)) + 1n;
     const target = BigInt(scan.scanned_to);
-    if (from > target) return scanChain(em, checkout, rpc, scan);
+    if (from > target) {
+      await scanCheckoutsOn(em, rpc, [checkout], 1);
+      return;
+    }
     if (Date.now() > deadline) throw new ClosingNotReadyError(`the rescan of the checkout's address on chain ${chainId} goes on`);
     const to = from + range - 1n < target ? from + range - 1n : target;
     const seen = await rpc.read((node) => node.transfersTo(address, from, to));
@@ -94,20 +98,53 @@ async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Cha
   }
 }
 
-async function scanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, scan: EvmScanRow | undefined): Promise<void> {
+/** A checkout read on one chain: its row, its deposit address there (hex) and its scan so far. */
+interface Watched {
+  checkout: EvmCheckoutRow;
+  address: `0x${string}`;
+  scan?: EvmScanRow;
+}
+
+/**
+ * Reads one chain for many checkouts at once, on one node: every new block range once, with all
+ * their addresses in topics[2] (`perCall` to a call), from the earliest block any of them still
+ * needs (less the blocks that may still change) to the node's head. What it lists is recorded for
+ * the checkout whose address it was paid to, what is deep enough is confirmed, and each checkout's
+ * scan row moves to the head. Returns the ids of the checkouts whose transfers it recorded,
+ * confirmed or dropped.
+ */
+export async function scanCheckoutsOn(em: EntityManager, rpc: ChainRpc, checkouts: readonly EvmCheckoutRow[], perCall: number): Promise<Set<string>> {
   const { chain } = rpc;
-  const address = addressOn(checkout, chain)!;
-  await rpc.read(async (node) => {
+  const group = checkouts.flatMap((checkout): Watched[] => {
+    const address = addressOn(checkout, chain);
+    return address ? [{ checkout, address: address.toLowerCase() as `0x${string}` }] : [];
+  });
+  if (group.length === 0) return new Set();
+  const ids = group.map((w) => w.checkout.id);
+  const scans = new Map((await evmScansOn(em, chain.chainId, ids)).map((s) => [s.checkout_id, s]));
+  for (const w of group) w.scan = scans.get(w.checkout.id);
+  const byAddress = new Map(group.map((w) => [w.address, w]));
+  const byId = new Map(group.map((w) => [w.checkout.id, w]));
+  return rpc.read(async (node) => {
     const depth = await depthOn(node, chain);
-    const waiting = await waitingOn(em, checkout.id, chain.chainId);
-    const start = scan ? BigInt(scan.start_block) : await firstBlockAfter(node, BigInt(Math.floor(new Date(checkout.created_at).getTime() / 1000)) - START_SLACK_SECONDS);
-    const unsettled = scan ? depth.unsettledFrom(BigInt(scan.scanned_to)) : start;
-    const from = unsettled > start ? unsettled : start;
-    const seen = from <= node.head ? await node.transfersTo(address, from, node.head) : [];
+    const waiting = await waitingEvmTransfers(em, chain.chainId, ids);
+    // Checkouts never scanned on this chain start at the first block after the earliest of them opened.
+    const fresh = group.filter((w) => !w.scan);
+    const freshStart = fresh.length === 0 ? 0n : await firstBlockAfter(node, secondsOf(fresh.map((w) => w.checkout.created_at)) - START_SLACK_SECONDS);
+    const startOf = (w: Watched) => (w.scan ? BigInt(w.scan.start_block) : freshStart);
+    const fromOf = (w: Watched) => {
+      const unsettled = w.scan ? depth.unsettledFrom(BigInt(w.scan.scanned_to)) : startOf(w);
+      return unsettled > startOf(w) ? unsettled : startOf(w);
+    };
+    const from = group.reduce((least, w) => (fromOf(w) < least ? fromOf(w) : least), fromOf(group[0]));
+    const seen = from <= node.head ? await node.transfersToAny(group.map((w) => w.address), from, node.head, perCall) : [];
     // A transfer still waiting below that window is looked for again in its own block.
-    for (const block of new Set(waiting.map((t) => BigInt(t.block_number)).filter((n) => n < from && n <= node.head))) {
-      seen.push(...(await node.transfersTo(address, block, block)));
+    const below = new Map<bigint, Set<`0x${string}`>>();
+    for (const t of waiting) {
+      const number = BigInt(t.block_number);
+      if (number < from && number <= node.head) below.set(number, (below.get(number) ?? new Set()).add(byId.get(t.checkout_id)!.address));
     }
+    for (const [block, addresses] of below) seen.push(...(await node.transfersToAny([...addresses], block, block, perCall)));
     const listed = new Set(seen.map((t) => `${t.txHash}:${t.logIndex}`));
     // Not listed any more: gone only if this node, deep enough, has another block at its height.
     const gone: EvmTransferRow[] = [];
@@ -116,20 +153,25 @@ async function scanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Chain
       if (number > node.head || listed.has(`${t.tx_hash}:${t.log_index}`) || !depth.reached(number)) continue;
       if ((await node.blockHash(number)) !== t.block_hash) gone.push(t);
     }
+    const recorded = seen.flatMap((t) => {
+      const w = byAddress.get(t.to);
+      return w && t.blockNumber >= startOf(w) ? [{ w, t }] : [];
+    });
     await em.transactional(async (tx) => {
-      for (const t of seen) await record(tx, checkout, chain, t);
+      for (const { w, t } of recorded) await record(tx, w.checkout, chain, t);
       for (const t of gone) await setEvmTransferState(tx, t.id, 'dropped', t.block_hash);
     });
-    await saveEvmScan(em, { checkoutId: checkout.id, chainId: chain.chainId, startBlock: start, scannedTo: node.head, head: node.head, finalized: depth.finalized });
-    await confirmDeepEnough(em, checkout, rpc, node, depth);
+    await saveEvmScans(em, chain.chainId, { scannedTo: node.head, head: node.head, finalized: depth.finalized }, group.map((w) => ({ checkoutId: w.checkout.id, startBlock: startOf(w) })));
+    const confirmed = await confirmDeepEnough(em, byId, rpc, node, depth);
+    return new Set([...recorded.map(({ w }) => w.checkout.id), ...gone.map((t) => t.checkout_id), ...confirmed]);
   });
 }
 
+/** The earliest of some times, in whole seconds. */
+const secondsOf = (times: readonly Date[]) => BigInt(Math.floor(Math.min(...times.map((t) => new Date(t).getTime())) / 1000));
+
 const record = (em: EntityManager, checkout: EvmCheckoutRow, chain: ChainSettings, t: ObservedTransfer) =>
   recordEvmTransfer(em, { checkoutId: checkout.id, chainId: chain.chainId, ...t, decimals: chain.tokens[t.token]!.decimals });
-
-const waitingOn = async (em: EntityManager, checkoutId: string, chainId: number) =>
-  (await evmTransfers(em, checkoutId)).filter((t) => t.chain_id === chainId && t.state === 'seen');
 
 /** How deep a block is, by the chain's rule, on the node serving the read. */
 interface Depth {
@@ -178,24 +220,29 @@ async function firstBlockAfter(node: NodeView, time: bigint): Promise<bigint> {
 /**
  * Waiting transfers deep enough whose block the node has with the same hash are confirmed (once
  * the chain's witness, if any, agrees). A different hash leaves them waiting: whether they are gone
- * is judged with the scan's listing, never here.
+ * is judged with the scan's listing, never here. Returns the checkouts of those confirmed.
  */
-async function confirmDeepEnough(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, node: NodeView, depth: Depth): Promise<void> {
+async function confirmDeepEnough(em: EntityManager, group: Map<string, Watched>, rpc: ChainRpc, node: NodeView, depth: Depth): Promise<string[]> {
   const { chain } = rpc;
   let missing = 0n;
-  for (const t of await waitingOn(em, checkout.id, chain.chainId)) {
+  const confirmed: string[] = [];
+  const hashes = new Map<bigint, Promise<`0x${string}`>>();
+  for (const t of await waitingEvmTransfers(em, chain.chainId, [...group.keys()])) {
     const number = BigInt(t.block_number);
     if (number > node.head) continue;
     if (!depth.reached(number)) {
       if (depth.missing(number) > missing) missing = depth.missing(number);
       continue;
     }
-    if ((await node.blockHash(number)) !== t.block_hash) continue;
+    if (!hashes.has(number)) hashes.set(number, node.blockHash(number));
+    if ((await hashes.get(number)) !== t.block_hash) continue;
     if (rpc.witness) {
-      const claim = { txHash: t.tx_hash as `0x${string}`, logIndex: t.log_index, token: chain.tokens[t.token as TokenSymbol]!.address, to: addressOn(checkout, chain)!, units: BigInt(t.units), blockNumber: number, blockHash: t.block_hash as `0x${string}` };
+      const claim = { txHash: t.tx_hash as `0x${string}`, logIndex: t.log_index, token: chain.tokens[t.token as TokenSymbol]!.address, to: group.get(t.checkout_id)!.address, units: BigInt(t.units), blockNumber: number, blockHash: t.block_hash as `0x${string}` };
       if ((await rpc.witness.check(claim)) !== 'agrees') continue;
     }
     await setEvmTransferState(em, t.id, 'confirmed', t.block_hash);
+    confirmed.push(t.checkout_id);
   }
   evmConfirmationLag.set({ chain: String(chain.chainId) }, Number(missing));
+  return confirmed;
 }

@@ -1,6 +1,7 @@
 import { ScheduleAlreadyRunning, type ScheduleOptionsStartWorkflowAction } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { TemporalHandle } from './client';
+import { keepTrying } from './keep-trying';
 import { reconcileScheduleId, reconcileWorkflowId } from '../contracts/reconcile';
 import type { Workflows } from '../contracts/workflow-types';
 
@@ -62,22 +63,14 @@ export async function ensureReconcileSchedule(temporal: TemporalHandle, everySec
  */
 export async function keepReconcileSchedule(opts: { temporal: TemporalHandle; everySeconds: number; logger: Logger; retryMs?: number }): Promise<() => void> {
   const scheduleId = reconcileScheduleId(opts.temporal.taskQueue);
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const attempt = async (): Promise<void> => {
-    try {
+  return keepTrying({
+    attempt: async () => {
       const outcome = await ensureReconcileSchedule(opts.temporal, opts.everySeconds);
       opts.logger.info({ scheduleId, outcome, everySeconds: opts.everySeconds }, 'reconciler schedule in place');
-    } catch (err) {
-      if (stopped) return;
-      opts.logger.error({ err, scheduleId }, 'could not create the reconciler schedule; trying again');
-      timer = setTimeout(() => void attempt(), opts.retryMs ?? 30_000);
-      timer.unref();
-    }
-  };
-  await attempt();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+    },
+    failure: 'could not create the reconciler schedule; trying again',
+    context: { scheduleId },
+    logger: opts.logger,
+    retryMs: opts.retryMs,
+  });
 }

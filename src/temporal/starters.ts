@@ -27,7 +27,7 @@ import { procurementWorkflowId } from '../contracts/procurement';
 import { redemptionWorkflowId, type AttemptRef } from '../contracts/redemptions';
 import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../contracts/search-attributes';
 import { deliveryTiming, evmCheckoutTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
-import { evmCheckoutWorkflowId } from '../contracts/evm-checkouts';
+import { chainScanWorkflowId, evmCheckoutWorkflowId } from '../contracts/evm-checkouts';
 import { topupWorkflowId } from '../contracts/topups';
 import { deliveryWorkflowId } from '../contracts/webhooks';
 import type { Workflows } from '../contracts/workflow-types';
@@ -182,6 +182,20 @@ export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfi
     args: [{ depositIndex: checkout.depositIndex, timing: evmCheckoutTiming(config), ...(checkout.expiresAt === undefined ? {} : { expiresAt: checkout.expiresAt }) }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+  });
+}
+
+/**
+ * `chain-scan:<taskQueue>:<chainId>`, started by every worker process with EVM chains: the running
+ * scanner is kept, and one that ended (its chain was dropped from the config, then brought back;
+ * or terminated by an operator) is started again.
+ */
+export function chainScanStarter(temporal: TemporalHandle, chainId: number) {
+  return starter(temporal, 'chainScanWorkflow', {
+    workflowId: chainScanWorkflowId(temporal.taskQueue, chainId),
+    args: [{ chainId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
   });
 }
 

@@ -65,8 +65,8 @@ function secretsIn(text: string): string[] {
   return [...secrets].flatMap(([kind, values]) => values.filter((v) => text.includes(v)).map((v) => `${kind} ${v.slice(0, 8)}…`));
 }
 
-test('the flows ran the checkout watch beside the order and top-up workflows, and collected their secrets', () => {
-  expect(new Set(executions.map((e) => e.type))).toEqual(new Set(['orderWorkflow', 'topupWorkflow', 'evmCheckoutWorkflow']));
+test("the flows ran the checkout watch and the chain's scanner beside the order and top-up workflows, and collected their secrets", () => {
+  expect(new Set(executions.map((e) => e.type))).toEqual(new Set(['orderWorkflow', 'topupWorkflow', 'evmCheckoutWorkflow', 'chainScanWorkflow']));
   for (const [kind, values] of secrets) expect([kind, values.length > 0]).toEqual([kind, true]);
   expect(secrets.get('tx hash')!.length).toBe(8);
 });

@@ -16,12 +16,18 @@ export interface RpcProxy {
   pass(method: string): void;
   /** Calls of `method` received so far (forwarded or not). */
   count(method: string): number;
+  /**
+   * The call of `method` after the next `skip` ones, and every later one, are held unanswered
+   * (a node that stops answering mid-read) until `release`; `arrived` resolves when the first is.
+   */
+  hold(method: string, skip: number): { arrived: Promise<void>; release(): void };
   stop(): Promise<void>;
 }
 
 export async function startRpcProxy(target: string): Promise<RpcProxy> {
   const scripted = new Map<string, { result: unknown } | 'error'>();
   const counts = new Map<string, number>();
+  const holds = new Map<string, { from: number; arrived: () => void; released: Promise<void> }>();
   const proxy = { down: false } as RpcProxy;
   const server = createServer((req, res) => {
     let body = '';
@@ -30,6 +36,11 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
       void (async () => {
         const call = JSON.parse(body) as { id: number; method: string };
         counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
+        const held = holds.get(call.method);
+        if (held && counts.get(call.method)! >= held.from) {
+          held.arrived();
+          await held.released;
+        }
         if (proxy.down) return void res.writeHead(503).end();
         const script = scripted.get(call.method);
         res.setHeader('content-type', 'application/json');
@@ -48,6 +59,20 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
     fail: (method: string) => void scripted.set(method, 'error'),
     pass: (method: string) => void scripted.delete(method),
     count: (method: string) => counts.get(method) ?? 0,
+    hold: (method: string, skip: number) => {
+      let arrived!: () => void;
+      let release!: () => void;
+      const arrival = new Promise<void>((ok) => (arrived = ok));
+      const released = new Promise<void>((ok) => (release = ok));
+      holds.set(method, { from: (counts.get(method) ?? 0) + skip + 1, arrived, released });
+      return {
+        arrived: arrival,
+        release: () => {
+          holds.delete(method);
+          release();
+        },
+      };
+    },
     stop: () => {
       const closed = new Promise<void>((ok) => server.close(() => ok()));
       server.closeAllConnections();

@@ -1,6 +1,8 @@
-// Regenerates the replay fixtures of evmCheckoutWorkflow (test/fixtures/histories) from real
-// checkouts on a local chain: paid exactly, never paid, overpaid and paid again to the spent
-// address, paid in part and then left. The soak capture (./capture.ts) runs on the sandbox
+// Adds replay fixtures of evmCheckoutWorkflow and chainScanWorkflow (test/fixtures/histories) from
+// real checkouts on a local chain: paid exactly, never paid, overpaid and paid again to the spent
+// address, paid in part and then left; and the chain's scanner that read for them (terminated once
+// they closed, as it never ends by itself). The fixtures already there stay: histories of
+// earlier workflow code must go on replaying. The soak capture (./capture.ts) runs on the sandbox
 // provider, so it leaves these fixtures alone, and this leaves its own.
 //
 //   node --import tsx test/replay/capture-evm.ts
@@ -10,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
+import { chainScanWorkflowId } from '../../src/contracts/evm-checkouts';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { startDevTemporal } from '../../src/dev/temporal';
 import { startDevChain } from '../../src/dev/evm-chain';
@@ -59,7 +62,10 @@ async function main() {
       }
     }
     if (closed.length < 4) throw new Error(`only ${closed.length} checkout watches completed`);
-    await writeFixtures(client, keys, ['evmCheckoutWorkflow'], closed, { evm: 'test/replay/capture-evm.ts' });
+    const scanner = client.workflow.getHandle(chainScanWorkflowId(h.config.TEMPORAL_TASK_QUEUE, chain.chainId));
+    await scanner.terminate('captured');
+    closed.push({ workflowId: scanner.workflowId, runId: (await scanner.describe()).runId, type: 'chainScanWorkflow' });
+    await writeFixtures(client, keys, ['evmCheckoutWorkflow', 'chainScanWorkflow'], closed, { evm: 'test/replay/capture-evm.ts' }, { add: true });
     await connection.close();
   } finally {
     await h.stop();

@@ -28,14 +28,14 @@ import { startTopology } from '../topology/harness';
 import { Soak, SOAK_SERVICE_ENV, soakTargetOf } from '../topology/soak';
 
 export const FIXTURE_DIR = resolve(__dirname, '..', 'fixtures', 'histories');
-export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow', 'evmCheckoutWorkflow', 'reconcileWorkflow',
-  'exportWorkflow', 'batchWorkflow'];
+export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow', 'evmCheckoutWorkflow', 'chainScanWorkflow',
+  'reconcileWorkflow', 'exportWorkflow', 'batchWorkflow'];
 /**
  * Captured by test/replay/capture-evm.ts (the soak runs on the sandbox provider, not on a chain),
  * test/replay/capture-reconcile.ts and test/replay/capture-jobs.ts (their runs' shapes made on
  * purpose, not left to the soak).
  */
-const SOAK_TYPES = WORKFLOW_TYPES.filter((t) => !['evmCheckoutWorkflow', 'reconcileWorkflow', 'exportWorkflow', 'batchWorkflow'].includes(t));
+const SOAK_TYPES = WORKFLOW_TYPES.filter((t) => !['evmCheckoutWorkflow', 'chainScanWorkflow', 'reconcileWorkflow', 'exportWorkflow', 'batchWorkflow'].includes(t));
 export const MAX_PER_TYPE = 4;
 const EventType = temporal.api.enums.v1.EventType;
 /** Shapes of secrets that must never be in a committed history. */

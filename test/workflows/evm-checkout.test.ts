@@ -1,5 +1,5 @@
-import { evmCheckoutWorkflowId, type EvmCheckoutTiming, type SettlePhase } from '../../src/contracts/evm-checkouts';
-import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { evmCheckoutScannedSignal, evmCheckoutWorkflowId, type EvmCheckoutTiming, type SettlePhase } from '../../src/contracts/evm-checkouts';
+import { uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // evmCheckoutWorkflow with stubbed activities (issue 25): the phases it settles in (open within
 // the window and the late watch, after it until the address watch ends, then one closing step),
@@ -82,4 +82,32 @@ test.concurrent('a checkout whose order never committed closes once its window i
   expect(result.state).toBe('closed');
   expect(phases.at(-1)).toBe('closing');
   expect(phases.length).toBeLessThan(10);
+}, 60_000);
+
+test.concurrent("the chain scanner's signal wakes the watch to settle at once, not at its next sync", async () => {
+  const q = env.taskQueue();
+  let settles = 0;
+  const slow: EvmCheckoutTiming = { ...TIMING, syncSeconds: 3600, windowSeconds: 7200 };
+  await env.withWorker(q, {
+    scanEvmCheckout: async () => ({ unavailable: [] }),
+    settleEvmCheckout: async () => {
+      settles++;
+      return { state: 'pending', notify: false, waiting: 0, orderId: 'ord_3' };
+    },
+    notifyEvmCheckoutPaid: async () => undefined,
+  }, async () => {
+    const depositIndex = Math.floor(Math.random() * 1e9);
+    const handle = await env.client.workflow.start('evmCheckoutWorkflow', {
+      workflowId: evmCheckoutWorkflowId(uniqueId('ord'), depositIndex), taskQueue: q, args: [{ depositIndex, timing: slow }],
+    });
+    try {
+      await until(() => settles === 1, 'the first step');
+      await handle.signal(evmCheckoutScannedSignal);
+      await until(() => settles === 2, 'a step on the signal');
+      await handle.signal(evmCheckoutScannedSignal);
+      await until(() => settles === 3, 'another');
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
 }, 60_000);

@@ -23,6 +23,7 @@ import { Migration20261212000000ScopedKeys } from './Migration20261212000000Scop
 import { Migration20261212010000EventSubscriptions } from './Migration20261212010000EventSubscriptions';
 import { Migration20261213000000ExportsAndBatches } from './Migration20261213000000ExportsAndBatches';
 import { Migration20261214000000TronAddresses } from './Migration20261214000000TronAddresses';
+import { Migration20261215000000ChainScans } from './Migration20261215000000ChainScans';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -49,4 +50,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261212010000EventSubscriptions', class: Migration20261212010000EventSubscriptions },
   { name: 'Migration20261213000000ExportsAndBatches', class: Migration20261213000000ExportsAndBatches },
   { name: 'Migration20261214000000TronAddresses', class: Migration20261214000000TronAddresses },
+  { name: 'Migration20261215000000ChainScans', class: Migration20261215000000ChainScans },
 ];

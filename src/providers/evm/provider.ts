@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type { HDKey } from '@scure/bip32';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
-import { evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex } from '../../db/evm-store';
+import { evmChainScans, evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex, checkoutsToScan, saveEvmChainScan } from '../../db/evm-store';
 import type { Orm } from '../../db/orm';
 import { OrderSchema } from '../../db/entities';
 import { paymentProviderErrors } from '../../metrics/registry';
 import { settleCheckout, type CheckoutSettlement } from '../../services/evm-checkouts';
-import { ClosingNotReadyError, rescanBeforeClosing, scanCheckout } from '../../services/evm-scan';
+import { addressOn, ClosingNotReadyError, rescanBeforeClosing, scanCheckout, scanCheckoutsOn } from '../../services/evm-scan';
 import type { TemporalHandle } from '../../temporal/client';
 import { notifyPaid } from '../../temporal/payment-notices';
-import type { SettlePhase } from '../../contracts/evm-checkouts';
+import { evmCheckoutScannedSignal, evmCheckoutWorkflowId, type ChainScanTick, type SettlePhase } from '../../contracts/evm-checkouts';
 import { evmCheckoutStarter } from '../../temporal/starters';
 import { depositAddress, receivingKey } from './addresses';
 import { providerError, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from '../payments';
@@ -27,6 +27,10 @@ import type { ChainSettings } from './settings';
  * stops well within it, and its next try goes on where it stopped.
  */
 const CLOSING_RESCAN_BUDGET_MS = 15_000;
+/** Past its payment window, a checkout whose order never committed is no longer read (its watch has ended). */
+const UNCOMMITTED_SLACK_SECONDS = 300;
+/** A chain whose scanner has not ticked for this many sync periods counts as unavailable to its watches. */
+const STALE_TICKS = 5;
 
 export interface ChainStatus {
   chainId: number;
@@ -109,6 +113,62 @@ export class EvmPaymentProvider implements PaymentProvider {
     }
     const { unavailable } = await scanCheckout(em, checkout, ready);
     return { unavailable: [...unverified, ...unavailable] };
+  }
+
+  /**
+   * One tick of the chain's scanner: every checkout not closed whose address is on the chain, read
+   * at once (ceil(N / EVM_SCAN_ADDRESSES_PER_CALL) eth_getLogs per block range), then the watches
+   * of those whose transfers moved are woken to count them now. With no open checkout it asks no
+   * node. How it went is kept for the watches' `unavailableFor` and /readyz.
+   */
+  async scanChain(chainId: number): Promise<ChainScanTick> {
+    const nextInSeconds = this.config.PAYMENT_SYNC_SECONDS;
+    const rpc = this.rpcs.find((r) => r.chain.chainId === chainId);
+    if (!rpc) return { checkouts: 0, woken: 0, available: false, nextInSeconds, retired: true };
+    const em = this.orm.em.fork();
+    // An uncommitted checkout is read for as long as its order could still commit and be paid.
+    const open = (await checkoutsToScan(em, this.config.PAYMENT_WINDOW_SECONDS + UNCOMMITTED_SLACK_SECONDS)).filter((c) => addressOn(c, rpc.chain));
+    const tick = { checkouts: open.length, woken: 0, available: true, nextInSeconds, retired: false };
+    let touched = new Set<string>();
+    if (open.length > 0) {
+      try {
+        if (!(await this.tokensVerified(rpc))) tick.available = false;
+        else touched = await scanCheckoutsOn(em, rpc, open, this.config.EVM_SCAN_ADDRESSES_PER_CALL);
+      } catch (err) {
+        if (!(err instanceof ChainUnavailableError)) throw err;
+        tick.available = false;
+      }
+    }
+    await saveEvmChainScan(em, { chainId, checkouts: open.length, available: tick.available });
+    for (const checkout of open.filter((c) => touched.has(c.id))) if (await this.wake(checkout.reference, checkout.derivation_index)) tick.woken++;
+    return tick;
+  }
+
+  /**
+   * The chains this checkout's address is read on whose scanner's last tick could not read them,
+   * or that have not been read for several ticks (their scanner stopped or failing).
+   */
+  async unavailableFor(depositIndex: number): Promise<{ unavailable: number[] }> {
+    const em = this.orm.em.fork();
+    const checkout = await evmCheckoutAt(em, depositIndex);
+    if (!checkout || checkout.state === 'closed') return { unavailable: [] };
+    const scans = new Map((await evmChainScans(em)).map((s) => [s.chain_id, s]));
+    const staleMs = STALE_TICKS * this.config.PAYMENT_SYNC_SECONDS * 1000;
+    const unavailable = this.chains.filter((chain) => {
+      const scan = scans.get(chain.chainId);
+      return addressOn(checkout, chain) && scan && (!scan.available || Number(scan.age_ms) > staleMs);
+    });
+    return { unavailable: unavailable.map((c) => c.chainId) };
+  }
+
+  /** Wakes the checkout's watch; false when it is not running (closed, or not started yet). A wake is a hint: its step comes anyway. */
+  private async wake(orderId: string, depositIndex: number): Promise<boolean> {
+    try {
+      await this.temporal.client.workflow.getHandle(evmCheckoutWorkflowId(orderId, depositIndex)).signal(evmCheckoutScannedSignal);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /**
