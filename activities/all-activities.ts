@@ -17,7 +17,7 @@ import { createBatchActivities } from './batches-activities';
  * its Temporal client (the reconciler describes and starts workflows with it).
  */
 export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle }) {
-  const d = { orm: deps.orm, config: deps.config, ...deps.providers };
+  const d = { orm: deps.orm, config: deps.config, temporal: deps.temporal, ...deps.providers };
   return {
     ...createOrderActivities(d),
     ...createPaymentActivities(d),

@@ -1,14 +1,20 @@
 import { Context, log } from '@temporalio/activity';
+import type { Config } from '../src/config';
+import type { Orm } from '../src/db/orm';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
+import { EvmCheckoutWatch } from '../src/services/evm-checkout-watch';
+import type { TemporalHandle } from '../src/temporal/client';
 import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts';
 
 // The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
 // addresses, transaction hashes and node URLs stay in Postgres and config, out of history.
 
-export function createEvmCheckoutActivities(deps: { evm?: EvmPaymentProvider }) {
+export function createEvmCheckoutActivities(deps: { orm: Orm; config: Config; temporal?: TemporalHandle; evm?: EvmPaymentProvider }) {
+  const { orm, config, temporal, evm: chains } = deps;
+  const watch = chains && temporal ? new EvmCheckoutWatch({ orm, config, temporal, evm: chains }) : undefined;
   const evm = () => {
-    if (!deps.evm) throw new Error('this worker has no EVM payment provider (PAYMENT_PROVIDER is not evm)');
-    return deps.evm;
+    if (!watch) throw new Error('this worker has no EVM payment provider (PAYMENT_PROVIDER is not evm)');
+    return watch;
   };
   return {
     /**

@@ -26,6 +26,7 @@ import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
 import { keepChainScanners } from './temporal/chain-scanners';
+import { evmCheckoutStatus, openEvmCheckout } from './services/evm-checkout-watch';
 import { coreMetricsUrl } from './temporal/runtime';
 import { createActivities } from '../activities/all-activities';
 import { createWorker } from './temporal/worker';
@@ -83,7 +84,10 @@ export async function startServices(opts: {
   });
   // Built once for the process (a bad sandbox script or a token whose decimals are not what the
   // config says fails the start here): every worker the supervisor (re)creates and the API use these.
-  const providers = createProviders({ orm, config, temporal });
+  const providers = createProviders({
+    orm, config, temporal,
+    evmCheckouts: (evm) => ({ open: (req) => openEvmCheckout({ orm, config, temporal, evm }, req), status: (checkoutId) => evmCheckoutStatus(orm, checkoutId) }),
+  });
   const mismatches = (await providers.evm?.verifyTokens(logger)) ?? [];
   if (mismatches.length > 0) {
     await temporal.connection.close();

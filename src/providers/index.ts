@@ -1,6 +1,6 @@
 import { ConfigError, type Config } from '../config';
 import type { TemporalHandle } from '../temporal/client';
-import { EvmPaymentProvider } from './evm/provider';
+import { EvmPaymentProvider, type CheckoutBook } from './evm/provider';
 import type { Orm } from '../db/orm';
 import { createLogger } from '../logger';
 import { NoSupplier, OperatorOnlyUpstream } from './none';
@@ -33,7 +33,11 @@ export interface Providers {
   sandboxUpstream?: SandboxRedemptionUpstream;
 }
 
-export function createProviders(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): Providers {
+/**
+ * `evmCheckouts`: where the EVM adapter's port opens and reads its checkouts (the checkout's
+ * service, which sits above the providers and is handed in by the caller).
+ */
+export function createProviders(deps: { orm: Orm; config: Config; temporal: TemporalHandle; evmCheckouts?: (evm: EvmPaymentProvider) => CheckoutBook }): Providers {
   const { config } = deps;
   configureSandboxes(config);
   const evm = config.PAYMENT_PROVIDER === 'evm' ? evmProvider(deps) : undefined;
@@ -97,11 +101,12 @@ function reloadlySupplier(config: Config): ReloadlySupplier {
   return new ReloadlySupplier(settings, createLogger(config.LOG_LEVEL).child({ supplier: 'reloadly' }));
 }
 
-function evmProvider(deps: { orm: Orm; config: Config; temporal: TemporalHandle }): EvmPaymentProvider {
+function evmProvider(deps: { config: Config; evmCheckouts?: (evm: EvmPaymentProvider) => CheckoutBook }): EvmPaymentProvider {
   if (deps.config.evmChains.length === 0) {
     throw new ConfigError('Invalid configuration:\n  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
   }
-  return new EvmPaymentProvider({ ...deps, chains: deps.config.evmChains });
+  if (!deps.evmCheckouts) throw new Error('PAYMENT_PROVIDER=evm needs the checkout service (createProviders: evmCheckouts)');
+  return new EvmPaymentProvider({ config: deps.config, chains: deps.config.evmChains, book: deps.evmCheckouts });
 }
 
 /**

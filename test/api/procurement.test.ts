@@ -146,9 +146,11 @@ describe('needs_attention (spec 3.2)', () => {
       lastSupplierError: 'sandbox supplier: prod_roblox_gift_card_us_10 temporarily unavailable', attentionSince: expect.any(Number),
     });
     await orderUntil(api, fine.body.orderId, (o) => o.status === 'delivered');
+    // Visibility is eventually consistent, and the replayed placement above may have started a new
+    // order run that lists the order for a moment, until it hands off again and clears the attribute.
     const listed = await eventually(async () => {
       const ids = await workflowIds(h, `FulfillmentStatus = "needs_attention" AND AccountId = "${accountId}"`);
-      return ids.length > 0 ? ids : undefined;
+      return ids.length === 1 ? ids : undefined;
     });
     expect(listed).toEqual([procurementWorkflowId(orderId)]);
     // The money stays as paid: nothing is refunded automatically.

@@ -25,14 +25,8 @@ const NOT_THE_SERVICE = ['src/dev/', 'src/providers/sandbox/sandbox-store.ts'];
 
 const ABOVE_THE_SERVICES = ['src/http', 'src/pages', 'src/console', 'src/mcp', 'src/providers', 'src/metrics', 'activities'];
 
-/**
- * Known exceptions, each with its reason; a file listed here is still checked for raw SQL.
- * The EVM payment adapter still holds the EVM checkout's domain logic (it loads the order to open
- * a checkout for it); issue 41 item 1 moves that logic into its service, and this entry goes then.
- */
-const EXCEPTIONS: Record<string, string> = {
-  'src/providers/evm/provider.ts': 'the EVM checkout logic moves out of the adapter into src/services (issue 41 item 1)',
-};
+/** Known exceptions, each with its reason; a file listed here is still checked for raw SQL. None today. */
+const EXCEPTIONS: Record<string, string> = {};
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
