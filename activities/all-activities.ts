@@ -2,6 +2,7 @@ import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { Providers } from '../src/providers';
 import type { TemporalHandle } from '../src/temporal/client';
+import type { EvmCheckoutDeps } from '../src/services/evm-checkout-watch';
 import { createEvmCheckoutActivities } from './evm-checkouts-activities';
 import { createOrderActivities } from './orders-activities';
 import { createPaymentActivities } from './payments-activities';
@@ -14,10 +15,11 @@ import { createBatchActivities } from './batches-activities';
 
 /**
  * The service's activities, over the providers the composition root built for this process, and
- * its Temporal client (the reconciler describes and starts workflows with it).
+ * its Temporal client (the reconciler describes and starts workflows with it). `notifyPaid`: how
+ * the EVM checkout's watch tells a paid order's workflow (the root's, so no activity loads the starters).
  */
-export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle }) {
-  const d = { orm: deps.orm, config: deps.config, temporal: deps.temporal, ...deps.providers };
+export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle; notifyPaid?: EvmCheckoutDeps['notifyPaid'] }) {
+  const d = { orm: deps.orm, config: deps.config, temporal: deps.temporal, notifyPaid: deps.notifyPaid, ...deps.providers };
   return {
     ...createOrderActivities(d),
     ...createPaymentActivities(d),

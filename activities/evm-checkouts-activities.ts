@@ -2,16 +2,16 @@ import { Context, log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
-import { EvmCheckoutWatch } from '../src/services/evm-checkout-watch';
+import { EvmCheckoutWatch, type EvmCheckoutDeps } from '../src/services/evm-checkout-watch';
 import type { TemporalHandle } from '../src/temporal/client';
 import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts';
 
 // The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
 // addresses, transaction hashes and node URLs stay in Postgres and config, out of history.
 
-export function createEvmCheckoutActivities(deps: { orm: Orm; config: Config; temporal?: TemporalHandle; evm?: EvmPaymentProvider }) {
-  const { orm, config, temporal, evm: chains } = deps;
-  const watch = chains && temporal ? new EvmCheckoutWatch({ orm, config, temporal, evm: chains }) : undefined;
+export function createEvmCheckoutActivities(deps: { orm: Orm; config: Config; temporal?: TemporalHandle; evm?: EvmPaymentProvider; notifyPaid?: EvmCheckoutDeps['notifyPaid'] }) {
+  const { orm, config, temporal, evm: chains, notifyPaid } = deps;
+  const watch = chains && temporal && notifyPaid ? new EvmCheckoutWatch({ orm, config, temporal, evm: chains, notifyPaid }) : undefined;
   const evm = () => {
     if (!watch) throw new Error('this worker has no EVM payment provider (PAYMENT_PROVIDER is not evm)');
     return watch;

@@ -26,7 +26,8 @@ import { connectTemporal, type TemporalHandle } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection';
 import { keepReconcileSchedule } from './temporal/reconcile-schedule';
 import { keepChainScanners } from './temporal/chain-scanners';
-import { evmCheckoutStatus, openEvmCheckout } from './services/evm-checkout-watch';
+import { evmCheckoutStatus, openEvmCheckout } from './services/evm-checkout-opening';
+import { notifyPaid } from './temporal/payment-notices';
 import { coreMetricsUrl } from './temporal/runtime';
 import { createActivities } from '../activities/all-activities';
 import { createWorker } from './temporal/worker';
@@ -102,7 +103,7 @@ export async function startServices(opts: {
   let stopReconcileSchedule: (() => void) | undefined;
   let stopChainScanners: (() => void) | undefined;
   if (opts.worker) {
-    const activities = createActivities({ orm, config, providers, temporal });
+    const activities = createActivities({ orm, config, providers, temporal, notifyPaid: (order) => notifyPaid(temporal, config, order) });
     supervisor = new WorkerSupervisor({
       create: () =>
         createWorker({ ...temporalConnectionOptions(config, opts.temporalAddress), namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, config, activities, workflowBundle }),

@@ -1,23 +1,18 @@
-import { randomBytes } from 'node:crypto';
 import type { Config } from '../config';
-import { checkoutsToScan, evmChainScans, evmCheckout, evmCheckoutAt, insertEvmCheckout, nextDerivationIndex, saveEvmChainScan } from '../db/evm-store';
+import { checkoutsToScan, evmChainScans, evmCheckoutAt, saveEvmChainScan } from '../db/evm-store';
 import type { Orm } from '../db/orm';
 import { OrderSchema } from '../db/entities';
-import { paymentProviderErrors } from '../metrics/registry';
 import { evmCheckoutScannedSignal, evmCheckoutWorkflowId, type ChainScanTick, type SettlePhase } from '../contracts/evm-checkouts';
 import type { TemporalHandle } from '../temporal/client';
-import { notifyPaid } from '../temporal/payment-notices';
-import { evmCheckoutStarter } from '../temporal/starters';
-import { providerError, type Checkout, type CheckoutRequest, type PaymentStatus } from '../providers/payments';
+import type { Order } from '../db/entities';
 import type { EvmPaymentProvider } from '../providers/evm/provider';
 import { ChainUnavailableError, type ChainRpc } from '../providers/evm/rpc';
 import { settleCheckout, type CheckoutSettlement } from './evm-checkouts';
 import { addressOn, ClosingNotReadyError, rescanBeforeClosing, scanCheckout, scanCheckoutsOn } from './evm-scan';
 
-// The self-hosted checkout's lifecycle (PAYMENT_PROVIDER=evm), over the EVM adapter's chain client
-// (src/providers/evm/provider.ts): a checkout opened with a fresh deposit address and its watch,
-// each chain's scanner's tick, and the watch's steps. The activities call it directly; the
-// adapter's port (createCheckout, getStatus) is handed `openEvmCheckout` and `evmCheckoutStatus`.
+// The self-hosted checkout's watch (PAYMENT_PROVIDER=evm), over the EVM adapter's chain client
+// (src/providers/evm/provider.ts): each chain's scanner's tick and the checkout watch's steps,
+// called by their activities. Opening a checkout is ./evm-checkout-opening.ts (the API's side).
 
 /**
  * The settle step's activity has 30 s (workflows/activity-options.ts): the rescan before closing
@@ -34,31 +29,11 @@ export interface EvmCheckoutDeps {
   config: Config;
   temporal: TemporalHandle;
   evm: EvmPaymentProvider;
-}
-
-/**
- * A new deposit address (its derivation index is handed out once, ever) and its watch. A watch
- * that cannot be started is the provider failing: the order is not created, the caller retries.
- */
-export async function openEvmCheckout(deps: EvmCheckoutDeps, req: CheckoutRequest): Promise<Checkout> {
-  const em = deps.orm.em.fork();
-  const index = await nextDerivationIndex(em);
-  const id = `chk_${randomBytes(24).toString('base64url')}`;
-  await insertEvmCheckout(em, { id, reference: req.reference, derivationIndex: index, ...deps.evm.depositAddresses(index), amount: req.amount, currency: req.currency });
-  try {
-    await evmCheckoutStarter(deps.temporal, deps.config, { orderId: req.reference, depositIndex: index }).start();
-  } catch {
-    paymentProviderErrors.inc({ call: 'create', kind: 'error' });
-    throw providerError();
-  }
-  return { checkoutId: id, checkoutUrl: `${deps.config.publicBaseUrl}/checkout/${id}` };
-}
-
-/** What the watch recorded: paid once confirmed money reached the amount. */
-export async function evmCheckoutStatus(orm: Orm, checkoutId: string): Promise<PaymentStatus> {
-  const row = await evmCheckout(orm.em.fork(), checkoutId);
-  if (!row?.paid_at) return { status: 'pending' };
-  return { status: 'paid', paidAt: Math.floor(new Date(row.paid_at).getTime() / 1000) };
+  /**
+   * Tells a paid order's (or top-up's) workflow, as a provider's callback would (the composition
+   * root hands in src/temporal/payment-notices.ts: the worker's activities never load the starters).
+   */
+  notifyPaid: (order: Order) => Promise<void>;
 }
 
 export class EvmCheckoutWatch {
@@ -152,7 +127,7 @@ export class EvmCheckoutWatch {
     const em = this.deps.orm.em.fork();
     const checkout = await evmCheckoutAt(em, depositIndex);
     const order = checkout && (await em.findOne(OrderSchema, { id: checkout.reference }));
-    if (order && (order.status === 'pending' || order.status === 'expired')) await notifyPaid(this.deps.temporal, this.deps.config, order);
+    if (order && (order.status === 'pending' || order.status === 'expired')) await this.deps.notifyPaid(order);
   }
 
   /** Wakes the checkout's watch; false when it is not running (closed, or not started yet). A wake is a hint: its step comes anyway. */

@@ -2,6 +2,7 @@ import { createWalletClient, defineChain, erc20Abi, http, encodeFunctionData } f
 import { privateKeyToAccount } from 'viem/accounts';
 import { evmCheckout } from '../../src/db/evm-store';
 import { EvmCheckoutWatch } from '../../src/services/evm-checkout-watch';
+import { notifyPaid } from '../../src/temporal/payment-notices';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
@@ -126,7 +127,9 @@ test('the same transfer seen again (scans and settlements repeated, as a retried
   await eventually(async () => (await api.get('/balance')).body.balance === '10.00');
   // What a retried activity, a replayed watch or a second worker would do: scan and settle again.
   const id = (await evmCheckout(h.services.orm.em.fork(), checkoutIdOf(topup.body.checkoutUrl)))!.derivation_index;
-  const evm = new EvmCheckoutWatch({ orm: h.services.orm, config: h.config, temporal: h.services.temporal, evm: h.services.providers.evm! });
+  const evm = new EvmCheckoutWatch({
+    orm: h.services.orm, config: h.config, temporal: h.services.temporal, evm: h.services.providers.evm!, notifyPaid: (order) => notifyPaid(h.services.temporal, h.config, order),
+  });
   for (let i = 0; i < 3; i++) {
     await evm.scan(id);
     await evm.settle(id, 'open');
