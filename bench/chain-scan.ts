@@ -72,7 +72,7 @@ async function nextTick(services: Services): Promise<void> {
 
 async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; temporalAddress: string; chain: DevChain; proxy: RpcProxy }): Promise<Row[]> {
   const db = `bench_chain_scan_${size}_${randomBytes(3).toString('hex')}`;
-  const admin = await startEmbeddedPostgresAdmin(ctx.pgUrlFor('postgres'));
+  const admin = await connectPg(ctx.pgUrlFor('postgres'));
   await admin.query(`create database "${db}"`);
   await admin.end();
   const port = await freeLowPort();
@@ -185,7 +185,7 @@ async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; te
   return rows;
 }
 
-async function startEmbeddedPostgresAdmin(url: string) {
+async function connectPg(url: string) {
   const { Client } = await import('pg');
   const client = new Client({ connectionString: url });
   await client.connect();

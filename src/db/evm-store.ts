@@ -85,20 +85,6 @@ export async function evmScans(em: EntityManager, checkoutId: string): Promise<E
   return em.execute<EvmScanRow[]>('select * from evm_checkout_scans where checkout_id = ?', [checkoutId]);
 }
 
-/** A scan's reach. The furthest each node read stays (a node behind does not move it back). */
-export async function saveEvmScan(
-  em: EntityManager,
-  s: { checkoutId: string; chainId: number; startBlock: bigint; scannedTo: bigint; head: bigint; finalized: bigint | null },
-): Promise<void> {
-  await em.execute(
-    `insert into evm_checkout_scans (checkout_id, chain_id, start_block, scanned_to, head, finalized) values (?, ?, ?, ?, ?, ?)
-       on conflict (checkout_id, chain_id) do update
-         set scanned_to = greatest(evm_checkout_scans.scanned_to, excluded.scanned_to), head = greatest(evm_checkout_scans.head, excluded.head),
-             finalized = greatest(evm_checkout_scans.finalized, excluded.finalized), updated_at = now()`,
-    [s.checkoutId, s.chainId, String(s.startBlock), String(s.scannedTo), String(s.head), s.finalized === null ? null : String(s.finalized)],
-  );
-}
-
 /** The rescan before closing has read the address up to block `to` on this chain. */
 export async function saveEvmRescan(em: EntityManager, checkoutId: string, chainId: number, to: bigint): Promise<void> {
   await em.execute(
@@ -207,7 +193,10 @@ export async function waitingEvmTransfers(em: EntityManager, chainId: number, ch
   );
 }
 
-/** `saveEvmScan` for many checkouts read together, in one statement. */
+/**
+ * The reach of a scan of many checkouts read together, in one statement. The furthest each node
+ * read stays (a node behind does not move it back).
+ */
 export async function saveEvmScans(
   em: EntityManager,
   chainId: number,

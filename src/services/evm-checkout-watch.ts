@@ -6,9 +6,9 @@ import { evmCheckoutScannedSignal, evmCheckoutWorkflowId, type ChainScanTick, ty
 import type { TemporalHandle } from '../temporal/client';
 import type { Order } from '../db/entities';
 import type { EvmPaymentProvider } from '../providers/evm/provider';
-import { ChainUnavailableError, type ChainRpc } from '../providers/evm/rpc';
+import { ChainUnavailableError } from '../providers/evm/rpc';
 import { settleCheckout, type CheckoutSettlement } from './evm-checkouts';
-import { addressOn, ClosingNotReadyError, rescanBeforeClosing, scanCheckout, scanCheckoutsOn } from './evm-scan';
+import { addressOn, ClosingNotReadyError, rescanBeforeClosing, scanCheckoutsOn } from './evm-scan';
 
 // The self-hosted checkout's watch (PAYMENT_PROVIDER=evm), over the EVM adapter's chain client
 // (src/providers/evm/provider.ts): each chain's scanner's tick and the checkout watch's steps,
@@ -38,25 +38,6 @@ export interface EvmCheckoutDeps {
 
 export class EvmCheckoutWatch {
   constructor(private readonly deps: EvmCheckoutDeps) {}
-
-  /**
-   * One checkout read on every chain, on its own (the per-checkout read the chain scanner does for
-   * all at once). A chain whose tokens' decimals() were not read yet is not scanned (its amounts
-   * could be read wrong by orders of magnitude): it counts as unavailable.
-   */
-  async scan(depositIndex: number): Promise<{ unavailable: number[] }> {
-    const em = this.deps.orm.em.fork();
-    const checkout = await evmCheckoutAt(em, depositIndex);
-    if (!checkout || checkout.state === 'closed') return { unavailable: [] };
-    const ready: ChainRpc[] = [];
-    const unverified: number[] = [];
-    for (const rpc of this.deps.evm.rpcs) {
-      if (await this.deps.evm.tokensVerified(rpc)) ready.push(rpc);
-      else unverified.push(rpc.chain.chainId);
-    }
-    const { unavailable } = await scanCheckout(em, checkout, ready);
-    return { unavailable: [...unverified, ...unavailable] };
-  }
 
   /**
    * One tick of the chain's scanner: every checkout not closed whose address is on the chain, read

@@ -33,9 +33,10 @@ export class ClosingNotReadyError extends Error {
 }
 
 /**
- * Scans every chain for transfers to the checkout's address, from where the last scan of that
- * chain left off (less the blocks that may still change, so a reorg is seen) up to the serving
- * node's head, and confirms what is deep enough. A chain whose nodes are all down is skipped this
+ * One checkout read on its own on every chain (the chains' scanners read for all open checkouts at
+ * once, `scanCheckoutsOn`; bench/chain-scan times this read per checkout as its baseline): from
+ * where the last scan of that chain left off (less the blocks that may still change, so a reorg is
+ * seen) up to the serving node's head, confirming what is deep enough. A chain whose nodes are all down is skipped this
  * time; the others go on. Returns the chains that could not be scanned.
  */
 export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {

@@ -131,7 +131,7 @@ test('the same transfer seen again (scans and settlements repeated, as a retried
     orm: h.services.orm, config: h.config, temporal: h.services.temporal, evm: h.services.providers.evm!, notifyPaid: (order) => notifyPaid(h.services.temporal, h.config, order),
   });
   for (let i = 0; i < 3; i++) {
-    await evm.scan(id);
+    await evm.scanChain(chain.chainId);
     await evm.settle(id, 'open');
     await evm.settle(id, 'after');
   }
