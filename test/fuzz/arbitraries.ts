@@ -4,8 +4,8 @@ import fc from 'fast-check';
 // mixed with lone surrogates, NUL and control characters, very long strings, deep nesting, wrong
 // types, prototype keys, odd numbers, invalid JSON, wrong content types and empty bodies.
 
-/** Cases per endpoint: 150 in CI (every run draws new ones); FUZZ_RUNS raises it for a local soak (e.g. 10000). */
-export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 150);
+/** Cases per endpoint: 300 in CI; FUZZ_RUNS raises it for a local soak (e.g. 10000). */
+export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
 /** fast-check's settings for every property; a failure prints its seed and path to replay. */
 export const fuzzParams = (extra: fc.Parameters<unknown> = {}): fc.Parameters<unknown> => ({
