@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { CODE_ALPHABET } from './codes';
 
 // Secrets never reach logs: keys, webhook secrets, checkout URLs and codes are redacted wherever
 // they appear in a logged object.
@@ -23,6 +24,44 @@ export const REDACT_PATHS = [
   '*.redeemInfo',
 ];
 
+// Paths only catch a secret under its own name. A failure's text can carry one anywhere: MikroORM
+// inlines a statement's parameters into the SQL a Postgres error quotes, and the SDK logs a failed
+// activity's message. So free text (messages, error messages and stacks) loses every value shaped
+// like one of ours: a checkout id (the secret part of its link), an API key, a webhook secret, a
+// platform code.
+const SECRET_IDS = /\b(chk|wsk|whsec)_[A-Za-z0-9_-]{16,}/g;
+const PLATFORM_CODE = new RegExp(`\\b[${CODE_ALPHABET}]{4}(?:-[${CODE_ALPHABET}]{4}){3}\\b`, 'g');
+
+export function scrubSecrets(text: string): string {
+  return text.replace(SECRET_IDS, '$1_[redacted]').replace(PLATFORM_CODE, '[redacted]');
+}
+
+/** pino's error serializer, with the secrets scrubbed from every string it keeps (causes too). */
+function scrubbedError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown;
+  return scrubStrings(out, 0);
+}
+
+function scrubStrings(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return scrubSecrets(value);
+  if (!value || typeof value !== 'object' || depth > 4) return value;
+  if (Array.isArray(value)) return value.map((v) => scrubStrings(v, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubStrings(v, depth + 1)]));
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'wholesale' } }, destination);
+  return pino(
+    {
+      level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      base: { service: 'wholesale' },
+      serializers: { err: scrubbedError },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((a) => (typeof a === 'string' ? scrubSecrets(a) : a)) as Parameters<typeof method>);
+        },
+      },
+    },
+    destination,
+  );
 }
