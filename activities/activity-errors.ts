@@ -23,6 +23,13 @@ export async function asRejection<T extends object>(fn: () => Promise<T>): Promi
     return await fn();
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    return { outcome: 'rejected', rejection: { code: err.code, message: safeText(err.message, 500), ...(err.details ? { details: err.details } : {}) } };
+    return {
+      outcome: 'rejected',
+      rejection: {
+        code: err.code,
+        message: safeText(err.message, 500),
+        ...(err.details ? { details: err.details } : {}),
+      },
+    };
   }
 }

@@ -18,8 +18,20 @@ import { createBatchActivities } from './batches-activities';
  * its Temporal client (the reconciler describes and starts workflows with it). `notifyPaid`: how
  * the EVM checkout's watch tells a paid order's workflow (the root's, so no activity loads the starters).
  */
-export function createActivities(deps: { orm: Orm; config: Config; providers: Providers; temporal?: TemporalHandle; notifyPaid?: EvmCheckoutDeps['notifyPaid'] }) {
-  const d = { orm: deps.orm, config: deps.config, temporal: deps.temporal, notifyPaid: deps.notifyPaid, ...deps.providers };
+export function createActivities(deps: {
+  orm: Orm;
+  config: Config;
+  providers: Providers;
+  temporal?: TemporalHandle;
+  notifyPaid?: EvmCheckoutDeps['notifyPaid'];
+}) {
+  const d = {
+    orm: deps.orm,
+    config: deps.config,
+    temporal: deps.temporal,
+    notifyPaid: deps.notifyPaid,
+    ...deps.providers,
+  };
   return {
     ...createOrderActivities(d),
     ...createPaymentActivities(d),

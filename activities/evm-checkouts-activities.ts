@@ -9,9 +9,18 @@ import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts'
 // The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
 // addresses, transaction hashes and node URLs stay in Postgres and config, out of history.
 
-export function createEvmCheckoutActivities(deps: { orm: Orm; config: Config; temporal?: TemporalHandle; evm?: EvmPaymentProvider; notifyPaid?: EvmCheckoutDeps['notifyPaid'] }) {
+export function createEvmCheckoutActivities(deps: {
+  orm: Orm;
+  config: Config;
+  temporal?: TemporalHandle;
+  evm?: EvmPaymentProvider;
+  notifyPaid?: EvmCheckoutDeps['notifyPaid'];
+}) {
   const { orm, config, temporal, evm: chains, notifyPaid } = deps;
-  const watch = chains && temporal && notifyPaid ? new EvmCheckoutWatch({ orm, config, temporal, evm: chains, notifyPaid }) : undefined;
+  const watch =
+    chains && temporal && notifyPaid
+      ? new EvmCheckoutWatch({ orm, config, temporal, evm: chains, notifyPaid })
+      : undefined;
   const evm = () => {
     if (!watch) throw new Error('this worker has no EVM payment provider (PAYMENT_PROVIDER is not evm)');
     return watch;
@@ -43,10 +52,19 @@ export function createEvmCheckoutActivities(deps: { orm: Orm; config: Config; te
     },
 
     /** Counts newly confirmed transfers once each; past the late watch they are credited to the balance. */
-    async settleEvmCheckout(input: { depositIndex: number; phase: SettlePhase }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number; orderId: string | null }> {
+    async settleEvmCheckout(input: {
+      depositIndex: number;
+      phase: SettlePhase;
+    }): Promise<{ state: 'pending' | 'paid' | 'closed'; notify: boolean; waiting: number; orderId: string | null }> {
       const { state, notify, waiting, credited, orderId } = await evm().settle(input.depositIndex, input.phase);
       // The operator's line: money beyond what was asked went to a balance (ids only, no addresses).
-      for (const { reason, cents } of credited) log.warn('payment beyond the checkout amount credited to the balance', { orderId, depositIndex: input.depositIndex, reason, cents });
+      for (const { reason, cents } of credited)
+        log.warn('payment beyond the checkout amount credited to the balance', {
+          orderId,
+          depositIndex: input.depositIndex,
+          reason,
+          cents,
+        });
       return { state, notify, waiting, orderId };
     },
 

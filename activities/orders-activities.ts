@@ -41,13 +41,32 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
         const em = orm.em.fork();
         const { order, reused } = await placeOrder(em, input, settings);
         replay = reused;
-        if (reused && input.payment === 'intent' && order.status === 'pending' && order.payment === 'intent' && !order.checkoutUrl) {
+        if (
+          reused &&
+          input.payment === 'intent' &&
+          order.status === 'pending' &&
+          order.payment === 'intent' &&
+          !order.checkoutUrl
+        ) {
           const checkout = await openCheckout(order.id, fromDb(order.amount), order.currency, `Order ${order.id}`);
           await attachCheckout(em, order.id, checkout);
         }
-        const placed = { outcome: 'placed' as const, orderId: order.id, reused, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
+        const placed = {
+          outcome: 'placed' as const,
+          orderId: order.id,
+          reused,
+          status: order.status,
+          fulfillmentStatus: order.fulfillmentStatus ?? null,
+        };
         if (reused) return placed;
-        return { ...placed, shown: { amount: toDecimal(fromDb(order.amount)), deliveryType: order.deliveryType as PlacedView['deliveryType'], fulfilledQuantity: order.fulfilledQuantity } };
+        return {
+          ...placed,
+          shown: {
+            amount: toDecimal(fromDb(order.amount)),
+            deliveryType: order.deliveryType as PlacedView['deliveryType'],
+            fulfilledQuantity: order.fulfilledQuantity,
+          },
+        };
       }).finally(() => {
         if (!replay) timer();
       });
@@ -58,9 +77,14 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
      * placement reached it (an update admitted just before a Temporal restart can be lost after
      * its placement committed; the caller's retry is then answered from Postgres).
      */
-    async findPlacedOrder(input: { accountId: string; externalOrderId: string }): Promise<{ orderId: string; status: string; fulfillmentStatus: string | null } | null> {
+    async findPlacedOrder(input: {
+      accountId: string;
+      externalOrderId: string;
+    }): Promise<{ orderId: string; status: string; fulfillmentStatus: string | null } | null> {
       const order = await findByExternalId(orm.em.fork(), input.accountId, input.externalOrderId);
-      return order ? { orderId: order.id, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null } : null;
+      return order
+        ? { orderId: order.id, status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null }
+        : null;
     },
 
     async orderStatus(orderId: string): Promise<{ status: string; fulfillmentStatus: string | null }> {

@@ -2,7 +2,14 @@ import { log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { paymentCallbackUrl, type PaymentProvider, type PaymentStatus } from '../src/providers/payments';
-import { expirePayment, paymentFactFor, paymentState, recordStatusConfirmation, settlePayment, type SettleOutcome } from '../src/services/payments';
+import {
+  expirePayment,
+  paymentFactFor,
+  paymentState,
+  recordStatusConfirmation,
+  settlePayment,
+  type SettleOutcome,
+} from '../src/services/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/topup-opening';
 import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups';
 import { asRejection } from './activity-errors';
@@ -13,7 +20,11 @@ export type ConfirmationPath = 'callback' | 'status_sync' | 'late';
 
 export function createPaymentActivities(deps: { orm: Orm; config: Config; payments: PaymentProvider }) {
   const { orm, config, payments } = deps;
-  const settings = { levelThresholds: config.LEVEL_THRESHOLDS, publicBaseUrl: config.publicBaseUrl, paid: paymentFactFor(config.PAYMENT_PROVIDER) };
+  const settings = {
+    levelThresholds: config.LEVEL_THRESHOLDS,
+    publicBaseUrl: config.publicBaseUrl,
+    paid: paymentFactFor(config.PAYMENT_PROVIDER),
+  };
   return {
     /**
      * Opens a top-up's hosted checkout and stores it, run as a local activity in the update handler
@@ -35,7 +46,10 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; paymen
      * opening reached it (an update admitted just before a Temporal restart can be lost after its
      * opening committed).
      */
-    async findOpenedTopup(input: { accountId: string; key: string }): Promise<{ orderId: string; status: string } | null> {
+    async findOpenedTopup(input: {
+      accountId: string;
+      key: string;
+    }): Promise<{ orderId: string; status: string } | null> {
       const order = await findTopupByWorkflowKey(orm.em.fork(), input.accountId, input.key);
       return order ? { orderId: order.id, status: order.status } : null;
     },

@@ -10,7 +10,13 @@ import {
   refundUndelivered,
   resumeProcurement,
 } from '../src/services/procurement';
-import type { DeliverRequest, OrderFacts, ProcurementTiming, RoundResult, SupportRequest } from '../src/contracts/procurement';
+import type {
+  DeliverRequest,
+  OrderFacts,
+  ProcurementTiming,
+  RoundResult,
+  SupportRequest,
+} from '../src/contracts/procurement';
 import { procurementTiming } from '../src/temporal/timing';
 import { businessErrors } from './activity-errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';
@@ -28,13 +34,20 @@ export function createProcurementActivities(deps: { orm: Orm; config: Config; su
     try {
       await checkSupplierPrice(orm.em.fork(), productId, purchase, config.SUPPLIER_COST_AT_PAR, log);
     } catch (err) {
-      log.warn('supplier price check failed', { productId, transactionId: purchase.transactionId, error: err instanceof Error ? err.message : String(err) });
+      log.warn('supplier price check failed', {
+        productId,
+        transactionId: purchase.transactionId,
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   };
   return {
     /** The order as it stands, and the bounds of this worker's config. */
     async beginProcurement(orderId: string): Promise<{ facts: OrderFacts; timing: ProcurementTiming }> {
-      return businessErrors(async () => ({ facts: await loadFacts(orm.em.fork(), orderId), timing: procurementTiming(config) }));
+      return businessErrors(async () => ({
+        facts: await loadFacts(orm.em.fork(), orderId),
+        timing: procurementTiming(config),
+      }));
     },
 
     /**
@@ -45,9 +58,13 @@ export function createProcurementActivities(deps: { orm: Orm; config: Config; su
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
-        const round = await businessErrors(() => procureRound(orm.em.fork(), supplier, { ...input, baseUrl }, checkPrice));
+        const round = await businessErrors(() =>
+          procureRound(orm.em.fork(), supplier, { ...input, baseUrl }, checkPrice),
+        );
         if (round.outcome !== 'not_procuring') {
-          procurementRounds.inc({ outcome: round.outcome === 'obtained' ? (round.obtained > 0 ? 'progress' : 'empty') : round.outcome });
+          procurementRounds.inc({
+            outcome: round.outcome === 'obtained' ? (round.obtained > 0 ? 'progress' : 'empty') : round.outcome,
+          });
           procurementUnits.inc(round.obtained);
         }
         return round;

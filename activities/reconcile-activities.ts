@@ -26,7 +26,10 @@ export function createReconcileActivities(deps: { orm: Orm; config: Config; temp
       const context = Context.current();
       const beat = setInterval(() => context.heartbeat(), 1000);
       try {
-        const { findings: _findings, ...result } = await reconcileStep({ orm: deps.orm, temporal: temporal(), config: deps.config, log }, step);
+        const { findings: _findings, ...result } = await reconcileStep(
+          { orm: deps.orm, temporal: temporal(), config: deps.config, log },
+          step,
+        );
         return result;
       } finally {
         clearInterval(beat);
@@ -36,7 +39,8 @@ export function createReconcileActivities(deps: { orm: Orm; config: Config; temp
     /** The run's one summary line, and its count. */
     async reportReconcile(totals: ReconcileTotals): Promise<void> {
       reconcilerRuns.inc({ outcome: totals.incomplete.length > 0 ? 'incomplete' : 'complete' });
-      if (totals.incomplete.length > 0 || totals.failed > 0) log.warn('reconciliation finished, not all of it', { ...totals });
+      if (totals.incomplete.length > 0 || totals.failed > 0)
+        log.warn('reconciliation finished, not all of it', { ...totals });
       else log.info('reconciliation finished', { ...totals });
     },
   };

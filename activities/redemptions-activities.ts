@@ -22,7 +22,11 @@ export function createRedemptionActivities(deps: { orm: Orm; config: Config; ups
     async beginRedemptionAttempt(ref: AttemptRef): Promise<{ state: 'ready' | 'finished'; manual: boolean }> {
       const begun = await beginAttempt(deps.orm.em.fork(), ref);
       // Retryable: the submission that started this run may not have committed yet.
-      if (!begun) throw ApplicationFailure.retryable(`attempt ${ref.redemptionId}:${ref.attempt} is not visible`, 'AttemptNotVisible');
+      if (!begun)
+        throw ApplicationFailure.retryable(
+          `attempt ${ref.redemptionId}:${ref.attempt} is not visible`,
+          'AttemptNotVisible',
+        );
       return begun;
     },
 
@@ -45,10 +49,19 @@ export function createRedemptionActivities(deps: { orm: Orm; config: Config; ups
     },
 
     /** Records the outcome; one from an operator's decision only when Postgres backs that decision. */
-    async finishRedemptionAttempt(input: AttemptRef & { outcome: AttemptOutcome; decision?: DecisionRef }): Promise<'finished' | 'refused'> {
+    async finishRedemptionAttempt(
+      input: AttemptRef & { outcome: AttemptOutcome; decision?: DecisionRef },
+    ): Promise<'finished' | 'refused'> {
       const { redemptionId, attempt } = input;
-      const recorded = await finishAttempt(deps.orm.em.fork(), keys, { redemptionId, attempt }, input.outcome, input.decision);
-      if (recorded === 'refused') log.warn('operator decision with nothing on record behind it: refused', { redemptionId, attempt });
+      const recorded = await finishAttempt(
+        deps.orm.em.fork(),
+        keys,
+        { redemptionId, attempt },
+        input.outcome,
+        input.decision,
+      );
+      if (recorded === 'refused')
+        log.warn('operator decision with nothing on record behind it: refused', { redemptionId, attempt });
       return recorded;
     },
 

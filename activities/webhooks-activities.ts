@@ -2,8 +2,20 @@ import { log } from '@temporalio/activity';
 import { webhookAttempts } from '../src/metrics/registry';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { cancelDelivery, claimDeliveryAttempt, deliveryWithEvent, failSpentDelivery, recordDeliveryAttempt } from '../src/db/webhooks-store';
-import { sendWebhook, webhookBody, type Resolver, type SendResult, type WebhookRequest } from '../src/services/webhook-sender';
+import {
+  cancelDelivery,
+  claimDeliveryAttempt,
+  deliveryWithEvent,
+  failSpentDelivery,
+  recordDeliveryAttempt,
+} from '../src/db/webhooks-store';
+import {
+  sendWebhook,
+  webhookBody,
+  type Resolver,
+  type SendResult,
+  type WebhookRequest,
+} from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhook-endpoints';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/contracts/webhooks';
 
@@ -45,11 +57,19 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
       const claim = await claimDeliveryAttempt(em, input.deliveryId, deps.config.WEBHOOK_MAX_ATTEMPTS);
       if (!claim) {
         const attempts = await failSpentDelivery(em, input.deliveryId);
-        log.info('webhook delivery failed: its attempts were spent by an earlier run', { deliveryId: input.deliveryId, attempts });
+        log.info('webhook delivery failed: its attempts were spent by an earlier run', {
+          deliveryId: input.deliveryId,
+          attempts,
+        });
         return { outcome: 'failed', attempts, statusCode: null, error: 'attempt budget spent' };
       }
       const { attempt } = claim;
-      const body = webhookBody({ id: row.event_id, type: row.type, payload: row.payload, createdAt: new Date(row.created_at) });
+      const body = webhookBody({
+        id: row.event_id,
+        type: row.type,
+        payload: row.payload,
+        createdAt: new Date(row.created_at),
+      });
       const result = await send({
         url: endpoint.url,
         secret: endpoint.secret,
@@ -59,7 +79,11 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
         raw: body.raw,
       });
 
-      const outcome = result.ok ? 'succeeded' : input.retryInSeconds === null || claim.left <= 0 ? 'failed' : 'retrying';
+      const outcome = result.ok
+        ? 'succeeded'
+        : input.retryInSeconds === null || claim.left <= 0
+          ? 'failed'
+          : 'retrying';
       await recordDeliveryAttempt(em, input.deliveryId, {
         status: outcome === 'retrying' ? 'pending' : outcome,
         statusCode: result.statusCode,

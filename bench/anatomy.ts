@@ -40,11 +40,17 @@ type Sample = Record<string, number>;
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; timing: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, timing: String(res.headers['server-timing'] ?? '') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, timing: String(res.headers['server-timing'] ?? '') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -63,7 +69,8 @@ function parseServerTiming(h: string): Record<string, number> {
   return out;
 }
 
-const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => (t ? Number(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6 : NaN);
+const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) =>
+  t ? Number(t.seconds) * 1000 + (t.nanos ?? 0) / 1e6 : NaN;
 
 /** The times of the first workflow task's events, from the workflow's history. */
 async function historyTimes(client: Client, workflowId: string): Promise<Sample> {
@@ -139,10 +146,14 @@ function table(title: string, samples: Sample[], extra: Record<string, number>):
   console.log(`\n${title}`);
   console.log(`${'phase'.padEnd(40)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)}`);
   for (const name of Object.keys(samples[0] ?? {})) {
-    const xs = samples.map((s) => s[name]).filter(Number.isFinite).sort((a, b) => a - b);
+    const xs = samples
+      .map((s) => s[name])
+      .filter(Number.isFinite)
+      .sort((a, b) => a - b);
     console.log(`${name.padEnd(40)} ${pct(xs, 50).toFixed(2).padStart(8)} ${pct(xs, 99).toFixed(2).padStart(8)}`);
   }
-  for (const [name, v] of Object.entries(extra)) console.log(`${name.padEnd(40)} ${v.toFixed(2).padStart(8)} ${'(mean)'.padStart(8)}`);
+  for (const [name, v] of Object.entries(extra))
+    console.log(`${name.padEnd(40)} ${v.toFixed(2).padStart(8)} ${'(mean)'.padStart(8)}`);
 }
 
 // ---- one engine --------------------------------------------------------------------------------
@@ -151,37 +162,68 @@ async function measureOrders(stack: Stack, orm: Orm, client: Client, label: stri
   const config = loadConfig({ ...process.env, ...stack.env });
   const em = orm.em.fork();
   const account = await createAccount(em, `anatomy-${randomUUID().slice(0, 6)}`);
-  await adjustBalance(em, { accountId: account.accountId, amount: ((N + 50) * 0.02 + 1).toFixed(2), note: 'anatomy funding', levelThresholds: config.LEVEL_THRESHOLDS });
+  await adjustBalance(em, {
+    accountId: account.accountId,
+    amount: ((N + 50) * 0.02 + 1).toFixed(2),
+    note: 'anatomy funding',
+    levelThresholds: config.LEVEL_THRESHOLDS,
+  });
   const run = randomUUID().slice(0, 8);
   const place = async (i: number, tag: string): Promise<Sample> => {
     const externalOrderId = `anatomy-${run}-${tag}${i}`;
     const t0 = now();
-    const res = await post(`${stack.apiUrl}/orders`, { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
-      JSON.stringify({ externalOrderId, productId: 'prod_api_order_test', qty: 1 }));
+    const res = await post(
+      `${stack.apiUrl}/orders`,
+      { authorization: `Bearer ${account.apiKey}`, 'content-type': 'application/json' },
+      JSON.stringify({ externalOrderId, productId: 'prod_api_order_test', qty: 1 }),
+    );
     const total = now() - t0;
     if (res.status !== 200) throw new Error(`order answered ${res.status}`);
-    return { total, ...parseServerTiming(res.timing), ...(tag ? {} : await historyTimes(client, orderWorkflowId(account.accountId, externalOrderId))) };
+    return {
+      total,
+      ...parseServerTiming(res.timing),
+      ...(tag ? {} : await historyTimes(client, orderWorkflowId(account.accountId, externalOrderId))),
+    };
   };
   for (let i = 0; i < 50; i++) await place(i, 'w');
   const before = await scrape(stack.metricsUrl);
   const samples: Sample[] = [];
   for (let i = 0; i < N; i++) samples.push(phasesOfOrder(await place(i, '')));
   const after = await scrape(stack.metricsUrl);
-  table(`${stack.engine}: order at C=1, ${label} (N=${N})`, samples,
-    Object.fromEntries(Object.entries(WORKER_METRICS).map(([k, m]) => [k, meanDelta(before, after, m)])));
+  table(
+    `${stack.engine}: order at C=1, ${label} (N=${N})`,
+    samples,
+    Object.fromEntries(Object.entries(WORKER_METRICS).map(([k, m]) => [k, meanDelta(before, after, m)])),
+  );
 }
 
-async function measureEmpty(stack: Stack, client: Client, nativeConnection: NativeConnection, metricsUrl: string, taskQueue: string, label: string): Promise<void> {
+async function measureEmpty(
+  stack: Stack,
+  client: Client,
+  nativeConnection: NativeConnection,
+  metricsUrl: string,
+  taskQueue: string,
+  label: string,
+): Promise<void> {
   const config = loadConfig({ ...process.env, ...stack.env });
   const tag = randomUUID().slice(0, 6);
   const worker = await Worker.create({
-    connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue, workflowsPath: require.resolve('./workflows'), ...workflowPolling(config),
+    connection: nativeConnection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+    ...workflowPolling(config),
   });
   await worker.runUntil(async () => {
     const once = async (id: string): Promise<Sample> => {
       const sent = now();
       await client.workflow.executeUpdateWithStart(benchUpdate, {
-        args: ['x'], startWorkflowOperation: new WithStartWorkflowOperation('benchWorkflow', { workflowId: id, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING' }),
+        args: ['x'],
+        startWorkflowOperation: new WithStartWorkflowOperation('benchWorkflow', {
+          workflowId: id,
+          taskQueue,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        }),
       });
       return { sent, answered: now() };
     };
@@ -193,8 +235,11 @@ async function measureEmpty(stack: Stack, client: Client, nativeConnection: Nati
       samples.push(phasesOfEmpty({ ...s, ...(await historyTimes(client, `${taskQueue}:${tag}${i}`)) }));
     }
     const after = await scrape(metricsUrl);
-    table(`${stack.engine}: empty update-with-start at C=1, ${label} (N=${N})`, samples,
-      Object.fromEntries(Object.entries(WORKER_METRICS).map(([k, m]) => [k, meanDelta(before, after, m)])));
+    table(
+      `${stack.engine}: empty update-with-start at C=1, ${label} (N=${N})`,
+      samples,
+      Object.fromEntries(Object.entries(WORKER_METRICS).map(([k, m]) => [k, meanDelta(before, after, m)])),
+    );
   });
 }
 
@@ -212,13 +257,31 @@ async function anatomyOf(stack: Stack, coreMetricsUrl: string): Promise<void> {
     const config = loadConfig({ ...process.env, ...stack.env });
     const em = orm.em.fork();
     const account = await createAccount(em, 'anatomy-load');
-    await adjustBalance(em, { accountId: account.accountId, amount: (LOAD * 0.02 + 1).toFixed(2), note: 'anatomy load', levelThresholds: config.LEVEL_THRESHOLDS });
+    await adjustBalance(em, {
+      accountId: account.accountId,
+      amount: (LOAD * 0.02 + 1).toFixed(2),
+      note: 'anatomy load',
+      levelThresholds: config.LEVEL_THRESHOLDS,
+    });
     const keys = [account.apiKey];
     while (keys.length < 16) keys.push(await createApiKey(em, account.accountId));
     const run = randomUUID().slice(0, 8);
-    const load = await runPool('load', LOAD, 16, async (i) => (await post(`${stack.apiUrl}/orders`, { authorization: `Bearer ${keys[i % 16]}`, 'content-type': 'application/json' },
-      JSON.stringify({ externalOrderId: `load-${run}-${i}`, productId: 'prod_api_order_test', qty: 1 }))).status === 200);
-    console.log(`\n${stack.engine}: placed ${LOAD} orders at C=16 (${load.failures} failed, ${(LOAD / load.seconds).toFixed(1)}/s)`);
+    const load = await runPool(
+      'load',
+      LOAD,
+      16,
+      async (i) =>
+        (
+          await post(
+            `${stack.apiUrl}/orders`,
+            { authorization: `Bearer ${keys[i % 16]}`, 'content-type': 'application/json' },
+            JSON.stringify({ externalOrderId: `load-${run}-${i}`, productId: 'prod_api_order_test', qty: 1 }),
+          )
+        ).status === 200,
+    );
+    console.log(
+      `\n${stack.engine}: placed ${LOAD} orders at C=16 (${load.failures} failed, ${(LOAD / load.seconds).toFixed(1)}/s)`,
+    );
     await new Promise((r) => setTimeout(r, 5000));
     await measureOrders(stack, orm, client, `after ${LOAD} more orders`);
     await measureEmpty(stack, client, nativeConnection, coreMetricsUrl, taskQueue, 'the same task queue, later');
@@ -233,7 +296,11 @@ async function main() {
   const port = await freeLoopbackPort();
   Runtime.install({
     logger: new DefaultLogger('WARN'),
-    telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true } } },
+    telemetryOptions: {
+      metrics: {
+        prometheus: { bindAddress: `127.0.0.1:${port}`, countersTotalSuffix: true, useSecondsForDurations: true },
+      },
+    },
   });
   console.log(`bench/anatomy  N=${N}  load=${LOAD}  (${new Date().toISOString()})`);
   for (const engine of parseEngines(flagAt >= 0 ? args[flagAt + 1] : 'dev,server')) {

@@ -11,7 +11,10 @@ export type Buckets = Map<number, number>;
 /** `temporal_<kind>_schedule_to_start_latency` (seconds; with or without the `_seconds` suffix) from Prometheus text. */
 export function scheduleToStart(text: string, kind: 'workflow_task' | 'activity'): Buckets {
   const buckets: Buckets = new Map();
-  const re = new RegExp(`^temporal_${kind}_schedule_to_start_latency(?:_seconds)?_bucket\\{[^}]*le="([^"]+)"[^}]*\\} ([0-9.eE+]+)$`, 'gm');
+  const re = new RegExp(
+    `^temporal_${kind}_schedule_to_start_latency(?:_seconds)?_bucket\\{[^}]*le="([^"]+)"[^}]*\\} ([0-9.eE+]+)$`,
+    'gm',
+  );
   for (const m of text.matchAll(re)) {
     const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
     buckets.set(le, (buckets.get(le) ?? 0) + Number(m[2]));
@@ -38,10 +41,13 @@ export function waits(buckets: Buckets): Waits {
   const tasks = buckets.get(Infinity) ?? 0;
   // A histogram the worker never observed (no activity task yet) is not exported at all.
   if (buckets.size === 0) return { tasks: 0, over: 0, p95UpperBound: 0 };
-  if (!buckets.has(OVERLOAD_SECONDS)) throw new Error(`the histogram has no bucket bound at ${OVERLOAD_SECONDS} s (bounds: ${[...buckets.keys()].join(', ')})`);
+  if (!buckets.has(OVERLOAD_SECONDS))
+    throw new Error(
+      `the histogram has no bucket bound at ${OVERLOAD_SECONDS} s (bounds: ${[...buckets.keys()].join(', ')})`,
+    );
   const over = tasks - buckets.get(OVERLOAD_SECONDS)!;
   const bounds = [...buckets.keys()].sort((a, b) => a - b);
-  const p95UpperBound = tasks === 0 ? 0 : bounds.find((le) => buckets.get(le)! >= 0.95 * tasks) ?? Infinity;
+  const p95UpperBound = tasks === 0 ? 0 : (bounds.find((le) => buckets.get(le)! >= 0.95 * tasks) ?? Infinity);
   return { tasks, over, p95UpperBound };
 }
 
@@ -117,13 +123,20 @@ export function stepLine(s: Step): string {
   const l = [...s.latenciesMs].sort((a, b) => a - b);
   const share = (w: Waits) => (w.tasks ? `${((100 * w.over) / w.tasks).toFixed(1)}%` : '-');
   return [
-    s.target.toFixed(1).padStart(7), achieved(s).toFixed(1).padStart(9), String(s.failed).padStart(7),
-    pct(l, 50).toFixed(0).padStart(8), pct(l, 95).toFixed(0).padStart(8),
-    String(s.workflowTasks.tasks).padStart(7), share(s.workflowTasks).padStart(8), `<=${s.workflowTasks.p95UpperBound}`.padStart(9),
+    s.target.toFixed(1).padStart(7),
+    achieved(s).toFixed(1).padStart(9),
+    String(s.failed).padStart(7),
+    pct(l, 50).toFixed(0).padStart(8),
+    pct(l, 95).toFixed(0).padStart(8),
+    String(s.workflowTasks.tasks).padStart(7),
+    share(s.workflowTasks).padStart(8),
+    `<=${s.workflowTasks.p95UpperBound}`.padStart(9),
     share(s.activityTasks).padStart(8),
-    ((1000 * s.apiCpu) / Math.max(1, s.ok)).toFixed(2).padStart(9), ((1000 * s.workerCpu) / Math.max(1, s.ok)).toFixed(2).padStart(9),
+    ((1000 * s.apiCpu) / Math.max(1, s.ok)).toFixed(2).padStart(9),
+    ((1000 * s.workerCpu) / Math.max(1, s.ok)).toFixed(2).padStart(9),
     keptUp(s) ? '  kept up' : '  BEHIND',
   ].join(' ');
 }
 
-export const STEP_HEADER = 'offered  served/s  failed  p50 ms  p95 ms  wf tasks  >1 s   p95 s    act >1 s  API ms/o  wkr ms/o';
+export const STEP_HEADER =
+  'offered  served/s  failed  p50 ms  p95 ms  wf tasks  >1 s   p95 s    act >1 s  API ms/o  wkr ms/o';

@@ -24,7 +24,17 @@ import { startTopology, type Proc, type Topology } from '../test/topology/harnes
 import { runPool } from './pool';
 import { benchUpdate } from './workflows';
 import {
-  achieved, capacity, delta, keptUp, pct, scheduleToStart, sizing, STEP_HEADER, stepLine, waits, type Step,
+  achieved,
+  capacity,
+  delta,
+  keptUp,
+  pct,
+  scheduleToStart,
+  sizing,
+  STEP_HEADER,
+  stepLine,
+  waits,
+  type Step,
 } from './capacity-report';
 
 const { values: args } = parseArgs({
@@ -50,11 +60,23 @@ function procCpu(pid: number): number {
 const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
 function post(url: string, key: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -80,13 +102,17 @@ async function offer(api: Proc, keys: string[], rate: number, seconds: number, t
     inFlight++;
     const t0 = performance.now();
     const body = JSON.stringify({ externalOrderId: `cap-${tag}-${i}`, productId: TEST_PRODUCT_ID, qty: 1 });
-    pending.push(post(`${api.apiUrl}/orders`, keys[i % keys.length], body).then(
-      (status) => (status === 200 ? ok++ : failed++),
-      () => failed++,
-    ).then(() => {
-      latencies.push(performance.now() - t0);
-      inFlight--;
-    }));
+    pending.push(
+      post(`${api.apiUrl}/orders`, keys[i % keys.length], body)
+        .then(
+          (status) => (status === 200 ? ok++ : failed++),
+          () => failed++,
+        )
+        .then(() => {
+          latencies.push(performance.now() - t0);
+          inFlight--;
+        }),
+    );
   }
   await Promise.all(pending);
   return { ok, failed, latencies, seconds: (performance.now() - started) / 1000 };
@@ -104,11 +130,23 @@ async function bareEngine(topology: Topology): Promise<number> {
   const taskQueue = `capacity-bar-${randomUUID().slice(0, 8)}`;
   const nativeConnection = await NativeConnection.connect({ address: topology.temporalAddress });
   const connection = await Connection.connect({ address: topology.temporalAddress });
-  const worker = await Worker.create({ connection: nativeConnection, namespace: 'default', taskQueue, workflowsPath: require.resolve('./workflows'), ...workflowPolling(config) });
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    workflowsPath: require.resolve('./workflows'),
+    ...workflowPolling(config),
+  });
   const client = new Client({ connection, namespace: 'default' });
   const uws = (tag: string) => async (i: number) => {
-    const op = new WithStartWorkflowOperation('benchWorkflow', { workflowId: `bar:${taskQueue}:${tag}${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING' });
-    return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+    const op = new WithStartWorkflowOperation('benchWorkflow', {
+      workflowId: `bar:${taskQueue}:${tag}${i}`,
+      taskQueue,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    return (
+      (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x'
+    );
   };
   const result = await worker.runUntil(async () => {
     await runPool('warm-up', 100, 16, uws('w'));
@@ -123,7 +161,9 @@ async function bareEngine(topology: Topology): Promise<number> {
 async function main() {
   process.env.TEMPORAL_PAYLOAD_KEYS ??= `capacity:${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')}`;
   const topology = await startTopology({
-    apis: 1, workers: 1, temporal: args.temporal as 'server' | 'dev',
+    apis: 1,
+    workers: 1,
+    temporal: args.temporal as 'server' | 'dev',
     env: { RATE_LIMIT_PER_MINUTE: '1000000', RECONCILE_SECONDS: '0' },
   });
   const [api] = topology.apis;
@@ -134,7 +174,12 @@ async function main() {
     for (let i = 0; i < Number(args.accounts); i++) {
       const em = orm.em.fork();
       const a = await createAccount(em, `capacity-${i}`);
-      await adjustBalance(em, { accountId: a.accountId, amount: '100000.00', note: 'capacity bench funding', levelThresholds: loadConfig({}).LEVEL_THRESHOLDS });
+      await adjustBalance(em, {
+        accountId: a.accountId,
+        amount: '100000.00',
+        note: 'capacity bench funding',
+        levelThresholds: loadConfig({}).LEVEL_THRESHOLDS,
+      });
       keys.push(a.apiKey);
     }
     await orm.close();
@@ -143,7 +188,9 @@ async function main() {
     await offer(api, keys, Number(args.start), 10, `${runId}-w`);
 
     const steps: Step[] = [];
-    console.log(`\nbench/capacity  temporal=${topology.temporalMode}  1 API + 1 worker process  steps of ${STEP_SECONDS} s  (${new Date().toISOString()})\n`);
+    console.log(
+      `\nbench/capacity  temporal=${topology.temporalMode}  1 API + 1 worker process  steps of ${STEP_SECONDS} s  (${new Date().toISOString()})\n`,
+    );
     console.log(STEP_HEADER);
     let rate = Number(args.start);
     for (let n = 0; n < Number(args['max-steps']); n++, rate *= Number(args.factor)) {
@@ -152,10 +199,15 @@ async function main() {
       const r = await offer(api, keys, rate, STEP_SECONDS, `${runId}-${n}`);
       const after = await scrape(worker);
       const step: Step = {
-        target: rate, seconds: r.seconds, ok: r.ok, failed: r.failed, latenciesMs: r.latencies,
+        target: rate,
+        seconds: r.seconds,
+        ok: r.ok,
+        failed: r.failed,
+        latenciesMs: r.latencies,
         workflowTasks: waits(delta(before.workflow, after.workflow)),
         activityTasks: waits(delta(before.activity, after.activity)),
-        apiCpu: procCpu(api.child!.pid!) - cpu0.api, workerCpu: procCpu(worker.child!.pid!) - cpu0.worker,
+        apiCpu: procCpu(api.child!.pid!) - cpu0.api,
+        workerCpu: procCpu(worker.child!.pid!) - cpu0.worker,
       };
       steps.push(step);
       console.log(stepLine(step));
@@ -169,7 +221,12 @@ async function main() {
     const kept = steps.filter(keptUp);
     const lastKept = kept[kept.length - 1];
     console.log(`
-one worker process kept up to      ${c.perWorker.toFixed(1)} orders/s (p95 HTTP ${pct([...lastKept.latenciesMs].sort((a, b) => a - b), 95).toFixed(0)} ms)${c.crossedAt ? `; fell behind at ${c.crossedAt.toFixed(1)} offered` : '; never fell behind: raise --max-steps'}
+one worker process kept up to      ${c.perWorker.toFixed(1)} orders/s (p95 HTTP ${pct(
+      [...lastKept.latenciesMs].sort((a, b) => a - b),
+      95,
+    ).toFixed(
+      0,
+    )} ms)${c.crossedAt ? `; fell behind at ${c.crossedAt.toFixed(1)} offered` : '; never fell behind: raise --max-steps'}
 one API process, per core          ${c.perApiCore.toFixed(1)} orders/s (its CPU per order)
 one worker process, per core       ${c.perWorkerCore.toFixed(1)} orders/s (its CPU per order)
 tasks per order                    ${c.tasksPerOrder.toFixed(2)} (workflow + activity)
@@ -184,7 +241,10 @@ KEDA targetQueueSize ${rule.targetQueueSize} (${c.perWorker.toFixed(1)} orders/s
   }
 }
 
-main().then(() => process.exit(0), (err) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -43,7 +43,8 @@ const METHODS = ['eth_blockNumber', 'eth_getLogs', 'eth_getBlockByNumber', 'eth_
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const units6 = (cents: number) => BigInt(cents) * 10_000n;
-const percentile = (p: number, xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+const percentile = (p: number, xs: number[]) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 
 interface Row {
   checkouts: number;
@@ -57,7 +58,8 @@ interface Row {
 function callsOf(proxy: RpcProxy): Record<string, number> {
   return Object.fromEntries(METHODS.map((m) => [m, proxy.count(m)]));
 }
-const delta = (a: Record<string, number>, b: Record<string, number>) => Object.fromEntries(METHODS.map((m) => [m, b[m] - a[m]]));
+const delta = (a: Record<string, number>, b: Record<string, number>) =>
+  Object.fromEntries(METHODS.map((m) => [m, b[m] - a[m]]));
 const total = (d: Record<string, number>) => Object.values(d).reduce((s, n) => s + n, 0);
 
 async function tickTime(services: Services): Promise<number> {
@@ -70,7 +72,10 @@ async function nextTick(services: Services): Promise<void> {
   while ((await tickTime(services)) <= before) await sleep(100);
 }
 
-async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; temporalAddress: string; chain: DevChain; proxy: RpcProxy }): Promise<Row[]> {
+async function measure(
+  size: number,
+  ctx: { pgUrlFor: (db: string) => string; temporalAddress: string; chain: DevChain; proxy: RpcProxy },
+): Promise<Row[]> {
   const db = `bench_chain_scan_${size}_${randomBytes(3).toString('hex')}`;
   const admin = await connectPg(ctx.pgUrlFor('postgres'));
   await admin.query(`create database "${db}"`);
@@ -94,7 +99,15 @@ async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; te
     MAX_PENDING_TOPUPS: '1000000',
     RECONCILE_SECONDS: '0',
   });
-  const services = await startServices({ config, databaseUrl: config.DATABASE_URL!, temporalAddress: ctx.temporalAddress, registerSearchAttributes: true, logger: pino({ level: 'silent' }), api: true, worker: true });
+  const services = await startServices({
+    config,
+    databaseUrl: config.DATABASE_URL!,
+    temporalAddress: ctx.temporalAddress,
+    registerSearchAttributes: true,
+    logger: pino({ level: 'silent' }),
+    api: true,
+    worker: true,
+  });
   const rows: Row[] = [];
   try {
     const { apiKey, accountId } = await createAccount(services.orm.em.fork(), `bench-${size}`);
@@ -108,7 +121,11 @@ async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; te
           const res = await fetch(`http://127.0.0.1:${port}/wholesale/v1/topup`, {
             method: 'POST',
             headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ externalTopupId: `bench-${i + j}`, amount: (cents / 100).toFixed(2), currency: 'USDT' }),
+            body: JSON.stringify({
+              externalTopupId: `bench-${i + j}`,
+              amount: (cents / 100).toFixed(2),
+              currency: 'USDT',
+            }),
           });
           if (res.status !== 200) throw new Error(`POST /topup answered ${res.status}: ${await res.text()}`);
           topups.push({ orderId: ((await res.json()) as { orderId: string }).orderId, cents });
@@ -130,15 +147,23 @@ async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; te
     let started = Date.now();
     for (let i = 0; i < TICKS; i++) await nextTick(services);
     let d = delta(calls, callsOf(ctx.proxy));
-    const afterRow: Row = { checkouts: size, mode: 'after', callsPerMinute: (total(d) / ((Date.now() - started) / 1000)) * 60, getLogsPerRead: d.eth_getLogs / TICKS, readSeconds: (Date.now() - started) / 1000 / TICKS };
+    const afterRow: Row = {
+      checkouts: size,
+      mode: 'after',
+      callsPerMinute: (total(d) / ((Date.now() - started) / 1000)) * 60,
+      getLogsPerRead: d.eth_getLogs / TICKS,
+      readSeconds: (Date.now() - started) / 1000 / TICKS,
+    };
     const [scan] = await evmChainScans(services.orm.em.fork());
     if (scan.checkouts !== size) throw new Error(`the scanner read for ${scan.checkouts} checkouts, not ${size}`);
 
     // The 10% paid, then confirmed at once: the time from that moment to each credit.
-    const addresses = await services.orm.em.fork().execute<{ reference: string; address: `0x${string}` }[]>(
-      `select reference, address from evm_checkouts where reference = any(?::text[])`,
-      [`{${topups.map((t) => t.orderId).join(',')}}`],
-    );
+    const addresses = await services.orm.em
+      .fork()
+      .execute<{ reference: string; address: `0x${string}` }[]>(
+        `select reference, address from evm_checkouts where reference = any(?::text[])`,
+        [`{${topups.map((t) => t.orderId).join(',')}}`],
+      );
     const byOrder = new Map(addresses.map((a) => [a.reference, a.address]));
     for (const t of topups) await ctx.chain.pay(byOrder.get(t.orderId)!, 'USDT', units6(t.cents));
     await ctx.chain.mine(CONFIRMATIONS);
@@ -146,22 +171,29 @@ async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; te
     const credited = new Map<string, number>();
     const deadline = confirmedAt + 10 * 60_000;
     while (credited.size < topups.length && Date.now() < deadline) {
-      const rows = await services.orm.em.fork().execute<{ order_id: string }[]>(
-        `select order_id from ledger_transactions where account_id = ? and type = 'topup'`,
-        [accountId],
-      );
+      const rows = await services.orm.em
+        .fork()
+        .execute<{ order_id: string }[]>(
+          `select order_id from ledger_transactions where account_id = ? and type = 'topup'`,
+          [accountId],
+        );
       const now = Date.now();
       for (const r of rows) if (!credited.has(r.order_id)) credited.set(r.order_id, now - confirmedAt);
       await sleep(100);
     }
-    if (credited.size < topups.length) throw new Error(`${topups.length - credited.size} payments not credited within 10 minutes`);
+    if (credited.size < topups.length)
+      throw new Error(`${topups.length - credited.size} payments not credited within 10 minutes`);
     const waits = [...credited.values()].map((ms) => ms / 1000);
     afterRow.credit = { p50: percentile(0.5, waits), p95: percentile(0.95, waits), max: Math.max(...waits) };
     rows.push(afterRow);
 
     // Before: one round of the per-checkout read, as the watches made it every sync period.
     const evm = services.providers.evm!;
-    const indexes = await services.orm.em.fork().execute<{ derivation_index: number }[]>(`select derivation_index from evm_checkouts where state in ('pending', 'paid') order by derivation_index`);
+    const indexes = await services.orm.em
+      .fork()
+      .execute<{ derivation_index: number }[]>(
+        `select derivation_index from evm_checkouts where state in ('pending', 'paid') order by derivation_index`,
+      );
     calls = callsOf(ctx.proxy);
     started = Date.now();
     let next = 0;
@@ -178,7 +210,13 @@ async function measure(size: number, ctx: { pgUrlFor: (db: string) => string; te
     // The scanner ticks on meanwhile: its share of the calls is taken out.
     const scannerTicks = roundSeconds / afterRow.readSeconds;
     const own = total(d) - scannerTicks * (afterRow.callsPerMinute / 60) * afterRow.readSeconds;
-    rows.push({ checkouts: size, mode: 'before', callsPerMinute: own * (60 / SYNC_SECONDS), getLogsPerRead: d.eth_getLogs - scannerTicks * afterRow.getLogsPerRead, readSeconds: roundSeconds });
+    rows.push({
+      checkouts: size,
+      mode: 'before',
+      callsPerMinute: own * (60 / SYNC_SECONDS),
+      getLogsPerRead: d.eth_getLogs - scannerTicks * afterRow.getLogsPerRead,
+      readSeconds: roundSeconds,
+    });
   } finally {
     await services.stop();
   }
@@ -194,14 +232,17 @@ async function connectPg(url: string) {
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'wholesale-bench-chain-scan-'));
-  console.log(`bench/chain-scan: ${SIZES.map(fmt).join(' and ')} open checkouts, 10% paid; PAYMENT_SYNC_SECONDS=${SYNC_SECONDS}, EVM_SCAN_ADDRESSES_PER_CALL=${PER_CALL}`);
+  console.log(
+    `bench/chain-scan: ${SIZES.map(fmt).join(' and ')} open checkouts, 10% paid; PAYMENT_SYNC_SECONDS=${SYNC_SECONDS}, EVM_SCAN_ADDRESSES_PER_CALL=${PER_CALL}`,
+  );
   const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freeLowPort(), database: 'postgres' });
   const temporal = await startDevTemporal({ port: await freeLowPort(), uiPort: 0, namespace: 'default' });
   const chain = await startDevChain();
   const proxy = await startRpcProxy(chain.rpcUrl);
   const rows: Row[] = [];
   try {
-    for (const size of SIZES) rows.push(...(await measure(size, { pgUrlFor: pg.urlFor, temporalAddress: temporal.address, chain, proxy })));
+    for (const size of SIZES)
+      rows.push(...(await measure(size, { pgUrlFor: pg.urlFor, temporalAddress: temporal.address, chain, proxy })));
   } finally {
     await proxy.stop();
     await chain.stop();
@@ -209,11 +250,17 @@ async function main() {
     await pg.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log('\n| open checkouts | chain reads | RPC calls / min | eth_getLogs per read | s per read (scanner: tick, with its sync pause) | confirmation → credit p50 / p95 / max (s) |');
+  console.log(
+    '\n| open checkouts | chain reads | RPC calls / min | eth_getLogs per read | s per read (scanner: tick, with its sync pause) | confirmation → credit p50 / p95 / max (s) |',
+  );
   console.log('|---:|---|---:|---:|---:|---|');
   for (const r of rows) {
-    const credit = r.credit ? `${r.credit.p50.toFixed(1)} / ${r.credit.p95.toFixed(1)} / ${r.credit.max.toFixed(1)}` : `waits for its checkout's turn: up to one read`;
-    console.log(`| ${fmt(r.checkouts)} | ${r.mode === 'after' ? 'one scan per chain' : 'per checkout (before)'} | ${fmt(r.callsPerMinute)} | ${fmt(r.getLogsPerRead)} | ${r.readSeconds.toFixed(1)} | ${credit} |`);
+    const credit = r.credit
+      ? `${r.credit.p50.toFixed(1)} / ${r.credit.p95.toFixed(1)} / ${r.credit.max.toFixed(1)}`
+      : `waits for its checkout's turn: up to one read`;
+    console.log(
+      `| ${fmt(r.checkouts)} | ${r.mode === 'after' ? 'one scan per chain' : 'per checkout (before)'} | ${fmt(r.callsPerMinute)} | ${fmt(r.getLogsPerRead)} | ${r.readSeconds.toFixed(1)} | ${credit} |`,
+    );
   }
 }
 

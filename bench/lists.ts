@@ -35,11 +35,18 @@ async function seedAccount(orm: Orm, n: number): Promise<{ accountId: string; ap
 }
 
 /** A cursor 90% down the list, made as the API would make it (the bench knows CURSOR_SECRET). */
-async function deepCursor(orm: Orm, secret: string, accountId: string, list: 'orders' | 'transactions', n: number): Promise<string> {
+async function deepCursor(
+  orm: Orm,
+  secret: string,
+  accountId: string,
+  list: 'orders' | 'transactions',
+  n: number,
+): Promise<string> {
   const depth = Math.floor(n * 0.9);
-  const sql = list === 'orders'
-    ? 'select order_number as p from orders where account_id = ? order by order_number desc offset ? limit 1'
-    : 'select id as p from ledger_transactions where account_id = ? order by id desc offset ? limit 1';
+  const sql =
+    list === 'orders'
+      ? 'select order_number as p from orders where account_id = ? order by order_number desc offset ? limit 1'
+      : 'select id as p from ledger_transactions where account_id = ? order by id desc offset ? limit 1';
   const [row] = await orm.em.fork().execute<{ p: string }[]>(sql, [accountId, depth]);
   const filters = list === 'orders' ? { e: null } : { t: null };
   return encodeCursor({ secret, accountId, list, filters }, Number(row.p));
@@ -60,7 +67,8 @@ async function p50(url: string, key: string): Promise<number> {
 
 async function main() {
   const config = loadConfig();
-  const databaseUrl = config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
+  const databaseUrl =
+    config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
   const apiUrl = process.env.BENCH_API_URL ?? `${config.publicBaseUrl}/wholesale/v1`;
   const orm = await initOrm(databaseUrl);
   const small = await seedAccount(orm, SMALL);
@@ -71,18 +79,30 @@ async function main() {
     const path = `${apiUrl}/${list}?limit=50`;
     const first = [await p50(path, small.apiKey), await p50(path, large.apiKey)];
     const deep = [
-      await p50(`${path}&cursor=${encodeURIComponent(await deepCursor(orm, config.CURSOR_SECRET, small.accountId, list, SMALL))}`, small.apiKey),
-      await p50(`${path}&cursor=${encodeURIComponent(await deepCursor(orm, config.CURSOR_SECRET, large.accountId, list, LARGE))}`, large.apiKey),
+      await p50(
+        `${path}&cursor=${encodeURIComponent(await deepCursor(orm, config.CURSOR_SECRET, small.accountId, list, SMALL))}`,
+        small.apiKey,
+      ),
+      await p50(
+        `${path}&cursor=${encodeURIComponent(await deepCursor(orm, config.CURSOR_SECRET, large.accountId, list, LARGE))}`,
+        large.apiKey,
+      ),
     ];
     rows.push([`GET /${list} first page`, first[0], first[1]], [`GET /${list} deep cursor (90%)`, deep[0], deep[1]]);
   }
 
-  console.log(`\nbench/lists  ${SMALL} vs ${LARGE} rows per account, p50 of ${REPEAT} requests each  (${new Date().toISOString()})\n`);
-  console.log(`query                                   ${`${SMALL} rows ms`.padStart(13)} ${`${LARGE} rows ms`.padStart(15)}   ratio`);
+  console.log(
+    `\nbench/lists  ${SMALL} vs ${LARGE} rows per account, p50 of ${REPEAT} requests each  (${new Date().toISOString()})\n`,
+  );
+  console.log(
+    `query                                   ${`${SMALL} rows ms`.padStart(13)} ${`${LARGE} rows ms`.padStart(15)}   ratio`,
+  );
   let worst = 0;
   for (const [name, a, b] of rows) {
     worst = Math.max(worst, b / a);
-    console.log(`${name.padEnd(38)} ${a.toFixed(2).padStart(13)} ${b.toFixed(2).padStart(15)}   ${(b / a).toFixed(2)}x`);
+    console.log(
+      `${name.padEnd(38)} ${a.toFixed(2).padStart(13)} ${b.toFixed(2).padStart(15)}   ${(b / a).toFixed(2)}x`,
+    );
   }
   console.log(`\nworst ratio ${worst.toFixed(2)}x (goal: at most 1.5x)`);
   await orm.close();

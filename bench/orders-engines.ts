@@ -33,7 +33,8 @@ function runOnce(stack: Stack, n: number, c: number): Promise<Summary> {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.once('exit', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
-      if (code !== 0 || !line) return fail(new Error(`bench/orders on ${stack.engine} (C=${c}) exited ${code}:\n${out.slice(-1500)}`));
+      if (code !== 0 || !line)
+        return fail(new Error(`bench/orders on ${stack.engine} (C=${c}) exited ${code}:\n${out.slice(-1500)}`));
       done(JSON.parse(line.slice('BENCH_RESULT '.length)) as Summary);
     });
   });
@@ -68,8 +69,16 @@ export async function compareEngines(args: string[]): Promise<void> {
   }
 }
 
-function print(engines: Engine[], concurrencies: number[], n: number, rounds: number, results: Map<string, Summary[]>): void {
-  console.log(`\nbench/orders --engines ${engines.join(',')}  N=${n}  rounds=${rounds}  (${new Date().toISOString()}; medians over rounds)\n`);
+function print(
+  engines: Engine[],
+  concurrencies: number[],
+  n: number,
+  rounds: number,
+  results: Map<string, Summary[]>,
+): void {
+  console.log(
+    `\nbench/orders --engines ${engines.join(',')}  N=${n}  rounds=${rounds}  (${new Date().toISOString()}; medians over rounds)\n`,
+  );
   console.log('engine  C   order p50   engine p50   p50 ratio   order/s   engine/s   rate ratio   order p99');
   for (const engine of engines) {
     for (const c of concurrencies) {
@@ -82,5 +91,7 @@ function print(engines: Engine[], concurrencies: number[], n: number, rounds: nu
       );
     }
   }
-  console.log('\nratios are the medians of each round\'s own ratio (order against the empty update-with-start of the same run)');
+  console.log(
+    "\nratios are the medians of each round's own ratio (order against the empty update-with-start of the same run)",
+  );
 }

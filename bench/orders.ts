@@ -40,16 +40,19 @@ const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
 const agent = new Agent({ keepAlive: true, maxSockets: C });
 function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
-
 
 function report(results: Result[]) {
   const [http, engine, encrypted] = results;
@@ -58,29 +61,41 @@ function report(results: Result[]) {
   console.log('layer                                   orders/s    p50 ms    p99 ms   failures   p50 vs Postgres');
   for (const r of results) {
     const s = [...r.latencies].sort((a, b) => a - b);
-    const baseP50 = pct([...base.latencies].sort((a, b) => a - b), 50);
+    const baseP50 = pct(
+      [...base.latencies].sort((a, b) => a - b),
+      50,
+    );
     console.log(
       `${r.name.padEnd(38)} ${(N / r.seconds).toFixed(1).padStart(9)} ${pct(s, 50).toFixed(1).padStart(9)} ${pct(s, 99).toFixed(1).padStart(9)} ${String(r.failures).padStart(10)} ${(pct(s, 50) / baseP50).toFixed(1).padStart(12)}x`,
     );
   }
   // The engine is the bar: an order should cost little more than Temporal's own round trip.
-  const p50 = (r: Result) => pct([...r.latencies].sort((a, b) => a - b), 50);
+  const p50 = (r: Result) =>
+    pct(
+      [...r.latencies].sort((a, b) => a - b),
+      50,
+    );
   console.log(`
 HTTP order vs empty update-with-start, C=${C}: throughput ${(http.seconds > 0 ? engine.seconds / http.seconds : 0).toFixed(2)}x, p50 ${(p50(http) / p50(engine)).toFixed(2)}x`);
-  console.log(`payload codec on the empty update-with-start, C=${C}: throughput ${(engine.seconds / encrypted.seconds).toFixed(2)}x, p50 ${(p50(encrypted) / p50(engine)).toFixed(2)}x`);
+  console.log(
+    `payload codec on the empty update-with-start, C=${C}: throughput ${(engine.seconds / encrypted.seconds).toFixed(2)}x, p50 ${(p50(encrypted) / p50(engine)).toFixed(2)}x`,
+  );
 }
 
 /** Rate and p50/p99 of each phase, for the engines driver (bench/orders-engines.ts). */
 function summary(results: Result[]) {
-  return Object.fromEntries(results.map((r) => {
-    const s = [...r.latencies].sort((a, b) => a - b);
-    return [r.name.trim(), { rate: N / r.seconds, p50: pct(s, 50), p99: pct(s, 99), failures: r.failures }];
-  }));
+  return Object.fromEntries(
+    results.map((r) => {
+      const s = [...r.latencies].sort((a, b) => a - b);
+      return [r.name.trim(), { rate: N / r.seconds, p50: pct(s, 50), p99: pct(s, 99), failures: r.failures }];
+    }),
+  );
 }
 
 async function main() {
   const config = loadConfig();
-  const databaseUrl = config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
+  const databaseUrl =
+    config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
   const temporalAddress = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
   const apiUrl = process.env.BENCH_API_URL ?? `${config.publicBaseUrl}/wholesale/v1`;
   const orm = await initOrm(databaseUrl);
@@ -88,7 +103,12 @@ async function main() {
   const funding = ((N + WARMUP) * 0.02 + 1).toFixed(2);
   const [httpAcct, pgAcct] = [await createAccount(em, 'bench-http'), await createAccount(em, 'bench-pg')];
   for (const a of [httpAcct, pgAcct]) {
-    await adjustBalance(em, { accountId: a.accountId, amount: funding, note: 'bench funding', levelThresholds: config.LEVEL_THRESHOLDS });
+    await adjustBalance(em, {
+      accountId: a.accountId,
+      amount: funding,
+      note: 'bench funding',
+      levelThresholds: config.LEVEL_THRESHOLDS,
+    });
   }
 
   // One key per concurrent client of the same account: the 300/min limit is per key.
@@ -98,8 +118,11 @@ async function main() {
   // 1. The whole stack, over HTTP.
   const runId = randomUUID().slice(0, 8);
   const order = (tag: string) => async (i: number) =>
-    (await post(`${apiUrl}/orders`, { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
-      JSON.stringify({ externalOrderId: `bench-${runId}-${tag}${i}`, productId: 'prod_api_order_test', qty: 1 }))) === 200;
+    (await post(
+      `${apiUrl}/orders`,
+      { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
+      JSON.stringify({ externalOrderId: `bench-${runId}-${tag}${i}`, productId: 'prod_api_order_test', qty: 1 }),
+    )) === 200;
   const warm = await runPool('warm-up', WARMUP, C, order('w'));
   if (warm.failures > 0) throw new Error(`${warm.failures} of ${WARMUP} warm-up orders failed`);
   await settle();
@@ -113,17 +136,24 @@ async function main() {
   const engine = async (name: string, converter: DataConverter | undefined): Promise<Result> => {
     const taskQueue = `bench-${runId}-${converter ? 'enc' : 'plain'}`;
     const worker = await Worker.create({
-      connection: nativeConnection, namespace: config.TEMPORAL_NAMESPACE, taskQueue,
-      workflowsPath: require.resolve('./workflows'), dataConverter: converter,
+      connection: nativeConnection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue,
+      workflowsPath: require.resolve('./workflows'),
+      dataConverter: converter,
       // The service's worker settings, so the bar is the engine as the service runs it.
       ...workflowPolling(config),
     });
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: converter });
     const uws = (tag: string) => async (i: number) => {
       const op = new WithStartWorkflowOperation('benchWorkflow', {
-        workflowId: `bench:${taskQueue}:${tag}${i}`, taskQueue, workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowId: `bench:${taskQueue}:${tag}${i}`,
+        taskQueue,
+        workflowIdConflictPolicy: 'USE_EXISTING',
       });
-      return (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x';
+      return (
+        (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x'
+      );
     };
     return worker.runUntil(async () => {
       await runPool('warm-up', WARMUP, C, uws('w'));
@@ -133,14 +163,22 @@ async function main() {
   };
   await settle();
   const temporal = await engine('empty Temporal update-with-start', undefined);
-  const encrypted = await engine('  … with the payload codec', dataConverter(parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS)));
+  const encrypted = await engine(
+    '  … with the payload codec',
+    dataConverter(parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS)),
+  );
 
   // 3. Bare Postgres debit transactions: lock the account, ledger row, balance update.
   await settle();
   const pg = await runPool('bare Postgres debit transaction', N, C, async (i) => {
     await orm.em.fork().transactional(async (tx) => {
       const account = await lockAccount(tx, pgAcct.accountId);
-      await applyBalanceChange(tx, account, { type: 'purchase', amount: -1, spending: 1, idempotencyKey: `bench:${runId}:${i}` }, config.LEVEL_THRESHOLDS);
+      await applyBalanceChange(
+        tx,
+        account,
+        { type: 'purchase', amount: -1, spending: 1, idempotencyKey: `bench:${runId}:${i}` },
+        config.LEVEL_THRESHOLDS,
+      );
     });
     return true;
   });

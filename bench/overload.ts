@@ -55,25 +55,35 @@ function order(apiUrl: string, key: string, externalOrderId: string): Promise<Om
   const body = JSON.stringify({ externalOrderId, productId: 'prod_api_order_test', qty: 1 });
   const t0 = performance.now();
   return new Promise((resolve) => {
-    const req = request(`${apiUrl}/orders`, {
-      method: 'POST', agent, timeout: 60_000,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        let reason: string | undefined;
-        if (res.statusCode === 503) {
-          try {
-            reason = JSON.parse(text).details?.reason ?? 'deadline';
-          } catch {
-            reason = 'unparsed';
+    const req = request(
+      `${apiUrl}/orders`,
+      {
+        method: 'POST',
+        agent,
+        timeout: 60_000,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => {
+          let reason: string | undefined;
+          if (res.statusCode === 503) {
+            try {
+              reason = JSON.parse(text).details?.reason ?? 'deadline';
+            } catch {
+              reason = 'unparsed';
+            }
           }
-        }
-        resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, reason });
-      });
-    });
+          resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0, reason });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve({ status: 0, ms: performance.now() - t0 }));
     req.end(body);
@@ -93,7 +103,12 @@ async function fundedAccounts(databaseUrl: string, n: number): Promise<Account[]
     for (let i = 0; i < n; i++) {
       const em = orm.em.fork();
       const a = await createAccount(em, `overload-${runId}-${i}`);
-      await adjustBalance(em, { accountId: a.accountId, amount: '1000000.00', note: 'overload bench funding', levelThresholds: thresholds });
+      await adjustBalance(em, {
+        accountId: a.accountId,
+        amount: '1000000.00',
+        note: 'overload bench funding',
+        levelThresholds: thresholds,
+      });
       accounts.push(a);
     }
     return accounts;
@@ -121,7 +136,14 @@ async function measurePeak(apiUrls: string[], account: Account, concurrency: num
 }
 
 /** `rate` orders per second of one account, on a clock, for `seconds`; resolves when every answer is in. */
-async function offer(apiUrls: string[], stream: Answer['stream'], account: Account, rate: number, seconds: number, tag: string): Promise<Answer[]> {
+async function offer(
+  apiUrls: string[],
+  stream: Answer['stream'],
+  account: Account,
+  rate: number,
+  seconds: number,
+  tag: string,
+): Promise<Answer[]> {
   const answers: Promise<Answer>[] = [];
   const started = performance.now();
   for (let i = 0; ; i++) {
@@ -156,7 +178,9 @@ const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
 function summarize(level: number, offered: number, seconds: number, answers: Answer[], limit: string): LevelResult {
   const admitted = answers.filter((a) => a.status === 200);
-  const shed = answers.filter((a) => a.status === 503 && a.reason && a.reason !== 'deadline' && a.reason !== 'unparsed');
+  const shed = answers.filter(
+    (a) => a.status === 503 && a.reason && a.reason !== 'deadline' && a.reason !== 'unparsed',
+  );
   const of = (stream: Answer['stream']) => answers.filter((a) => a.stream === stream);
   const shedShare = (xs: Answer[]) => (xs.length ? xs.filter((a) => shed.includes(a)).length / xs.length : 0);
   const byReason: Record<string, number> = {};
@@ -169,9 +193,25 @@ function summarize(level: number, offered: number, seconds: number, answers: Ans
     byReason,
     admittedP50: pct(sorted(admitted.map((a) => a.ms)), 50) ?? NaN,
     admittedP99: pct(sorted(admitted.map((a) => a.ms)), 99) ?? NaN,
-    lightP99: pct(sorted(of('light').filter((a) => a.status === 200).map((a) => a.ms)), 99) ?? NaN,
+    lightP99:
+      pct(
+        sorted(
+          of('light')
+            .filter((a) => a.status === 200)
+            .map((a) => a.ms),
+        ),
+        99,
+      ) ?? NaN,
     lightShed: shedShare(of('light')),
-    heavyP99: pct(sorted(of('heavy').filter((a) => a.status === 200).map((a) => a.ms)), 99) ?? NaN,
+    heavyP99:
+      pct(
+        sorted(
+          of('heavy')
+            .filter((a) => a.status === 200)
+            .map((a) => a.ms),
+        ),
+        99,
+      ) ?? NaN,
     heavyShed: shedShare(of('heavy')),
     shedP50: pct(sorted(shed.map((a) => a.ms)), 50) ?? NaN,
     shedP99: pct(sorted(shed.map((a) => a.ms)), 99) ?? NaN,
@@ -182,18 +222,25 @@ function summarize(level: number, offered: number, seconds: number, answers: Ans
 
 /** The admission limit of each API process now, from its /metrics. */
 async function admissionLimits(t: Topology): Promise<string> {
-  const limits = await Promise.all(t.apis.map(async (p) => {
-    const text = await fetch(`${p.baseUrl}/metrics`).then((r) => r.text(), () => '');
-    const line = text.split('\n').find((l) => /^wholesale_admission_limit[ {]/.test(l));
-    return line?.split(' ').at(-1) ?? '?';
-  }));
+  const limits = await Promise.all(
+    t.apis.map(async (p) => {
+      const text = await fetch(`${p.baseUrl}/metrics`).then(
+        (r) => r.text(),
+        () => '',
+      );
+      const line = text.split('\n').find((l) => /^wholesale_admission_limit[ {]/.test(l));
+      return line?.split(' ').at(-1) ?? '?';
+    }),
+  );
   return limits.join('/');
 }
 
 function print(results: LevelResult[], peak: number) {
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   console.log(`\nbench/overload  peak ${f(peak)} orders/s  (${new Date().toISOString()})\n`);
-  console.log('level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  shed by reason');
+  console.log(
+    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  shed by reason',
+  );
   for (const r of results) {
     console.log(
       `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${JSON.stringify(r.byReason)}`,
@@ -216,27 +263,39 @@ async function main() {
   const nLight = Number(args.light);
   const lightShare = Number(args['light-share']);
   process.env.TEMPORAL_PAYLOAD_KEYS ??= `overload:${randomBytes(32).toString('base64')}`;
-  const passed = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => /^(ADMISSION_|WORKER_HEARTBEAT_)/.test(k) && v !== undefined)) as Record<string, string>;
-  console.log(`starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ${JSON.stringify(passed)} ...`);
+  const passed = Object.fromEntries(
+    Object.entries(process.env).filter(([k, v]) => /^(ADMISSION_|WORKER_HEARTBEAT_)/.test(k) && v !== undefined),
+  ) as Record<string, string>;
+  console.log(
+    `starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ${JSON.stringify(passed)} ...`,
+  );
   const t = await startTopology({
-    apis: Number(args.apis), workers: Number(args.workers), temporal: args.temporal as 'dev' | 'server',
+    apis: Number(args.apis),
+    workers: Number(args.workers),
+    temporal: args.temporal as 'dev' | 'server',
     env: { RATE_LIMIT_PER_MINUTE: '100000000', RECONCILE_SECONDS: '0', ...passed },
   });
   try {
     const apiUrls = t.apis.map((p) => p.apiUrl);
     const [heavy, ...light] = await fundedAccounts(t.databaseUrl, 1 + nLight);
-    const peak = args.peak ? Number(args.peak) : await measurePeak(apiUrls, heavy, Number(args['peak-concurrency']), Number(args['peak-seconds']));
+    const peak = args.peak
+      ? Number(args.peak)
+      : await measurePeak(apiUrls, heavy, Number(args['peak-concurrency']), Number(args['peak-seconds']));
     console.log(`peak: ${peak.toFixed(1)} orders/s`);
     const results: LevelResult[] = [];
     for (const level of levels) {
       await sleep(Number(args['settle-seconds']) * 1000);
       const lightRate = (lightShare * peak) / nLight;
       const heavyRate = Math.max(0.1, level * peak - lightShare * peak);
-      console.log(`${level}x: heavy ${heavyRate.toFixed(1)}/s, ${nLight} light at ${lightRate.toFixed(1)}/s each, ${seconds} s ...`);
-      const answers = (await Promise.all([
-        offer(apiUrls, 'heavy', heavy, heavyRate, seconds, `h${level}-${runId}`),
-        ...light.map((a, i) => offer(apiUrls, 'light', a, lightRate, seconds, `l${level}-${i}-${runId}`)),
-      ])).flat();
+      console.log(
+        `${level}x: heavy ${heavyRate.toFixed(1)}/s, ${nLight} light at ${lightRate.toFixed(1)}/s each, ${seconds} s ...`,
+      );
+      const answers = (
+        await Promise.all([
+          offer(apiUrls, 'heavy', heavy, heavyRate, seconds, `h${level}-${runId}`),
+          ...light.map((a, i) => offer(apiUrls, 'light', a, lightRate, seconds, `l${level}-${i}-${runId}`)),
+        ])
+      ).flat();
       results.push(summarize(level, level * peak, seconds, answers, await admissionLimits(t)));
       print(results, peak);
     }

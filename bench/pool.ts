@@ -8,7 +8,12 @@ export interface Result {
 }
 
 /** Runs task(0..n-1), c at a time; a task that answers false or throws counts as a failure. */
-export async function runPool(name: string, n: number, c: number, task: (i: number) => Promise<boolean>): Promise<Result> {
+export async function runPool(
+  name: string,
+  n: number,
+  c: number,
+  task: (i: number) => Promise<boolean>,
+): Promise<Result> {
   const latencies: number[] = [];
   let failures = 0;
   let next = 0;
@@ -28,4 +33,5 @@ export async function runPool(name: string, n: number, c: number, task: (i: numb
 }
 
 /** The p-th percentile of latencies already sorted ascending. */
-export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+export const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

@@ -23,7 +23,14 @@ import { Client as PgClient } from 'pg';
 import { createReconcileActivities } from '../activities/reconcile-activities';
 import { loadConfig, type Config } from '../src/config';
 import { initOrm, migrate, type Orm } from '../src/db/orm';
-import { ledgerChecks, openEvmCheckouts, openRedemptions, overdueDeliveries, pendingPayments, unfinishedProcurements } from '../src/db/reconcile-store';
+import {
+  ledgerChecks,
+  openEvmCheckouts,
+  openRedemptions,
+  overdueDeliveries,
+  pendingPayments,
+  unfinishedProcurements,
+} from '../src/db/reconcile-store';
 import { freeLowPort } from '../src/dev/ports';
 import { startEmbeddedPostgres } from '../src/dev/postgres';
 import { startDevTemporal } from '../src/dev/temporal';
@@ -53,7 +60,10 @@ const ms = (n: number) => `${n.toFixed(1)} ms`;
  */
 async function seed(em: EntityManager, grace: number): Promise<void> {
   const old = `now() - make_interval(secs => ${grace * 60})`;
-  await em.execute(`insert into accounts (id, name, balance) select md5('bench-acct-' || a)::uuid, 'bench-' || a, 0 from generate_series(1, ?) a`, [ACCOUNTS]);
+  await em.execute(
+    `insert into accounts (id, name, balance) select md5('bench-acct-' || a)::uuid, 'bench-' || a, 0 from generate_series(1, ?) a`,
+    [ACCOUNTS],
+  );
   const acct = (g: string) => `md5('bench-acct-' || (${g} % ${ACCOUNTS} + 1))::uuid`;
   await em.execute(
     `insert into orders (id, account_id, kind, channel, source, external_order_id, product_id, qty, unit_price, amount, currency, payment, status,
@@ -151,16 +161,28 @@ async function seed(em: EntityManager, grace: number): Promise<void> {
              select account_id, order_number, 'topup', amount, id, 'bench:topup:' || id from orders where kind = 'topup' and status = 'delivered') x
       order by account_id, seq`,
   );
-  await em.execute(`update accounts a set balance = l.total from (select account_id, sum(amount) as total from ledger_transactions group by account_id) l where l.account_id = a.id`);
+  await em.execute(
+    `update accounts a set balance = l.total from (select account_id, sum(amount) as total from ledger_transactions group by account_id) l where l.account_id = a.id`,
+  );
   // Two accounts whose balance does not match their ledger: alerted, never repaired.
-  await em.execute(`update accounts set balance = balance + 0.01 where id in (select id from accounts order by id limit 2)`);
+  await em.execute(
+    `update accounts set balance = balance + 0.01 where id in (select id from accounts order by id limit 2)`,
+  );
   await em.execute('analyze');
 }
 
 /** The seeded row counts, by table. */
 async function counts(em: EntityManager): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const t of ['accounts', 'orders', 'ledger_transactions', 'redemptions', 'events', 'webhook_deliveries', 'evm_checkouts']) {
+  for (const t of [
+    'accounts',
+    'orders',
+    'ledger_transactions',
+    'redemptions',
+    'events',
+    'webhook_deliveries',
+    'evm_checkouts',
+  ]) {
     const [row] = await em.execute<{ n: number }[]>(`select count(*)::int as n from ${t}`);
     out[t] = row.n;
   }
@@ -178,7 +200,12 @@ interface CheckRun {
 }
 
 /** One reconciliation: every check, page by page, through the reconciler's activity, as its workflow runs them. */
-async function reconcileOnce(orm: Orm, temporal: TemporalHandle, config: Config, log: LogEntry[]): Promise<{ ms: number; checks: CheckRun[] }> {
+async function reconcileOnce(
+  orm: Orm,
+  temporal: TemporalHandle,
+  config: Config,
+  log: LogEntry[],
+): Promise<{ ms: number; checks: CheckRun[] }> {
   const { reconcileStep } = createReconcileActivities({ orm, config, temporal });
   const env = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('WARN', (e) => log.push(e)) });
   const checks: CheckRun[] = [];
@@ -206,17 +233,31 @@ function printRun(title: string, run: { ms: number; checks: CheckRun[] }) {
   console.log(`\n${title}: ${ms(run.ms)} wall`);
   console.log('  check            steps   rows examined   repaired   alerted   failed        time');
   for (const c of run.checks) {
-    console.log(`  ${c.check.padEnd(15)} ${String(c.steps).padStart(6)} ${fmt(c.checked).padStart(15)} ${String(c.repaired).padStart(10)} ${String(c.alerted).padStart(9)} ${String(c.failed).padStart(8)} ${ms(c.ms).padStart(11)}`);
+    console.log(
+      `  ${c.check.padEnd(15)} ${String(c.steps).padStart(6)} ${fmt(c.checked).padStart(15)} ${String(c.repaired).padStart(10)} ${String(c.alerted).padStart(9)} ${String(c.failed).padStart(8)} ${ms(c.ms).padStart(11)}`,
+    );
   }
   const sum = (k: 'steps' | 'checked' | 'repaired' | 'alerted' | 'failed') => run.checks.reduce((n, c) => n + c[k], 0);
-  console.log(`  ${'total'.padEnd(15)} ${String(sum('steps')).padStart(6)} ${fmt(sum('checked')).padStart(15)} ${String(sum('repaired')).padStart(10)} ${String(sum('alerted')).padStart(9)} ${String(sum('failed')).padStart(8)}`);
+  console.log(
+    `  ${'total'.padEnd(15)} ${String(sum('steps')).padStart(6)} ${fmt(sum('checked')).padStart(15)} ${String(sum('repaired')).padStart(10)} ${String(sum('alerted')).padStart(9)} ${String(sum('failed')).padStart(8)}`,
+  );
 }
 
-const DB_COUNTERS = ['xact_commit', 'tup_returned', 'tup_fetched', 'tup_inserted', 'tup_updated', 'blks_hit', 'blks_read'] as const;
+const DB_COUNTERS = [
+  'xact_commit',
+  'tup_returned',
+  'tup_fetched',
+  'tup_inserted',
+  'tup_updated',
+  'blks_hit',
+  'blks_read',
+] as const;
 
 async function dbCounters(c: PgClient): Promise<Record<string, number>> {
   await c.query('select pg_stat_clear_snapshot()');
-  const { rows } = await c.query(`select ${DB_COUNTERS.join(', ')} from pg_stat_database where datname = current_database()`);
+  const { rows } = await c.query(
+    `select ${DB_COUNTERS.join(', ')} from pg_stat_database where datname = current_database()`,
+  );
   return Object.fromEntries(DB_COUNTERS.map((k) => [k, Number(rows[0][k])]));
 }
 
@@ -236,7 +277,9 @@ async function statements(c: PgClient) {
 /** The SQL a reconciler read sends, captured instead of run, so EXPLAIN is given exactly that. */
 async function sqlOf(read: (em: EntityManager) => Promise<unknown>): Promise<{ sql: string; params: unknown[] }> {
   let captured: { sql: string; params: unknown[] } | undefined;
-  const recorder = { execute: async (sql: string, params: unknown[] = []) => ((captured = { sql, params }), []) } as unknown as EntityManager;
+  const recorder = {
+    execute: async (sql: string, params: unknown[] = []) => ((captured = { sql, params }), []),
+  } as unknown as EntityManager;
   await read(recorder);
   return captured!;
 }
@@ -244,7 +287,10 @@ async function sqlOf(read: (em: EntityManager) => Promise<unknown>): Promise<{ s
 /** A sequential scan of a table this small is the planner's right choice, not a missing index. */
 const SMALL_TABLE_ROWS = 10_000;
 
-async function explainAll(orm: Orm, config: Config): Promise<{ name: string; seqScans: { table: string; rows: number }[] }[]> {
+async function explainAll(
+  orm: Orm,
+  config: Config,
+): Promise<{ name: string; seqScans: { table: string; rows: number }[] }[]> {
   const page = config.RECONCILE_PAGE_SIZE;
   const grace = config.RECONCILE_GRACE_SECONDS;
   const reads: [string, (em: EntityManager) => Promise<unknown>][] = [
@@ -253,18 +299,25 @@ async function explainAll(orm: Orm, config: Config): Promise<{ name: string; seq
     ['redemptions (openRedemptions)', (em) => openRedemptions(em, '', page, grace)],
     ['deliveries (overdueDeliveries)', (em) => overdueDeliveries(em, '', page, grace)],
     ['evm_checkouts (openEvmCheckouts)', (em) => openEvmCheckouts(em, -1, page, grace)],
-    ['ledger (ledgerChecks), one page of accounts', (em) => ledgerChecks(em, '00000000-0000-0000-0000-000000000000', page)],
+    [
+      'ledger (ledgerChecks), one page of accounts',
+      (em) => ledgerChecks(em, '00000000-0000-0000-0000-000000000000', page),
+    ],
   ];
   const out: { name: string; seqScans: { table: string; rows: number }[] }[] = [];
   for (const [name, read] of reads) {
     const { sql, params } = await sqlOf(read);
-    const plan = (await orm.em.fork().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${sql}`, params)).map((r) => r['QUERY PLAN']);
+    const plan = (
+      await orm.em.fork().execute<{ 'QUERY PLAN': string }[]>(`explain (analyze, buffers) ${sql}`, params)
+    ).map((r) => r['QUERY PLAN']);
     const seqScans: { table: string; rows: number }[] = [];
     for (const table of plan.map((l) => /Seq Scan on (\w+)/.exec(l)?.[1]).filter((t) => t !== undefined)) {
       const [row] = await orm.em.fork().execute<{ n: number }[]>('select count(*)::int as n from ' + table);
       seqScans.push({ table, rows: row.n });
     }
-    console.log(`\n-- ${name}${seqScans.length ? `   SEQUENTIAL SCAN of ${seqScans.map((t) => `${t.table} (${fmt(t.rows)} rows)`).join(', ')}` : ''}`);
+    console.log(
+      `\n-- ${name}${seqScans.length ? `   SEQUENTIAL SCAN of ${seqScans.map((t) => `${t.table} (${fmt(t.rows)} rows)`).join(', ')}` : ''}`,
+    );
     for (const line of plan) console.log(`   ${line}`);
     out.push({ name, seqScans });
   }
@@ -297,18 +350,39 @@ async function main() {
     orm = await initOrm(pg.url, {}, { quietMigrations: true });
     await migrate(orm);
     await orm.em.fork().execute('create extension if not exists pg_stat_statements');
-    temporal = await connectTemporal({ address: temporalServer.address, namespace: 'default', taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS });
+    temporal = await connectTemporal({
+      address: temporalServer.address,
+      namespace: 'default',
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
+    });
 
     const s0 = performance.now();
     await seed(orm.em.fork(), config.RECONCILE_GRACE_SECONDS);
     const rows = await counts(orm.em.fork());
     // The live pending orders' workflows, started as a placement starts them (no worker: they wait, RUNNING).
-    const live = await orm.em.fork().execute<{ account_id: string; external_order_id: string }[]>(`select account_id, external_order_id from orders where id like 'ord_live_%'`);
+    const live = await orm.em
+      .fork()
+      .execute<{ account_id: string; external_order_id: string }[]>(
+        `select account_id, external_order_id from orders where id like 'ord_live_%'`,
+      );
     for (let i = 0; i < live.length; i += 16) {
-      await Promise.all(live.slice(i, i + 16).map((o) => orderStarter(temporal!, config, { accountId: o.account_id, externalOrderId: o.external_order_id }).start()));
+      await Promise.all(
+        live
+          .slice(i, i + 16)
+          .map((o) =>
+            orderStarter(temporal!, config, { accountId: o.account_id, externalOrderId: o.external_order_id }).start(),
+          ),
+      );
     }
-    console.log(`seeded in ${ms(performance.now() - s0)}: ${Object.entries(rows).map(([t, n]) => `${t} ${fmt(n)}`).join(', ')}`);
-    console.log(`non-final: ${ORPHANS} orphans per lifecycle (no workflow), ${LIVE} pending orders with running workflows, 2 ledgers off by 0.01; page size ${config.RECONCILE_PAGE_SIZE}, grace ${config.RECONCILE_GRACE_SECONDS} s`);
+    console.log(
+      `seeded in ${ms(performance.now() - s0)}: ${Object.entries(rows)
+        .map(([t, n]) => `${t} ${fmt(n)}`)
+        .join(', ')}`,
+    );
+    console.log(
+      `non-final: ${ORPHANS} orphans per lifecycle (no workflow), ${LIVE} pending orders with running workflows, 2 ledgers off by 0.01; page size ${config.RECONCILE_PAGE_SIZE}, grace ${config.RECONCILE_GRACE_SECONDS} s`,
+    );
 
     // Postgres' counters before and after, read on a connection of their own; the pool is closed
     // after the run so that its backends flush their statistics.
@@ -328,15 +402,29 @@ async function main() {
 
     printRun('one reconciliation', first);
     const describes = first.checks.filter((c) => c.check !== 'ledger').reduce((n, c) => n + c.checked, 0);
-    console.log(`  Temporal describes: ${fmt(describes)}; log lines: ${log.filter((l) => l.level === 'WARN').length} warn (repairs), ${log.filter((l) => l.level === 'ERROR').length} error (ledger alerts)`);
+    console.log(
+      `  Temporal describes: ${fmt(describes)}; log lines: ${log.filter((l) => l.level === 'WARN').length} warn (repairs), ${log.filter((l) => l.level === 'ERROR').length} error (ledger alerts)`,
+    );
 
     console.log('\nPostgres load of that run (pg_stat_database, after - before):');
     console.log(`  ${DB_COUNTERS.map((k) => `${k} ${fmt(after[k] - before[k])}`).join(', ')}`);
-    const total = stmts.reduce((a, s) => ({ calls: a.calls + Number(s.calls), ms: a.ms + s.total_ms, rows: a.rows + Number(s.rows), blocks: a.blocks + Number(s.blocks) }), { calls: 0, ms: 0, rows: 0, blocks: 0 });
-    console.log(`pg_stat_statements: ${fmt(total.calls)} statements, ${ms(total.ms)} executing, ${fmt(total.rows)} rows returned, ${fmt(total.blocks)} shared blocks touched`);
+    const total = stmts.reduce(
+      (a, s) => ({
+        calls: a.calls + Number(s.calls),
+        ms: a.ms + s.total_ms,
+        rows: a.rows + Number(s.rows),
+        blocks: a.blocks + Number(s.blocks),
+      }),
+      { calls: 0, ms: 0, rows: 0, blocks: 0 },
+    );
+    console.log(
+      `pg_stat_statements: ${fmt(total.calls)} statements, ${ms(total.ms)} executing, ${fmt(total.rows)} rows returned, ${fmt(total.blocks)} shared blocks touched`,
+    );
     console.log('     calls        rows    total ms    mean ms    blocks  query');
     for (const s of stmts.slice(0, 10)) {
-      console.log(`  ${fmt(Number(s.calls)).padStart(8)} ${fmt(Number(s.rows)).padStart(11)} ${s.total_ms.toFixed(1).padStart(11)} ${s.mean_ms.toFixed(3).padStart(10)} ${fmt(Number(s.blocks)).padStart(9)}  ${s.query.slice(0, 110)}`);
+      console.log(
+        `  ${fmt(Number(s.calls)).padStart(8)} ${fmt(Number(s.rows)).padStart(11)} ${s.total_ms.toFixed(1).padStart(11)} ${s.mean_ms.toFixed(3).padStart(10)} ${fmt(Number(s.blocks)).padStart(9)}  ${s.query.slice(0, 110)}`,
+      );
     }
 
     orm = await initOrm(pg.url, {}, { quietMigrations: true });
@@ -348,8 +436,13 @@ async function main() {
     const plans = await explainAll(orm, reconcileConfig);
     const scans = plans.flatMap((p) => p.seqScans.map((t) => ({ ...t, read: p.name })));
     const large = scans.filter((t) => t.rows > SMALL_TABLE_ROWS);
-    console.log(`\n${scans.length === 0 ? 'every reconciler read is on an index (no sequential scan)' : `sequential scans: ${scans.map((t) => `${t.table} (${fmt(t.rows)} rows) in ${t.read}`).join('; ')}`}`);
-    if (scans.length && !large.length) console.log(`(each of at most ${fmt(SMALL_TABLE_ROWS)} rows: the planner's choice for a table that small, not a missing index)`);
+    console.log(
+      `\n${scans.length === 0 ? 'every reconciler read is on an index (no sequential scan)' : `sequential scans: ${scans.map((t) => `${t.table} (${fmt(t.rows)} rows) in ${t.read}`).join('; ')}`}`,
+    );
+    if (scans.length && !large.length)
+      console.log(
+        `(each of at most ${fmt(SMALL_TABLE_ROWS)} rows: the planner's choice for a table that small, not a missing index)`,
+      );
     if (repairedAgain) console.log(`the second run repaired ${repairedAgain}: repairs are not idempotent`);
     exitCode = large.length || repairedAgain ? 1 : 0;
   } finally {

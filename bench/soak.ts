@@ -47,7 +47,11 @@ const { values: args } = parseArgs({
 
 async function main() {
   if (args['print-env']) {
-    console.log(Object.entries(SOAK_SERVICE_ENV).map(([k, v]) => `${k}=${v}`).join(' '));
+    console.log(
+      Object.entries(SOAK_SERVICE_ENV)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' '),
+    );
     return;
   }
   const seconds = args.seconds ? Number(args.seconds) : Number(args.minutes ?? 1) * 60;
@@ -59,14 +63,20 @@ async function main() {
   if (args.topology) {
     process.env.TEMPORAL_PAYLOAD_KEYS ??= `soak:${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64')}`;
     console.log(`starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ...`);
-    topology = await startTopology({ apis: Number(args.apis), workers: Number(args.workers), temporal: args.temporal as 'dev' | 'server', env: SOAK_SERVICE_ENV });
+    topology = await startTopology({
+      apis: Number(args.apis),
+      workers: Number(args.workers),
+      temporal: args.temporal as 'dev' | 'server',
+      env: SOAK_SERVICE_ENV,
+    });
     target = soakTargetOf(topology, process.env.TEMPORAL_PAYLOAD_KEYS);
   } else {
     const state = readStateSecrets(process.env.STATE_DIR || '.state');
     const config = loadConfig({ WEBHOOK_ALLOW_INSECURE_URLS: 'true', ...state, ...process.env });
     target = {
       apiUrls: (process.env.BENCH_API_URL ?? `${config.publicBaseUrl}/wholesale/v1`).split(','),
-      databaseUrl: config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`,
+      databaseUrl:
+        config.DATABASE_URL ?? `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`,
       temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`,
       namespace: config.TEMPORAL_NAMESPACE,
       payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
@@ -79,7 +89,9 @@ async function main() {
   const drainSeconds = Number(args['drain-seconds']);
   // Every workflow can close within the drain only if payment windows and late watches are short.
   const strict = target.paymentWindowSeconds + target.lateWatchSeconds + 30 < drainSeconds;
-  console.log(`soak: seed ${seed}, ${seconds} s, ${args.accounts} accounts, concurrency ${args.concurrency}, APIs ${target.apiUrls.join(' ')}`);
+  console.log(
+    `soak: seed ${seed}, ${seconds} s, ${args.accounts} accounts, concurrency ${args.concurrency}, APIs ${target.apiUrls.join(' ')}`,
+  );
   const soak = new Soak(target, {
     seed,
     durationMs: seconds * 1000,
@@ -98,10 +110,16 @@ async function main() {
     console.log(`traffic done; draining (up to ${drainSeconds} s) ...`);
     const left = await soak.drain(drainSeconds * 1000);
     if (left.length) console.log(`still running after the drain: ${left.length} (${left.slice(0, 5).join(', ')} ...)`);
-    const report = await soak.check({ strict, faults: [...faults, ...(topology?.crashes() ?? []).map((c) => `crash: ${c}`)] });
+    const report = await soak.check({
+      strict,
+      faults: [...faults, ...(topology?.crashes() ?? []).map((c) => `crash: ${c}`)],
+    });
     console.log(`\n${report.text}`);
     if (topology) console.log(`\n${await backlogWaits(topology)}`);
-    if (!strict) console.log('\n(not strict: the stack\'s payment window and late watch are longer than the drain, so open workflows were not required to be closed)');
+    if (!strict)
+      console.log(
+        "\n(not strict: the stack's payment window and late watch are longer than the drain, so open workflows were not required to be closed)",
+      );
     exitCode = report.violations.length ? 1 : 0;
   } finally {
     await soak.close();
@@ -119,12 +137,18 @@ async function main() {
  * restarted during the soak counts from its restart.
  */
 async function backlogWaits(topology: Topology): Promise<string> {
-  const lines = ['task queue waits (schedule-to-start, from the workers\' SDK metrics):'];
-  for (const [kind, label] of [['workflow_task', 'workflow tasks'], ['activity', 'activity tasks']]) {
+  const lines = ["task queue waits (schedule-to-start, from the workers' SDK metrics):"];
+  for (const [kind, label] of [
+    ['workflow_task', 'workflow tasks'],
+    ['activity', 'activity tasks'],
+  ]) {
     const buckets = new Map<number, number>();
     for (const w of topology.workers) {
       const text = await (await fetch(`${w.baseUrl}/metrics`)).text();
-      const re = new RegExp(`^temporal_${kind}_schedule_to_start_latency(?:_seconds)?_bucket\\{[^}]*le="([^"]+)"[^}]*\\} ([0-9.eE+]+)$`, 'gm');
+      const re = new RegExp(
+        `^temporal_${kind}_schedule_to_start_latency(?:_seconds)?_bucket\\{[^}]*le="([^"]+)"[^}]*\\} ([0-9.eE+]+)$`,
+        'gm',
+      );
       for (const m of text.matchAll(re)) {
         const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
         buckets.set(le, (buckets.get(le) ?? 0) + Number(m[2]));

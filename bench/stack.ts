@@ -19,7 +19,8 @@ export interface Stack {
 
 export function parseEngines(arg: string | undefined): Engine[] {
   const engines = (arg ?? 'dev').split(',').map((e) => e.trim());
-  for (const e of engines) if (e !== 'dev' && e !== 'server') throw new Error(`--engines takes dev and/or server, not "${e}"`);
+  for (const e of engines)
+    if (e !== 'dev' && e !== 'server') throw new Error(`--engines takes dev and/or server, not "${e}"`);
   return engines as Engine[];
 }
 
@@ -27,7 +28,13 @@ export function parseEngines(arg: string | undefined): Engine[] {
 export async function startStack(engine: Engine, extra: Record<string, string> = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), `bench-${engine}-`));
   chmodSync(dir, 0o755); // as root, Postgres runs as `postgres` and must reach its data dir
-  const ports = { PORT: await freeLowPort(), EMBEDDED_PG_PORT: await freeLowPort(), TEMPORAL_PORT: await freeLowPort(), TEMPORAL_UI_PORT: await freeLowPort(), METRICS_PORT: await freeLowPort() };
+  const ports = {
+    PORT: await freeLowPort(),
+    EMBEDDED_PG_PORT: await freeLowPort(),
+    TEMPORAL_PORT: await freeLowPort(),
+    TEMPORAL_UI_PORT: await freeLowPort(),
+    METRICS_PORT: await freeLowPort(),
+  };
   const env: Record<string, string> = {
     ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
     STATE_DIR: join(dir, 'state'),
@@ -37,7 +44,16 @@ export async function startStack(engine: Engine, extra: Record<string, string> =
     RATE_LIMIT_PER_MINUTE: '1000000',
     ...extra,
   };
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => v !== undefined && !(k in env) && k !== 'TEMPORAL_PAYLOAD_KEYS' && k !== 'DATABASE_URL' && k !== 'TEMPORAL_ADDRESS')) as Record<string, string>;
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k, v]) =>
+        v !== undefined &&
+        !(k in env) &&
+        k !== 'TEMPORAL_PAYLOAD_KEYS' &&
+        k !== 'DATABASE_URL' &&
+        k !== 'TEMPORAL_ADDRESS',
+    ),
+  ) as Record<string, string>;
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: resolve(__dirname, '..'),
     env: { ...inherited, ...env },
@@ -45,7 +61,10 @@ export async function startStack(engine: Engine, extra: Record<string, string> =
   });
   let output = '';
   await new Promise<void>((done, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${engine} stack did not start in 10 minutes:\n${output.slice(-2000)}`)), 600_000);
+    const timer = setTimeout(
+      () => fail(new Error(`${engine} stack did not start in 10 minutes:\n${output.slice(-2000)}`)),
+      600_000,
+    );
     const read = (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('Wholesale API')) {

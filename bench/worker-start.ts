@@ -30,15 +30,27 @@ function procCpu(pid: number): number {
 }
 
 async function main() {
-  if (!existsSync(join(root, 'dist', 'workflow-bundle.js'))) throw new Error('no dist/workflow-bundle.js: run `npm run build` first');
+  if (!existsSync(join(root, 'dist', 'workflow-bundle.js')))
+    throw new Error('no dist/workflow-bundle.js: run `npm run build` first');
   const dir = mkdtempSync(join(tmpdir(), 'bench-worker-start-'));
-  const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freeLowPort(), database: 'wholesale' });
-  const temporal = await startDevTemporal({ port: await freeLowPort(), uiPort: 0, namespace: 'default', dbFilename: join(dir, 'temporal.db') });
+  const pg = await startEmbeddedPostgres({
+    dataDir: join(dir, 'pg'),
+    port: await freeLowPort(),
+    database: 'wholesale',
+  });
+  const temporal = await startDevTemporal({
+    port: await freeLowPort(),
+    uiPort: 0,
+    namespace: 'default',
+    dbFilename: join(dir, 'temporal.db'),
+  });
   const orm = await initOrm(pg.url, {}, { quietMigrations: true });
   await migrate(orm);
   await orm.close();
   const connection = await Connection.connect({ address: temporal.address });
-  const results: Record<string, { seconds: number; cpu: number }[]> = Object.fromEntries(Object.keys(MODES).map((m) => [m, []]));
+  const results: Record<string, { seconds: number; cpu: number }[]> = Object.fromEntries(
+    Object.keys(MODES).map((m) => [m, []]),
+  );
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const [mode, args] of Object.entries(MODES)) {
@@ -47,12 +59,23 @@ async function main() {
         const child = spawn(process.execPath, [...args], {
           cwd: root,
           stdio: 'ignore',
-          env: { ...process.env, NODE_ENV: 'development', DATABASE_URL: pg.url, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_TASK_QUEUE: taskQueue, METRICS_PORT: String(await freeLowPort()), RECONCILE_SECONDS: '0', LOG_LEVEL: 'warn' },
+          env: {
+            ...process.env,
+            NODE_ENV: 'development',
+            DATABASE_URL: pg.url,
+            TEMPORAL_ADDRESS: temporal.address,
+            TEMPORAL_TASK_QUEUE: taskQueue,
+            METRICS_PORT: String(await freeLowPort()),
+            RECONCILE_SECONDS: '0',
+            LOG_LEVEL: 'warn',
+          },
         });
         for (;;) {
-          if (child.exitCode !== null) throw new Error(`${mode}: the worker exited (${child.exitCode}) before it polled`);
+          if (child.exitCode !== null)
+            throw new Error(`${mode}: the worker exited (${child.exitCode}) before it polled`);
           const described = await connection.workflowService.describeTaskQueue({
-            namespace: 'default', taskQueue: { name: taskQueue, kind: proto.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+            namespace: 'default',
+            taskQueue: { name: taskQueue, kind: proto.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
             taskQueueType: proto.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
           });
           if ((described.pollers ?? []).length > 0) break;
@@ -75,7 +98,15 @@ async function main() {
   console.log('worker from                          start to first poll: median   min    max    CPU s (median)');
   for (const [mode, runs] of Object.entries(results)) {
     const s = runs.map((r) => r.seconds);
-    console.log(`${mode.padEnd(36)} ${median(s).toFixed(2).padStart(22)} s ${Math.min(...s).toFixed(2).padStart(5)} ${Math.max(...s).toFixed(2).padStart(6)} ${median(runs.map((r) => r.cpu)).toFixed(2).padStart(10)}`);
+    console.log(
+      `${mode.padEnd(36)} ${median(s).toFixed(2).padStart(22)} s ${Math.min(...s)
+        .toFixed(2)
+        .padStart(5)} ${Math.max(...s)
+        .toFixed(2)
+        .padStart(6)} ${median(runs.map((r) => r.cpu))
+        .toFixed(2)
+        .padStart(10)}`,
+    );
   }
   const [before, after] = Object.values(results).map((runs) => median(runs.map((r) => r.seconds)));
   console.log(`\nthe prebuilt bundle starts a worker ${(before / after).toFixed(1)}x sooner`);

@@ -13,7 +13,9 @@ export async function benchWorkflow(): Promise<void> {
   await condition(() => done);
 }
 
-const { benchNoop } = proxyLocalActivities<{ benchNoop(x: string): Promise<string> }>({ startToCloseTimeout: '10 seconds' });
+const { benchNoop } = proxyLocalActivities<{ benchNoop(x: string): Promise<string> }>({
+  startToCloseTimeout: '10 seconds',
+});
 
 /** The same, with the update answered through a no-op local activity: the order workflow's shape, bare. */
 export async function benchLocalActivityWorkflow(): Promise<void> {

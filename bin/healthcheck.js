@@ -7,8 +7,13 @@ if (!Number.isInteger(port) || port <= 0) {
   process.exit(1);
 }
 // The ops server listens on METRICS_HOST; a wildcard host is reached on loopback.
-const host = !process.env.METRICS_HOST || ['0.0.0.0', '::', '[::]'].includes(process.env.METRICS_HOST) ? '127.0.0.1' : process.env.METRICS_HOST;
-fetch(`http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}/readyz`, { signal: AbortSignal.timeout(2500) }).then(
+const host =
+  !process.env.METRICS_HOST || ['0.0.0.0', '::', '[::]'].includes(process.env.METRICS_HOST)
+    ? '127.0.0.1'
+    : process.env.METRICS_HOST;
+fetch(`http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}/readyz`, {
+  signal: AbortSignal.timeout(2500),
+}).then(
   (res) => process.exit(res.status === 200 ? 0 : 1),
   () => process.exit(1),
 );

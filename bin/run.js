@@ -17,7 +17,9 @@ function runEntry(entry) {
   if (process.env.NODE_ENV === 'production') {
     const compiled = join(root, 'dist', 'src', `${entry}.js`);
     if (!existsSync(compiled)) {
-      process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'wholesale', msg: 'cannot start', err: { message: `${compiled} is missing: production runs the compiled code; run \`npm run build\` first` } })}\n`);
+      process.stderr.write(
+        `${JSON.stringify({ level: 60, time: Date.now(), service: 'wholesale', msg: 'cannot start', err: { message: `${compiled} is missing: production runs the compiled code; run \`npm run build\` first` } })}\n`,
+      );
       process.exit(1);
     }
     require(compiled);

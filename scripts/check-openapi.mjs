@@ -19,7 +19,9 @@ for (const file of process.argv.slice(2)) {
     env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
   });
   const json = lint.stdout.slice(lint.stdout.indexOf('{'));
-  const problems = json ? JSON.parse(json).problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message}`) : [`redocly failed: ${lint.stderr}`];
+  const problems = json
+    ? JSON.parse(json).problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message}`)
+    : [`redocly failed: ${lint.stderr}`];
   const report = { file, seriousme: schema.valid ? [] : [].concat(schema.errors), redocly: problems };
   if (report.seriousme.length || report.redocly.length || lint.status !== 0) failed = true;
   process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -52,4 +52,6 @@ const artifact = {
   bytecode: `0x${compiled.evm.bytecode.object}`,
 };
 writeFileSync(artifactPath, `${JSON.stringify(artifact, null, 2)}\n`);
-console.log(`wrote ${relative(root, artifactPath)} (solc ${artifact.solcVersion}, @openzeppelin/contracts ${artifact.openzeppelinVersion})`);
+console.log(
+  `wrote ${relative(root, artifactPath)} (solc ${artifact.solcVersion}, @openzeppelin/contracts ${artifact.openzeppelinVersion})`,
+);

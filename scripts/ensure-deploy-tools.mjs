@@ -50,19 +50,32 @@ export async function ensureDeployTools({ log = (m) => process.stderr.write(`${m
     override: process.env.HELM_PATH,
     binDir: cacheDir(`helm-${HELM_VERSION}`),
     binary: 'helm',
-    build: (go, gobin) => goInstall({
-      go, gobin, log, packages: [`helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}`],
-      what: `helm v${HELM_VERSION}`, why: 'for the Helm chart test: ', usually: 'about 6 minutes',
-    }),
+    build: (go, gobin) =>
+      goInstall({
+        go,
+        gobin,
+        log,
+        packages: [`helm.sh/helm/v3/cmd/helm@v${HELM_VERSION}`],
+        what: `helm v${HELM_VERSION}`,
+        why: 'for the Helm chart test: ',
+        usually: 'about 6 minutes',
+      }),
   });
   const check = await ensure({
     override: process.env.K8S_CHECK_PATH,
     binDir: checkCacheDir(),
     binary: 'k8s-check',
-    build: (go, gobin) => goInstall({
-      go, gobin, log, cwd: checkSources, packages: ['.'],
-      what: 'k8s-check (tools/k8s-check)', why: 'for the Helm chart test: ', usually: 'about 5 minutes',
-    }),
+    build: (go, gobin) =>
+      goInstall({
+        go,
+        gobin,
+        log,
+        cwd: checkSources,
+        packages: ['.'],
+        what: 'k8s-check (tools/k8s-check)',
+        why: 'for the Helm chart test: ',
+        usually: 'about 5 minutes',
+      }),
   });
   return { helm, check };
 }

@@ -47,14 +47,19 @@ export async function ensureTemporalServer({ log = (m) => process.stderr.write(`
   if (found) return found;
   const go = findGo();
   if (!go) {
-    throw new Error('ensure-temporal-server: no temporal-server binaries cached and no Go toolchain (install Go 1.25 or newer, or set TEMPORAL_SERVER_BIN_DIR to a folder holding both binaries)');
+    throw new Error(
+      'ensure-temporal-server: no temporal-server binaries cached and no Go toolchain (install Go 1.25 or newer, or set TEMPORAL_SERVER_BIN_DIR to a folder holding both binaries)',
+    );
   }
   const binDir = serverBinDir();
   mkdirSync(binDir, { recursive: true });
   try {
     await goInstall({
       go,
-      packages: [`${MODULE}/cmd/server@v${TEMPORAL_SERVER_VERSION}`, `${MODULE}/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`],
+      packages: [
+        `${MODULE}/cmd/server@v${TEMPORAL_SERVER_VERSION}`,
+        `${MODULE}/cmd/tools/sql@v${TEMPORAL_SERVER_VERSION}`,
+      ],
       gobin: binDir,
       what: `Temporal server v${TEMPORAL_SERVER_VERSION} (temporal-server, temporal-sql-tool)`,
       why: 'not on PATH or in the cache: ',
@@ -66,11 +71,15 @@ export async function ensureTemporalServer({ log = (m) => process.stderr.write(`
   }
   // go install names binaries after the package folder (server, sql); a rename is atomic, so a
   // concurrent caller never sees half a binary.
-  for (const [from, to] of [['server', 'temporal-server'], ['sql', 'temporal-sql-tool']]) {
+  for (const [from, to] of [
+    ['server', 'temporal-server'],
+    ['sql', 'temporal-sql-tool'],
+  ]) {
     const src = join(binDir, from);
     if (existsSync(src)) renameSync(src, join(binDir, to));
   }
-  if (!complete(binDir)) throw new Error(`ensure-temporal-server: go install succeeded but ${binDir} lacks ${BINARIES.join(', ')}`);
+  if (!complete(binDir))
+    throw new Error(`ensure-temporal-server: go install succeeded but ${binDir} lacks ${BINARIES.join(', ')}`);
   return binDir;
 }
 

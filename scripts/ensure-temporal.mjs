@@ -52,7 +52,9 @@ export async function ensureTemporal({ log = (m) => process.stderr.write(`${m}\n
       log,
     });
   } catch (err) {
-    log(`ensure-temporal: ${err instanceof Error ? err.message : String(err)}\nensure-temporal: the SDK download will be tried`);
+    log(
+      `ensure-temporal: ${err instanceof Error ? err.message : String(err)}\nensure-temporal: the SDK download will be tried`,
+    );
     return undefined;
   }
   const built = join(bin, 'temporal');

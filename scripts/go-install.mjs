@@ -45,8 +45,10 @@ const stderrLine = (m) => process.stderr.write(`${m}\n`);
  * here. Resolves on success; rejects with Go's last lines otherwise.
  */
 export function goInstall({ go, packages, gobin, cwd, what, why = '', usually, log = stderrLine, everyMs = 30_000 }) {
-  log(`${what}: ${why}building with Go into ${tildify(gobin)}, once per machine `
-    + `(usually ${usually} on 2 cores; later runs reuse it)`);
+  log(
+    `${what}: ${why}building with Go into ${tildify(gobin)}, once per machine ` +
+      `(usually ${usually} on 2 cores; later runs reuse it)`,
+  );
   const started = Date.now();
   let downloaded = 0;
   let compiled = 0;
@@ -64,7 +66,8 @@ export function goInstall({ go, packages, gobin, cwd, what, why = '', usually, l
       pending = lines.pop() ?? '';
       for (const line of lines) {
         if (line.startsWith('go: downloading ')) downloaded++;
-        else if (/^[\w.\-/]+$/.test(line)) compiled++; // -v names each package as it is compiled
+        else if (/^[\w.\-/]+$/.test(line))
+          compiled++; // -v names each package as it is compiled
         else if (line.trim()) tail.push(line);
         if (tail.length > 40) tail.shift();
       }
@@ -72,8 +75,10 @@ export function goInstall({ go, packages, gobin, cwd, what, why = '', usually, l
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     const timer = setInterval(() => {
-      log(`${what}: still building, ${duration(Date.now() - started)} so far `
-        + `(${downloaded} modules downloaded, ${compiled} packages compiled; usually ${usually})`);
+      log(
+        `${what}: still building, ${duration(Date.now() - started)} so far ` +
+          `(${downloaded} modules downloaded, ${compiled} packages compiled; usually ${usually})`,
+      );
     }, everyMs);
     child.once('error', (err) => {
       clearInterval(timer);
@@ -86,7 +91,11 @@ export function goInstall({ go, packages, gobin, cwd, what, why = '', usually, l
         log(`${what}: built in ${duration(Date.now() - started)}`);
         resolve();
       } else {
-        reject(new Error(`go install failed (${code ?? signal}) after ${duration(Date.now() - started)}:\n${tail.join('\n')}`));
+        reject(
+          new Error(
+            `go install failed (${code ?? signal}) after ${duration(Date.now() - started)}:\n${tail.join('\n')}`,
+          ),
+        );
       }
     });
   });

@@ -18,4 +18,6 @@ if (!existsSync(join(releases, keep, 'index.node'))) {
 const removed = readdirSync(releases).filter((target) => target !== keep);
 for (const target of removed) rmSync(join(releases, target), { recursive: true, force: true });
 rmSync(join(bridge, 'sdk-core'), { recursive: true, force: true });
-process.stdout.write(`prune-runtime: kept the core bridge for ${keep}; removed ${removed.join(', ') || 'no other platform'} and its Rust sources\n`);
+process.stdout.write(
+  `prune-runtime: kept the core bridge for ${keep}; removed ${removed.join(', ') || 'no other platform'} and its Rust sources\n`,
+);

@@ -48,7 +48,11 @@ export function createApp(ctx: AppContext): Express {
   app.get('/readyz', readyz(ctx));
   // Metrics stay on this port only when they have none of their own (METRICS_PORT), and never in
   // production, whose config requires one: /metrics reads Postgres and tells about the business.
-  if (!ctx.config.METRICS_PORT && ctx.config.NODE_ENV !== 'production') app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS, coreMetricsUrl }));
+  if (!ctx.config.METRICS_PORT && ctx.config.NODE_ENV !== 'production')
+    app.get(
+      '/metrics',
+      metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS, coreMetricsUrl }),
+    );
 
   const registry = createRegistry();
   // Strict routing: `/orders/` is not `/orders`; only the documented paths answer.
@@ -75,7 +79,9 @@ export function createApp(ctx: AppContext): Express {
 
   // Paths carry the /wholesale/v1 prefix, so the server is the bare base URL.
   registerWebhooks(registry);
-  const document = openApiDocument(registry, ctx.config.publicBaseUrl, { tags: TAGS.filter((t) => t.name !== 'Support').map((t) => t.name) });
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl, {
+    tags: TAGS.filter((t) => t.name !== 'Support').map((t) => t.name),
+  });
   app.get(`${API_PREFIX}/openapi.json`, (_req, res) => {
     res.json(document);
   });
@@ -99,7 +105,11 @@ export function createApp(ctx: AppContext): Express {
   }
   app.use('/payments', paymentCallbackRoutes(ctx));
   // The sandbox redemption upstream, speaking the partner protocol the service's adapter calls.
-  if (ctx.providers.sandboxUpstream) app.use('/sandbox-upstream', sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret, upstream: ctx.providers.sandboxUpstream }));
+  if (ctx.providers.sandboxUpstream)
+    app.use(
+      '/sandbox-upstream',
+      sandboxUpstreamApi({ secret: ctx.config.redemptionUpstreamSecret, upstream: ctx.providers.sandboxUpstream }),
+    );
   // MCP mirror of the API (spec 4.7), authenticated and rate limited like it.
   app.use('/mcp', mcpRoutes(ctx));
   // The codec server for the Temporal UI and CLI (ADMIN_TOKEN or CODEC_TOKEN; off without both).

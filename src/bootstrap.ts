@@ -67,7 +67,10 @@ export async function startServices(opts: {
 }): Promise<Services> {
   const { config, logger } = opts;
   if (config.devSecrets.length > 0) {
-    logger.warn({ variables: config.devSecrets }, 'built-in development secrets in use; set your own before production (NODE_ENV=production refuses them)');
+    logger.warn(
+      { variables: config.devSecrets },
+      'built-in development secrets in use; set your own before production (NODE_ENV=production refuses them)',
+    );
   }
   // First, so a production worker without its prebuilt bundle is refused before it touches anything.
   const workflowBundle = opts.worker ? (opts.workflowBundle ?? (await workerBundle(config))) : undefined;
@@ -77,17 +80,29 @@ export async function startServices(opts: {
   await reportAuditLogGuard(orm, config, logger);
   // The catalog says which supplier serves each direct-code product, as the supplier's settings do.
   const remapped = await syncSupplierCatalog(orm.em.fork(), config);
-  if (remapped.length > 0) logger.info({ products: remapped, supplier: config.SUPPLIER_PROVIDER }, 'supplier catalog updated from the supplier settings');
+  if (remapped.length > 0)
+    logger.info(
+      { products: remapped, supplier: config.SUPPLIER_PROVIDER },
+      'supplier catalog updated from the supplier settings',
+    );
   // TLS and the API key from the config, to whichever address the caller found Temporal at.
   const temporal = await connectTemporal({
-    ...temporalConnectionOptions(config, opts.temporalAddress), namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
+    ...temporalConnectionOptions(config, opts.temporalAddress),
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    payloadKeys: config.TEMPORAL_PAYLOAD_KEYS,
     placementDeadlineMs: config.PLACEMENT_TIMEOUT_MS,
   });
   // Built once for the process (a bad sandbox script or a token whose decimals are not what the
   // config says fails the start here): every worker the supervisor (re)creates and the API use these.
   const providers = createProviders({
-    orm, config, temporal,
-    evmCheckouts: (evm) => ({ open: (req) => openEvmCheckout({ orm, config, temporal, evm }, req), status: (checkoutId) => evmCheckoutStatus(orm, checkoutId) }),
+    orm,
+    config,
+    temporal,
+    evmCheckouts: (evm) => ({
+      open: (req) => openEvmCheckout({ orm, config, temporal, evm }, req),
+      status: (checkoutId) => evmCheckoutStatus(orm, checkoutId),
+    }),
   });
   const mismatches = (await providers.evm?.verifyTokens(logger)) ?? [];
   if (mismatches.length > 0) {
@@ -103,30 +118,62 @@ export async function startServices(opts: {
   let stopReconcileSchedule: (() => void) | undefined;
   let stopChainScanners: (() => void) | undefined;
   if (opts.worker) {
-    const activities = createActivities({ orm, config, providers, temporal, notifyPaid: (order) => notifyPaid(temporal, config, order) });
+    const activities = createActivities({
+      orm,
+      config,
+      providers,
+      temporal,
+      notifyPaid: (order) => notifyPaid(temporal, config, order),
+    });
     supervisor = new WorkerSupervisor({
       create: () =>
-        createWorker({ ...temporalConnectionOptions(config, opts.temporalAddress), namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, config, activities, workflowBundle }),
+        createWorker({
+          ...temporalConnectionOptions(config, opts.temporalAddress),
+          namespace: config.TEMPORAL_NAMESPACE,
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
+          config,
+          activities,
+          workflowBundle,
+        }),
       logger,
       maxConsecutiveFailures: opts.workerMaxFailures,
       onGiveUp: opts.onWorkerGiveUp,
     });
     await supervisor.start();
-    heartbeat = new WorkerHeartbeat({ orm, taskQueue: config.TEMPORAL_TASK_QUEUE, worker: supervisor, everyMs: config.WORKER_HEARTBEAT_MS, logger, coreMetricsUrl: coreMetricsUrl() });
+    heartbeat = new WorkerHeartbeat({
+      orm,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      worker: supervisor,
+      everyMs: config.WORKER_HEARTBEAT_MS,
+      logger,
+      coreMetricsUrl: coreMetricsUrl(),
+    });
     await heartbeat.start();
     dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
     await dispatcher.start();
     // The reconciler runs where the workers are, on a Temporal Schedule (RECONCILE_SECONDS=0: none).
-    if (config.RECONCILE_SECONDS > 0) stopReconcileSchedule = await keepReconcileSchedule({ temporal, everySeconds: config.RECONCILE_SECONDS, logger });
+    if (config.RECONCILE_SECONDS > 0)
+      stopReconcileSchedule = await keepReconcileSchedule({ temporal, everySeconds: config.RECONCILE_SECONDS, logger });
     // One scanner per chain reads it for every open checkout (PAYMENT_PROVIDER=evm).
-    if (providers.evm) stopChainScanners = await keepChainScanners({ temporal, chainIds: providers.evm.chains.map((c) => c.chainId), logger });
+    if (providers.evm)
+      stopChainScanners = await keepChainScanners({
+        temporal,
+        chainIds: providers.evm.chains.map((c) => c.chainId),
+        logger,
+      });
   }
 
   let server: Server | undefined;
   let watch: WorkerWatch | undefined;
   if (opts.api) {
     // What the placements' admission control knows of the workers: their heartbeat rows.
-    watch = new WorkerWatch({ orm, taskQueue: config.TEMPORAL_TASK_QUEUE, staleMs: config.WORKER_HEARTBEAT_STALE_MS, everyMs: Math.ceil(config.WORKER_HEARTBEAT_MS / 2), logger });
+    watch = new WorkerWatch({
+      orm,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      staleMs: config.WORKER_HEARTBEAT_STALE_MS,
+      everyMs: Math.ceil(config.WORKER_HEARTBEAT_MS / 2),
+      logger,
+    });
     await watch.start();
     const admission = new PlacementGate(admissionSettingsOf(config), () => watch!.current);
     const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor, admission });
@@ -137,7 +184,11 @@ export async function startServices(opts: {
     answerMalformedHttp(server);
   }
   const ops = config.METRICS_PORT
-    ? await startOpsServer({ orm, temporal, config, logger, worker: supervisor, providers }, config.METRICS_PORT, config.METRICS_HOST)
+    ? await startOpsServer(
+        { orm, temporal, config, logger, worker: supervisor, providers },
+        config.METRICS_PORT,
+        config.METRICS_HOST,
+      )
     : undefined;
 
   return {
@@ -173,7 +224,11 @@ export async function startServices(opts: {
  * Migrates (MIGRATE_ON_START, the default; replicas starting together wait for one another), or,
  * where a Job migrates before the processes start, refuses to run on a schema this code outgrew.
  */
-export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_START' | 'DATABASE_MIGRATION_URL'>, logger: Logger): Promise<string[]> {
+export async function prepareSchema(
+  orm: Orm,
+  config: Pick<Config, 'MIGRATE_ON_START' | 'DATABASE_MIGRATION_URL'>,
+  logger: Logger,
+): Promise<string[]> {
   if (config.MIGRATE_ON_START) {
     const onWait = () => logger.info('another process is migrating the database; waiting for it');
     const applied = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL, quiet: true, onWait });
@@ -182,7 +237,9 @@ export async function prepareSchema(orm: Orm, config: Pick<Config, 'MIGRATE_ON_S
   }
   const pending = await pendingMigrations(orm);
   if (pending.length > 0) {
-    throw new ConfigError(`Invalid configuration:\n  MIGRATE_ON_START: false, and the database lacks ${pending.length} migration(s) of this version (${pending.join(', ')}): run \`npm run migrate\` first`);
+    throw new ConfigError(
+      `Invalid configuration:\n  MIGRATE_ON_START: false, and the database lacks ${pending.length} migration(s) of this version (${pending.join(', ')}): run \`npm run migrate\` first`,
+    );
   }
   return [];
 }
@@ -195,7 +252,11 @@ async function reportAuditLogGuard(orm: Orm, config: Config, logger: Logger): Pr
   if (config.NODE_ENV !== 'production') return;
   const guard = await auditLogGuard(orm.em.fork());
   if (guard === 'grants') logger.info({ auditLog: guard }, 'audit log: this database role may only insert and read it');
-  else logger.warn({ auditLog: guard }, 'audit log: this database role could rewrite it or disable its triggers; run the service as a role that owns nothing (DATABASE_MIGRATION_URL)');
+  else
+    logger.warn(
+      { auditLog: guard },
+      'audit log: this database role could rewrite it or disable its triggers; run the service as a role that owns nothing (DATABASE_MIGRATION_URL)',
+    );
 }
 
 export const DEMO_EMAIL = 'demo@example.com';
@@ -237,7 +298,13 @@ export async function prepareDemo(orm: Orm, config: Config): Promise<Demo> {
   const demo = existing
     ? { accountId: existing.id, apiKey: await createApiKey(em, existing.id) }
     : await createAccount(em, 'demo');
-  if (!existing) await adjustBalance(em, { accountId: demo.accountId, amount: '100.00', note: 'demo starting balance', levelThresholds: config.LEVEL_THRESHOLDS });
+  if (!existing)
+    await adjustBalance(em, {
+      accountId: demo.accountId,
+      amount: '100.00',
+      note: 'demo starting balance',
+      levelThresholds: config.LEVEL_THRESHOLDS,
+    });
   const password = newPassword();
   const user = await setAccountLogin(em, demo.accountId, { email: DEMO_EMAIL, password });
   return save({ ...demo, email: user.email, password });
@@ -249,7 +316,10 @@ export async function prepareDemo(orm: Orm, config: Config): Promise<Demo> {
  * A connection whose request finishes is closed as soon as it is idle, not after the keep-alive
  * timeout (65 s by default).
  */
-function closeServer(server: { close(cb: () => void): unknown; closeIdleConnections(): void; closeAllConnections(): void }, graceMs = 10_000): Promise<void> {
+function closeServer(
+  server: { close(cb: () => void): unknown; closeIdleConnections(): void; closeAllConnections(): void },
+  graceMs = 10_000,
+): Promise<void> {
   return new Promise<void>((ok) => {
     const cut = setTimeout(() => server.closeAllConnections(), graceMs);
     cut.unref();

@@ -4,7 +4,14 @@
 import type { Config } from './config';
 import type { Orm } from './db/orm';
 import { ApiError } from './domain/errors';
-import { claimRedemption, decideQueued, listQueue, releaseQueued, type OperatorOutcome, type Who } from './services/operator-queue';
+import {
+  claimRedemption,
+  decideQueued,
+  listQueue,
+  releaseQueued,
+  type OperatorOutcome,
+  type Who,
+} from './services/operator-queue';
 import { settledRedemption } from './services/redemptions';
 import { connectTemporalFor } from './temporal/client';
 import { parseKeyRing } from './temporal/codec';
@@ -21,7 +28,9 @@ export const OPERATOR_QUEUE_USAGE = `  redemptions queue [--limit N]            
 
 /** The parseArgs options these commands read (besides --by, --actor, --reason and --limit). */
 export const OPERATOR_QUEUE_OPTIONS = {
-  deliverable: { type: 'string' }, 'failure-code': { type: 'string' }, 'holds-resources': { type: 'boolean' },
+  deliverable: { type: 'string' },
+  'failure-code': { type: 'string' },
+  'holds-resources': { type: 'boolean' },
 } as const;
 
 type Values = Record<string, string | boolean | undefined>;
@@ -41,14 +50,36 @@ const idOf = (positionals: string[], usage: string): string => {
 
 const who = (operator: Operator): Who => ({ actor: operator.name, reason: operator.reason! });
 
-async function decideFromCli(orm: Orm, config: Config, redemptionId: string, operator: Operator, decision: OperatorOutcome) {
+async function decideFromCli(
+  orm: Orm,
+  config: Config,
+  redemptionId: string,
+  operator: Operator,
+  decision: OperatorOutcome,
+) {
   const temporal = await connectTemporalFor(config);
   try {
     const em = orm.em.fork();
-    const deps = { em, temporal, keys: parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS), claimSeconds: config.OPERATOR_CLAIM_SECONDS };
-    const details = decision.outcome === 'failed' ? { failureCode: decision.failureCode, holdsResources: decision.holdsResources } : undefined;
-    const ref = await auditedCommand(em, operator, { action: decision.outcome === 'fulfilled' ? 'redemption.fulfil' : 'redemption.fail', subjectId: redemptionId, details }, () =>
-      decideQueued(deps, redemptionId, who(operator), decision));
+    const deps = {
+      em,
+      temporal,
+      keys: parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS),
+      claimSeconds: config.OPERATOR_CLAIM_SECONDS,
+    };
+    const details =
+      decision.outcome === 'failed'
+        ? { failureCode: decision.failureCode, holdsResources: decision.holdsResources }
+        : undefined;
+    const ref = await auditedCommand(
+      em,
+      operator,
+      {
+        action: decision.outcome === 'fulfilled' ? 'redemption.fulfil' : 'redemption.fail',
+        subjectId: redemptionId,
+        details,
+      },
+      () => decideQueued(deps, redemptionId, who(operator), decision),
+    );
     return await settledRedemption(orm.em.fork(), ref, 30_000);
   } finally {
     await temporal.connection.close();
@@ -67,24 +98,37 @@ export const operatorQueueCommands: Record<string, QueueCommand> = {
     const deps = { em, keys: parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS), claimSeconds: config.OPERATOR_CLAIM_SECONDS };
     // A claim shows the redeem details: who saw them is worth a row too.
     return auditedCommand(em, { ...operator, reason }, { action: 'redemption.claim', subjectId: id }, () =>
-      claimRedemption(deps, id, { actor: operator.name, reason }));
+      claimRedemption(deps, id, { actor: operator.name, reason }),
+    );
   },
   'redemptions fulfil': async ({ orm, config, values, positionals }) => {
     const id = idOf(positionals, 'fulfil ID --by NAME --reason TEXT --deliverable TEXT');
-    return decideFromCli(orm, config, id, operatorOf(values), { outcome: 'fulfilled', deliverable: text(values, 'deliverable') });
+    return decideFromCli(orm, config, id, operatorOf(values), {
+      outcome: 'fulfilled',
+      deliverable: text(values, 'deliverable'),
+    });
   },
   'redemptions fail': async ({ orm, config, values, positionals }) => {
-    const id = idOf(positionals, 'fail ID --by NAME --reason TEXT --failure-code fulfillment_failed|rejected_by_operator [--holds-resources]');
+    const id = idOf(
+      positionals,
+      'fail ID --by NAME --reason TEXT --failure-code fulfillment_failed|rejected_by_operator [--holds-resources]',
+    );
     const failureCode = text(values, 'failure-code');
     if (failureCode !== 'fulfillment_failed' && failureCode !== 'rejected_by_operator') {
       throw new ApiError('invalid_input', '--failure-code must be fulfillment_failed or rejected_by_operator');
     }
-    return decideFromCli(orm, config, id, operatorOf(values), { outcome: 'failed', failureCode, holdsResources: values['holds-resources'] === true });
+    return decideFromCli(orm, config, id, operatorOf(values), {
+      outcome: 'failed',
+      failureCode,
+      holdsResources: values['holds-resources'] === true,
+    });
   },
   'redemptions release': async ({ orm, values, positionals }) => {
     const id = idOf(positionals, 'release ID --by NAME --reason TEXT');
     const operator = operatorOf(values);
     const em = orm.em.fork();
-    return auditedCommand(em, operator, { action: 'redemption.release', subjectId: id }, () => releaseQueued(em, id, who(operator)));
+    return auditedCommand(em, operator, { action: 'redemption.release', subjectId: id }, () =>
+      releaseQueued(em, id, who(operator)),
+    );
   },
 };

@@ -8,7 +8,10 @@ import { audited, type AuditEntry } from './services/audit';
 
 /** The parseArgs options these read (--reason and --note are the main command's too). */
 export const OPERATOR_OPTIONS = {
-  by: { type: 'string' }, actor: { type: 'string' }, reason: { type: 'string' }, note: { type: 'string' },
+  by: { type: 'string' },
+  actor: { type: 'string' },
+  reason: { type: 'string' },
+  note: { type: 'string' },
 } as const;
 
 export interface Operator {
@@ -26,7 +29,8 @@ export function operatorOf(values: Values, opts: { reason?: 'required' | 'option
   if (!name) throw new ApiError('invalid_input', '--by NAME is required: who runs this command, for the audit log');
   if (name.length > 100) throw new ApiError('invalid_input', '--by must be at most 100 characters');
   const reason = text(values.reason) ?? text(values.note) ?? null;
-  if (!reason && opts.reason !== 'optional') throw new ApiError('invalid_input', '--reason TEXT is required: why, for the audit log');
+  if (!reason && opts.reason !== 'optional')
+    throw new ApiError('invalid_input', '--reason TEXT is required: why, for the audit log');
   return { name, reason };
 }
 
@@ -34,7 +38,12 @@ export function operatorOf(values: Values, opts: { reason?: 'required' | 'option
  * Runs a command's change under its audit row. The row carries the operator's name and reason; the
  * machine's login is kept beside them, since a name typed on the command line proves nothing.
  */
-export function auditedCommand<T>(em: EntityManager, operator: Operator, entry: Omit<AuditEntry, 'reason'>, run: () => Promise<T>): Promise<T> {
+export function auditedCommand<T>(
+  em: EntityManager,
+  operator: Operator,
+  entry: Omit<AuditEntry, 'reason'>,
+  run: () => Promise<T>,
+): Promise<T> {
   const osUser = process.env.USER ?? process.env.LOGNAME ?? null;
   return audited(
     em,

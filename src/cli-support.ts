@@ -32,7 +32,10 @@ export const SUPPORT_USAGE = `  support orders [--status needs_attention] [--acc
 
 /** The parseArgs options these commands read (besides --by, --actor and --reason). */
 export const SUPPORT_OPTIONS = {
-  status: { type: 'string' }, codes: { type: 'string' }, 'codes-file': { type: 'string' }, limit: { type: 'string' },
+  status: { type: 'string' },
+  codes: { type: 'string' },
+  'codes-file': { type: 'string' },
+  limit: { type: 'string' },
 } as const;
 
 type Values = Record<string, string | undefined>;
@@ -66,16 +69,27 @@ function supportAction<T>(
 ): Promise<T> {
   const operator = operatorOf(values);
   return withSupport(orm, config, async (deps) => {
-    const audit = { action: entry.action, subjectId: entry.orderId, accountId: await accountOfOrder(orm.em.fork(), entry.orderId), details: entry.details };
-    return auditedCommand(deps.em, operator, audit, () => run(deps, { actor: operator.name, reason: operator.reason! }));
+    const audit = {
+      action: entry.action,
+      subjectId: entry.orderId,
+      accountId: await accountOfOrder(orm.em.fork(), entry.orderId),
+      details: entry.details,
+    };
+    return auditedCommand(deps.em, operator, audit, () =>
+      run(deps, { actor: operator.name, reason: operator.reason! }),
+    );
   });
 }
 
 function codesFrom(values: Values): string[] {
-  if (values.codes && values['codes-file']) throw new ApiError('invalid_input', 'give --codes or --codes-file, not both');
-  const raw = values['codes-file'] ? readFileSync(resolve(values['codes-file']), 'utf8').split(/\r?\n/) : (values.codes ?? '').split(',');
+  if (values.codes && values['codes-file'])
+    throw new ApiError('invalid_input', 'give --codes or --codes-file, not both');
+  const raw = values['codes-file']
+    ? readFileSync(resolve(values['codes-file']), 'utf8').split(/\r?\n/)
+    : (values.codes ?? '').split(',');
   const codes = raw.map((c) => c.trim()).filter(Boolean);
-  if (codes.length === 0) throw new ApiError('invalid_input', '--codes A,B or --codes-file FILE (one code per line) is required');
+  if (codes.length === 0)
+    throw new ApiError('invalid_input', '--codes A,B or --codes-file FILE (one code per line) is required');
   return codes;
 }
 
@@ -86,23 +100,40 @@ export const supportCommands: Record<string, SupportCommand> = {
       throw new ApiError('invalid_input', `--status must be one of ${FULFILLMENT_STATUSES.join(', ')}`);
     }
     const limit = Number(values.limit ?? 50);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new ApiError('invalid_input', '--limit must be 1 to 500');
-    return listSupportOrders(orm.em.fork(), { fulfillmentStatus: status as FulfillmentStatus | undefined, accountId: values.account, limit });
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new ApiError('invalid_input', '--limit must be 1 to 500');
+    return listSupportOrders(orm.em.fork(), {
+      fulfillmentStatus: status as FulfillmentStatus | undefined,
+      accountId: values.account,
+      limit,
+    });
   },
   'support show': ({ orm, config, positionals }) =>
     withSupport(orm, config, (deps) => supportOrderDetail(deps, orderIdOf(positionals, 'support show ORDER_ID'))),
   'support resume': ({ orm, config, values, positionals }) => {
     const orderId = orderIdOf(positionals, 'support resume ORDER_ID --by NAME --reason TEXT');
-    return supportAction(orm, config, values, { action: 'order.resume', orderId }, (deps, who) => resumeOrder(deps, orderId, who));
+    return supportAction(orm, config, values, { action: 'order.resume', orderId }, (deps, who) =>
+      resumeOrder(deps, orderId, who),
+    );
   },
   'support deliver': ({ orm, config, values, positionals }) => {
-    const orderId = orderIdOf(positionals, 'support deliver ORDER_ID --by NAME --reason TEXT (--codes A,B | --codes-file FILE)');
+    const orderId = orderIdOf(
+      positionals,
+      'support deliver ORDER_ID --by NAME --reason TEXT (--codes A,B | --codes-file FILE)',
+    );
     const codes = codesFrom(values);
-    return supportAction(orm, config, values, { action: 'order.deliver', orderId, details: { codes: codes.length } }, (deps, who) =>
-      deliverOrder(deps, orderId, { ...who, codes }));
+    return supportAction(
+      orm,
+      config,
+      values,
+      { action: 'order.deliver', orderId, details: { codes: codes.length } },
+      (deps, who) => deliverOrder(deps, orderId, { ...who, codes }),
+    );
   },
   'support refund': ({ orm, config, values, positionals }) => {
     const orderId = orderIdOf(positionals, 'support refund ORDER_ID --by NAME --reason TEXT');
-    return supportAction(orm, config, values, { action: 'order.refund', orderId }, (deps, who) => refundOrder(deps, orderId, who));
+    return supportAction(orm, config, values, { action: 'order.refund', orderId }, (deps, who) =>
+      refundOrder(deps, orderId, who),
+    );
   },
 };

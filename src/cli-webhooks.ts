@@ -17,7 +17,8 @@ export const WEBHOOKS_USAGE = `  webhooks listen [--port N] [--key KEY] [--api U
                                                       signature checked (KEY defaults to the demo key of npm start; --keep leaves
                                                       the webhook registered on exit)`;
 
-const maskCode = (code: string) => (code.length > 8 ? `${code.slice(0, 4)}${'*'.repeat(code.length - 8)}${code.slice(-4)}` : '****');
+const maskCode = (code: string) =>
+  code.length > 8 ? `${code.slice(0, 4)}${'*'.repeat(code.length - 8)}${code.slice(-4)}` : '****';
 
 function verified(secret: string, raw: Buffer, header: string | undefined): boolean {
   if (!header?.startsWith('sha256=')) return false;
@@ -50,7 +51,11 @@ function describe(raw: Buffer, headers: IncomingMessage['headers'], signature: b
   const isObject = typeof json === 'object' && json !== null;
   const body = (isObject ? json : {}) as Record<string, unknown>;
   const shown = isObject
-    ? { ...body, ...(Array.isArray(body.codes) ? { codes: body.codes.map((c: unknown) => maskCode(String(c))) } : {}), ...(typeof body.code === 'string' ? { code: maskCode(body.code) } : {}) }
+    ? {
+        ...body,
+        ...(Array.isArray(body.codes) ? { codes: body.codes.map((c: unknown) => maskCode(String(c))) } : {}),
+        ...(typeof body.code === 'string' ? { code: maskCode(body.code) } : {}),
+      }
     : json;
   return {
     event: body.event,
@@ -74,13 +79,18 @@ async function putWebhook(api: string, key: string, url: string): Promise<{ url:
     body: JSON.stringify({ url }),
   });
   const body = (await res.json()) as { url: string; secret?: string; error?: string; message?: string };
-  if (!res.ok) throw new ApiError('invalid_input', `PUT /webhook answered ${res.status} ${body.error}: ${body.message}`);
+  if (!res.ok)
+    throw new ApiError('invalid_input', `PUT /webhook answered ${res.status} ${body.error}: ${body.message}`);
   return body;
 }
 
-export async function listenForWebhooks(config: Config, values: Record<string, string | boolean | undefined>): Promise<number> {
+export async function listenForWebhooks(
+  config: Config,
+  values: Record<string, string | boolean | undefined>,
+): Promise<number> {
   const key = (values.key as string | undefined) ?? process.env.WHOLESALE_API_KEY ?? demoKey(config);
-  if (!key) throw new ApiError('invalid_input', '--key is required (or WHOLESALE_API_KEY, or the demo key of npm start)');
+  if (!key)
+    throw new ApiError('invalid_input', '--key is required (or WHOLESALE_API_KEY, or the demo key of npm start)');
   const api = ((values.api as string | undefined) ?? `${config.publicBaseUrl}/wholesale/v1`).replace(/\/$/, '');
   const say = (line: object) => process.stdout.write(`${JSON.stringify(line)}\n`);
 
@@ -89,11 +99,17 @@ export async function listenForWebhooks(config: Config, values: Record<string, s
     void (async () => {
       try {
         const raw = await readBody(req);
-        const signature = verified(secret, raw, req.headers[SIGNATURE_HEADERS.signature.toLowerCase()] as string | undefined);
+        const signature = verified(
+          secret,
+          raw,
+          req.headers[SIGNATURE_HEADERS.signature.toLowerCase()] as string | undefined,
+        );
         say({ received: new Date().toISOString(), ...describe(raw, req.headers, signature) });
         // A delivery that is not signed with this account's secret is not ours: refused, so the
         // service would retry it, and visible here.
-        res.writeHead(signature ? 200 : 401, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: signature }));
+        res
+          .writeHead(signature ? 200 : 401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ ok: signature }));
       } catch {
         res.writeHead(400).end();
       }
@@ -109,7 +125,11 @@ export async function listenForWebhooks(config: Config, values: Record<string, s
     server.close();
     throw err;
   }
-  say({ listening: url, api, note: 'every delivery is verified with the signing secret PUT /webhook returned (kept in memory only); Ctrl-C to stop' });
+  say({
+    listening: url,
+    api,
+    note: 'every delivery is verified with the signing secret PUT /webhook returned (kept in memory only); Ctrl-C to stop',
+  });
 
   await new Promise<void>((done) => {
     const stop = () => done();
@@ -119,7 +139,9 @@ export async function listenForWebhooks(config: Config, values: Record<string, s
   server.close();
   if (!values.keep) {
     // Unregister only if the webhook is still ours (someone may have set another meanwhile).
-    const current = await fetch(`${api}/webhook`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json() as Promise<{ url?: string }>).catch(() => ({}) as { url?: string });
+    const current = await fetch(`${api}/webhook`, { headers: { authorization: `Bearer ${key}` } })
+      .then((r) => r.json() as Promise<{ url?: string }>)
+      .catch(() => ({}) as { url?: string });
     if (current.url === url) await putWebhook(api, key, '').catch(() => undefined);
   }
   say({ stopped: url, unregistered: !values.keep });

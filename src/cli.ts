@@ -68,7 +68,13 @@ ${OPERATOR_QUEUE_USAGE}
 ${WEBHOOKS_USAGE}
 ${STAFF_USAGE}`;
 
-type Command = (ctx: { orm: Orm; config: Config; values: Record<string, string | undefined>; positionals: string[]; migrated: string[] }) => Promise<unknown>;
+type Command = (ctx: {
+  orm: Orm;
+  config: Config;
+  values: Record<string, string | undefined>;
+  positionals: string[];
+  migrated: string[];
+}) => Promise<unknown>;
 
 const need = (values: Record<string, string | undefined>, name: string): string => {
   const v = values[name];
@@ -87,24 +93,40 @@ const commands: Record<string, Command> = {
   'keys create': async ({ orm, values }) => {
     const accountId = accountIdOf(values);
     const em = orm.em.fork();
-    const limits = keyLimits({ scopes: values.scopes?.split(','), cidrs: values.cidr?.split(','), expires: values.expires });
-    const apiKey = await auditedCommand(em, operatorOf(values), { action: 'key.create', subjectId: accountId, accountId, details: keyLimitDetails(limits) }, () =>
-      createApiKey(em, accountId, limits));
+    const limits = keyLimits({
+      scopes: values.scopes?.split(','),
+      cidrs: values.cidr?.split(','),
+      expires: values.expires,
+    });
+    const apiKey = await auditedCommand(
+      em,
+      operatorOf(values),
+      { action: 'key.create', subjectId: accountId, accountId, details: keyLimitDetails(limits) },
+      () => createApiKey(em, accountId, limits),
+    );
     return { accountId, apiKey, ...keyLimitDetails(limits) };
   },
   'balance adjust': ({ orm, config, values }) => {
     const [accountId, amount, note] = [accountIdOf(values), need(values, 'amount'), need(values, 'note')];
     const em = orm.em.fork();
-    return auditedCommand(em, operatorOf(values), { action: 'balance.adjust', subjectId: accountId, accountId, details: { amount } }, () =>
-      adjustBalance(em, { accountId, amount, note, levelThresholds: config.LEVEL_THRESHOLDS }));
+    return auditedCommand(
+      em,
+      operatorOf(values),
+      { action: 'balance.adjust', subjectId: accountId, accountId, details: { amount } },
+      () => adjustBalance(em, { accountId, amount, note, levelThresholds: config.LEVEL_THRESHOLDS }),
+    );
   },
   'stock import': ({ orm, values }) => {
     const [productId, file] = [need(values, 'product'), need(values, 'file')];
     const operator = operatorOf(values);
     const lines = readFileSync(resolve(file), 'utf8').split(/\r?\n/);
     const em = orm.em.fork();
-    return auditedCommand(em, operator, { action: 'stock.import', subjectId: productId, details: { lines: lines.filter((l) => l.trim()).length } }, () =>
-      importStock(em, productId, lines));
+    return auditedCommand(
+      em,
+      operator,
+      { action: 'stock.import', subjectId: productId, details: { lines: lines.filter((l) => l.trim()).length } },
+      () => importStock(em, productId, lines),
+    );
   },
   'products list': ({ orm }) => productsWithSuppliers(orm.em.fork()),
   'products group': async ({ orm, config, values, positionals }) => {
@@ -112,7 +134,9 @@ const commands: Record<string, Command> = {
     return groupPicker(orm.em.fork(), groupId, Number(values.level ?? 1), config.STOCK_DISPLAY_CAP);
   },
   'catalog seed': async ({ orm, config, values }) => {
-    await auditedCommand(orm.em.fork(), operatorOf(values), { action: 'catalog.seed' }, () => seedCatalog(orm.em.fork()));
+    await auditedCommand(orm.em.fork(), operatorOf(values), { action: 'catalog.seed' }, () =>
+      seedCatalog(orm.em.fork()),
+    );
     // New direct-code products get their supplier now rather than at the service's next start.
     await syncSupplierCatalog(orm.em.fork(), config);
     return { ok: true };
@@ -125,25 +149,40 @@ const commands: Record<string, Command> = {
     if (!order?.checkoutId) throw new ApiError('not_found', `Order ${orderId} has no hosted checkout`);
     // As the payer would: the sandbox provider records the payment and sends its signed callback.
     const paid = await payCheckout(em, config.PAYMENT_CALLBACK_SECRET, order.checkoutId);
-    if (!paid) throw new ApiError('invalid_input', 'That checkout was abandoned; replay the order in intent mode for a fresh one');
+    if (!paid)
+      throw new ApiError(
+        'invalid_input',
+        'That checkout was abandoned; replay the order in intent mode for a fresh one',
+      );
     await paid.callback; // the callback must leave before the process exits
     return { orderId, checkout: 'paid', orderStatus: order.status };
   },
   'evm address': async ({ config, positionals }) => {
     const index = Number(positionals[2]);
-    if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31) throw new ApiError('invalid_input', 'usage: evm address INDEX (0 to 2147483647)');
+    if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31)
+      throw new ApiError('invalid_input', 'usage: evm address INDEX (0 to 2147483647)');
     return { index, path: `m/44'/60'/0'/0/${index}`, address: depositAddress(receivingKey(config.EVM_XPUB), index) };
   },
   'tron address': async ({ config, positionals }) => {
     const index = Number(positionals[2]);
-    if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31) throw new ApiError('invalid_input', 'usage: tron address INDEX (0 to 2147483647)');
-    return { index, path: `m/44'/195'/0'/0/${index}`, address: tronDepositAddress(receivingKey(config.TRON_XPUB, 195), index) };
+    if (!Number.isInteger(index) || index < 0 || index >= 2 ** 31)
+      throw new ApiError('invalid_input', 'usage: tron address INDEX (0 to 2147483647)');
+    return {
+      index,
+      path: `m/44'/195'/0'/0/${index}`,
+      address: tronDepositAddress(receivingKey(config.TRON_XPUB, 195), index),
+    };
   },
   'dev-chain pay': async ({ orm, config, values, positionals }) => {
     const checkoutId = positionals[2]?.split('/checkout/').pop();
-    if (!checkoutId) throw new ApiError('invalid_input', 'usage: dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]');
+    if (!checkoutId)
+      throw new ApiError('invalid_input', 'usage: dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDT|USDC]');
     const file = resolve(config.STATE_DIR, DEV_CHAIN_FILE);
-    if (!existsSync(file)) throw new ApiError('not_found', 'No local chain: start the service with PAYMENT_PROVIDER=evm npm start (and no EVM_CHAINS)');
+    if (!existsSync(file))
+      throw new ApiError(
+        'not_found',
+        'No local chain: start the service with PAYMENT_PROVIDER=evm npm start (and no EVM_CHAINS)',
+      );
     const chain = JSON.parse(readFileSync(file, 'utf8')) as DevChainFile;
     const em = orm.em.fork();
     const checkout = await evmCheckout(em, checkoutId);
@@ -152,7 +191,8 @@ const commands: Record<string, Command> = {
     const received = receipts.transfers.reduce((sum, t) => sum + toScaled(BigInt(t.units), t.decimals), 0n);
     const missing = Math.max(0, fromDb(checkout.amount) - Number(scaledToCents(received)));
     const amount = values.amount ?? toDecimal(missing);
-    if (!isAmount(amount) || parseDecimal(amount) === 0) throw new ApiError('invalid_input', '--amount must be a Decimal above 0, e.g. 12.34');
+    if (!isAmount(amount) || parseDecimal(amount) === 0)
+      throw new ApiError('invalid_input', '--amount must be a Decimal above 0, e.g. 12.34');
     const token = (values.token ?? checkout.currency) as 'USDT' | 'USDC';
     if (token !== 'USDT' && token !== 'USDC') throw new ApiError('invalid_input', '--token must be USDT or USDC');
     const units = centsToUnits(parseDecimal(amount), chain.tokens[token].decimals);
@@ -169,8 +209,12 @@ const commands: Record<string, Command> = {
     try {
       const decision = { decision: action, reason: operator.reason!, actor: operator.name } as const;
       const em = orm.em.fork();
-      const ref = await auditedCommand(em, operator, { action: action === 'fulfill' ? 'redemption.fulfil' : 'redemption.reject', subjectId: redemptionId }, () =>
-        decideRedemption({ em, temporal }, redemptionId, decision));
+      const ref = await auditedCommand(
+        em,
+        operator,
+        { action: action === 'fulfill' ? 'redemption.fulfil' : 'redemption.reject', subjectId: redemptionId },
+        () => decideRedemption({ em, temporal }, redemptionId, decision),
+      );
       return await settledRedemption(orm.em.fork(), ref, 30_000);
     } finally {
       await temporal.connection.close();
@@ -179,13 +223,18 @@ const commands: Record<string, Command> = {
   // Every command migrates first; this one says what that did, and what guards the audit log.
   migrate: async ({ orm, migrated }) => ({ migrated, auditLog: await auditLogGuard(orm.em.fork()) }),
   reconcile: async ({ orm, config, values }) => {
-    if (values.history) return reconcileHistory(orm.em.fork(), Math.min(Math.max(Number(values.limit ?? 50) || 50, 1), 1000));
+    if (values.history)
+      return reconcileHistory(orm.em.fork(), Math.min(Math.max(Number(values.limit ?? 50) || 50, 1), 1000));
     const temporal = await connectTemporalFor(config);
     try {
       const dryRun = Boolean(values['dry-run']);
       // Operator lines on stderr, so stdout stays one JSON document.
-      const line = (level: string) => (message: string, meta?: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ level, msg: message, ...meta })}\n`);
-      const { totals, findings } = await reconcileNow({ orm, temporal, config, log: { info: line('info'), warn: line('warn'), error: line('error') } }, { dryRun });
+      const line = (level: string) => (message: string, meta?: Record<string, unknown>) =>
+        process.stderr.write(`${JSON.stringify({ level, msg: message, ...meta })}\n`);
+      const { totals, findings } = await reconcileNow(
+        { orm, temporal, config, log: { info: line('info'), warn: line('warn'), error: line('error') } },
+        { dryRun },
+      );
       return { dryRun, ...totals, findings };
     } finally {
       await temporal.connection.close();
@@ -212,7 +261,10 @@ async function openDatabase(config: Config): Promise<{ url: string; stop: () => 
   if (config.DATABASE_URL) return { url: config.DATABASE_URL, stop: async () => undefined };
   const embeddedUrl = `postgres://postgres:wholesale@127.0.0.1:${config.EMBEDDED_PG_PORT}/wholesale`;
   if (await reachable(embeddedUrl)) return { url: embeddedUrl, stop: async () => undefined };
-  const pg = await startEmbeddedPostgres({ dataDir: resolve(config.STATE_DIR, 'postgres'), port: config.EMBEDDED_PG_PORT });
+  const pg = await startEmbeddedPostgres({
+    dataDir: resolve(config.STATE_DIR, 'postgres'),
+    port: config.EMBEDDED_PG_PORT,
+  });
   return { url: pg.url, stop: () => pg.stop() };
 }
 
@@ -230,11 +282,28 @@ function parseCommandLine(argv: string[]) {
       args: argv,
       allowPositionals: true,
       options: {
-        name: { type: 'string' }, account: { type: 'string' }, amount: { type: 'string' }, ...OPERATOR_OPTIONS,
-        product: { type: 'string' }, file: { type: 'string' }, group: { type: 'string' }, level: { type: 'string' },
-        token: { type: 'string' }, ...SUPPORT_OPTIONS, ...OPERATOR_QUEUE_OPTIONS, ...STAFF_OPTIONS, ...REPORT_OPTIONS,
-        port: { type: 'string' }, key: { type: 'string' }, api: { type: 'string' }, keep: { type: 'boolean' },
-        'dry-run': { type: 'boolean' }, history: { type: 'boolean' }, scopes: { type: 'string' }, cidr: { type: 'string' }, expires: { type: 'string' },
+        name: { type: 'string' },
+        account: { type: 'string' },
+        amount: { type: 'string' },
+        ...OPERATOR_OPTIONS,
+        product: { type: 'string' },
+        file: { type: 'string' },
+        group: { type: 'string' },
+        level: { type: 'string' },
+        token: { type: 'string' },
+        ...SUPPORT_OPTIONS,
+        ...OPERATOR_QUEUE_OPTIONS,
+        ...STAFF_OPTIONS,
+        ...REPORT_OPTIONS,
+        port: { type: 'string' },
+        key: { type: 'string' },
+        api: { type: 'string' },
+        keep: { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
+        history: { type: 'boolean' },
+        scopes: { type: 'string' },
+        cidr: { type: 'string' },
+        expires: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -261,7 +330,13 @@ async function main(argv: string[]): Promise<number> {
   const orm = await initOrm(db.url);
   try {
     const migrated = await migrate(orm, { migrationUrl: config.DATABASE_MIGRATION_URL });
-    const result = await command({ orm, config, values: values as Record<string, string | undefined>, positionals, migrated });
+    const result = await command({
+      orm,
+      config,
+      values: values as Record<string, string | undefined>,
+      positionals,
+      migrated,
+    });
     process.stdout.write(result instanceof PlainText ? result.text : `${JSON.stringify(result, null, 2)}\n`);
     return EXIT.ok;
   } finally {

@@ -7,7 +7,10 @@ const int = (def: number, min: number) => z.coerce.number().int().min(min).defau
 
 export const admissionVariables = {
   // `false` lets every placement through (the bare pipeline, for a benchmark or an incident).
-  ADMISSION_CONTROL: z.enum(['true', 'false', '1', '0', 'yes', 'no', '']).default('true').transform((v) => v === 'true' || v === '1' || v === 'yes'),
+  ADMISSION_CONTROL: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes'),
   // Placements should finish within this (the 90th percentile of each window of this length):
   // the limit grows while they do and shrinks when they do not.
   ADMISSION_LATENCY_TARGET_MS: int(1000, 10),
@@ -27,8 +30,11 @@ type AdmissionVariables = { [K in keyof typeof admissionVariables]: z.infer<(typ
 export function admissionProblems(c: AdmissionVariables): string[] {
   const problems: string[] = [];
   if (c.WORKER_HEARTBEAT_STALE_MS < 2 * c.WORKER_HEARTBEAT_MS) {
-    problems.push('  WORKER_HEARTBEAT_STALE_MS: must be at least twice WORKER_HEARTBEAT_MS, or one late beat would count a live worker as gone');
+    problems.push(
+      '  WORKER_HEARTBEAT_STALE_MS: must be at least twice WORKER_HEARTBEAT_MS, or one late beat would count a live worker as gone',
+    );
   }
-  if (c.ADMISSION_INITIAL_LIMIT > c.ADMISSION_MAX_LIMIT) problems.push('  ADMISSION_INITIAL_LIMIT: must not be above ADMISSION_MAX_LIMIT');
+  if (c.ADMISSION_INITIAL_LIMIT > c.ADMISSION_MAX_LIMIT)
+    problems.push('  ADMISSION_INITIAL_LIMIT: must not be above ADMISSION_MAX_LIMIT');
   return problems;
 }

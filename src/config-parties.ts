@@ -23,10 +23,15 @@ export function reloadlySettings(c: ReloadlyVariables): { products: ReloadlyProd
   let products: ReloadlyProducts = {};
   if (c.SUPPLIER_PROVIDER === 'reloadly') {
     for (const name of ['RELOADLY_CLIENT_ID', 'RELOADLY_CLIENT_SECRET'] as const) {
-      if (!c[name]) problems.push(`  ${name}: required with SUPPLIER_PROVIDER=reloadly (from Reloadly's dashboard, Developers; per environment)`);
+      if (!c[name])
+        problems.push(
+          `  ${name}: required with SUPPLIER_PROVIDER=reloadly (from Reloadly's dashboard, Developers; per environment)`,
+        );
     }
     if (!c.RELOADLY_PRODUCTS) {
-      problems.push('  RELOADLY_PRODUCTS: required with SUPPLIER_PROVIDER=reloadly (our direct-code product ids mapped to Reloadly productId and unitPrice, see the README)');
+      problems.push(
+        '  RELOADLY_PRODUCTS: required with SUPPLIER_PROVIDER=reloadly (our direct-code product ids mapped to Reloadly productId and unitPrice, see the README)',
+      );
     } else {
       const parsed = parseReloadlyProducts(c.RELOADLY_PRODUCTS);
       if ('errors' in parsed) problems.push(...parsed.errors.map((e) => `  RELOADLY_PRODUCTS: ${e}`));
@@ -45,16 +50,25 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 export function upstreamProblems(c: UpstreamVariables): string[] {
   const problems: string[] = [];
   if (c.REDEMPTION_UPSTREAM === 'http') {
-    if (!c.REDEMPTION_UPSTREAM_URL) problems.push("  REDEMPTION_UPSTREAM_URL: required with REDEMPTION_UPSTREAM=http (the partner's base URL, see docs/redemption-upstream.md)");
-    if (!c.REDEMPTION_UPSTREAM_SECRET) problems.push('  REDEMPTION_UPSTREAM_SECRET: required with REDEMPTION_UPSTREAM=http (the HMAC secret shared with the partner, at least 32 characters)');
+    if (!c.REDEMPTION_UPSTREAM_URL)
+      problems.push(
+        "  REDEMPTION_UPSTREAM_URL: required with REDEMPTION_UPSTREAM=http (the partner's base URL, see docs/redemption-upstream.md)",
+      );
+    if (!c.REDEMPTION_UPSTREAM_SECRET)
+      problems.push(
+        '  REDEMPTION_UPSTREAM_SECRET: required with REDEMPTION_UPSTREAM=http (the HMAC secret shared with the partner, at least 32 characters)',
+      );
   }
   if (c.REDEMPTION_UPSTREAM_URL && (c.REDEMPTION_UPSTREAM === 'http' || c.REDEMPTION_UPSTREAM === 'sandbox')) {
     const url = new URL(c.REDEMPTION_UPSTREAM_URL);
     const plainAllowed = c.NODE_ENV !== 'production' && LOOPBACK.has(url.hostname);
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainAllowed)) {
-      problems.push(`  REDEMPTION_UPSTREAM_URL: must be https://${c.NODE_ENV === 'production' ? '' : ' (plain http only on loopback outside production)'}`);
+      problems.push(
+        `  REDEMPTION_UPSTREAM_URL: must be https://${c.NODE_ENV === 'production' ? '' : ' (plain http only on loopback outside production)'}`,
+      );
     }
-    if (url.search || url.hash || url.username || url.password) problems.push('  REDEMPTION_UPSTREAM_URL: a base URL without query, fragment or credentials');
+    if (url.search || url.hash || url.username || url.password)
+      problems.push('  REDEMPTION_UPSTREAM_URL: a base URL without query, fragment or credentials');
   }
   return problems;
 }

@@ -27,10 +27,16 @@ export function parseTrustProxy(raw: string): { value: TrustProxy } | { error: s
     const hops = Number(text);
     return hops <= 10 ? { value: hops } : { error: 'a hop count is at most 10' };
   }
-  const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = text
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   const bad = entries.filter((e) => !validEntry(e));
   if (entries.length === 0 || bad.length > 0) {
-    return { error: 'expected a hop count (e.g. 1) or comma-separated IP addresses, CIDRs and loopback, linklocal or uniquelocal' };
+    return {
+      error:
+        'expected a hop count (e.g. 1) or comma-separated IP addresses, CIDRs and loopback, linklocal or uniquelocal',
+    };
   }
   return { value: entries };
 }

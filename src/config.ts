@@ -28,7 +28,10 @@ const levelThresholds = z
     const parts = raw.split(',').map((p) => p.trim());
     const cents = parts.map((p) => (/^\d+(\.\d{1,2})?$/.test(p) ? Math.round(Number(p) * 100) : NaN));
     if (cents.length !== 4 || cents.some((c) => Number.isNaN(c))) {
-      ctx.addIssue({ code: 'custom', message: 'expected four Decimal amounts for Lv2..Lv5, e.g. 500,2000,10000,50000' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'expected four Decimal amounts for Lv2..Lv5, e.g. 500,2000,10000,50000',
+      });
       return z.NEVER;
     }
     if (cents.some((c, i) => i > 0 && c <= cents[i - 1])) {
@@ -46,7 +49,10 @@ const costAtPar = z
     if (raw.trim() === 'none') return [] as [string, string][];
     const pairs = raw.split(',').map((p) => p.trim().split('='));
     if (pairs.some((p) => p.length !== 2 || !p.every((c) => /^[A-Z]{3,8}$/.test(c)))) {
-      ctx.addIssue({ code: 'custom', message: 'expected currency pairs like USD=USDT,USD=USDC (supplier currency=our currency), or none' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'expected currency pairs like USD=USDT,USD=USDC (supplier currency=our currency), or none',
+      });
       return z.NEVER;
     }
     return pairs as [string, string][];
@@ -60,9 +66,11 @@ export const DEV_SECRETS = {
   CURSOR_SECRET: 'wholesale-dev-cursor-secret',
   PAYMENT_CALLBACK_SECRET: 'sandbox-callback-secret',
   // Derives from the BIP39 test mnemonic ("abandon … about"), whose keys are public: for a local chain only.
-  EVM_XPUB: 'xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr',
+  EVM_XPUB:
+    'xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr',
   // The same mnemonic at m/44'/195'/0' (TRON's coin type), for a TRON chain in tests and development.
-  TRON_XPUB: 'xpub6D1AabNHCupeiLM65ZR9UStMhJ1vCpyV4XbZdyhMZBiJXALQtmn9p42VTQckoHVn8WNqS7dqnJokZHAHcHGoaQgmv8D45oNUKx6DZMNZBCd',
+  TRON_XPUB:
+    'xpub6D1AabNHCupeiLM65ZR9UStMhJ1vCpyV4XbZdyhMZBiJXALQtmn9p42VTQckoHVn8WNqS7dqnJokZHAHcHGoaQgmv8D45oNUKx6DZMNZBCd',
   // `npm start` makes its own key under STATE_DIR; this one serves `npm run api|worker` in development.
   TEMPORAL_PAYLOAD_KEYS: 'dev:EHx7rd+fD/56kAg3Le3TasIipbXMOeL0GuBFcdbBIFE=',
   // Signs the requests to the sandbox upstream (REDEMPTION_UPSTREAM=sandbox) when none is set.
@@ -92,7 +100,9 @@ export const configSchema = z.object({
   // on the frontend's certificate, Temporal Cloud's API key (a secret); production refuses plaintext
   // to a Temporal off this machine unless TEMPORAL_ALLOW_PLAINTEXT says the network is private.
   TEMPORAL_TLS: bool(false),
-  TEMPORAL_TLS_CA: z.string().optional(), TEMPORAL_TLS_CERT: z.string().optional(), TEMPORAL_TLS_KEY: z.string().optional(),
+  TEMPORAL_TLS_CA: z.string().optional(),
+  TEMPORAL_TLS_CERT: z.string().optional(),
+  TEMPORAL_TLS_KEY: z.string().optional(),
   TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
   TEMPORAL_API_KEY: z.string().optional(),
   TEMPORAL_ALLOW_PLAINTEXT: bool(false),
@@ -108,7 +118,10 @@ export const configSchema = z.object({
   WORKFLOW_THREADS: z.coerce.number().int().min(1).max(16).default(1),
   // More dynamic config for the Temporal server `npm start` runs, `name=value` separated by
   // spaces, on top of the tuned defaults (bench experiments; a real cluster has its own file).
-  DEV_TEMPORAL_DYNAMIC_CONFIG: z.string().optional().transform((v) => (v ? v.split(/\s+/).filter(Boolean) : [])),
+  DEV_TEMPORAL_DYNAMIC_CONFIG: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(/\s+/).filter(Boolean) : [])),
   PUBLIC_BASE_URL: z.string().url().optional(),
   // Prometheus metrics (with /healthz and /readyz) on their own port, kept off the public API
   // port; unset, an API process serves /metrics on its own port (never in production, which
@@ -144,7 +157,10 @@ export const configSchema = z.object({
   // service under /sandbox-upstream unless REDEMPTION_UPSTREAM_URL says where. Below the
   // activities' 30 s deadline.
   REDEMPTION_UPSTREAM_URL: z.string().url().optional(),
-  REDEMPTION_UPSTREAM_SECRET: z.string().min(32, 'must be at least 32 characters (a random secret shared with the partner)').optional(),
+  REDEMPTION_UPSTREAM_SECRET: z
+    .string()
+    .min(32, 'must be at least 32 characters (a random secret shared with the partner)')
+    .optional(),
   REDEMPTION_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(25_000).default(10_000),
   // PAYMENT_PROVIDER=evm: the chains (JSON, see the README), the extended public key that derives
   // one deposit address per checkout, and how the nodes are asked.
@@ -268,11 +284,23 @@ export type Config = z.infer<typeof configSchema> & {
 export class ConfigError extends Error {}
 
 /** The outside parties this config would have played by the service's own sandboxes, with what can replace each. */
-export function sandboxesInUse(c: Pick<z.infer<typeof configSchema>, 'PAYMENT_PROVIDER' | 'SUPPLIER_PROVIDER' | 'REDEMPTION_UPSTREAM'>) {
+export function sandboxesInUse(
+  c: Pick<z.infer<typeof configSchema>, 'PAYMENT_PROVIDER' | 'SUPPLIER_PROVIDER' | 'REDEMPTION_UPSTREAM'>,
+) {
   const choices = [
     { name: 'PAYMENT_PROVIDER', value: c.PAYMENT_PROVIDER, alternatives: 'evm (the self-hosted USDT/USDC checkout)' },
-    { name: 'SUPPLIER_PROVIDER', value: c.SUPPLIER_PROVIDER, alternatives: "none (no direct-code gift cards are procured) or reloadly (bought from Reloadly's gift-card API, see the README)" },
-    { name: 'REDEMPTION_UPSTREAM', value: c.REDEMPTION_UPSTREAM, alternatives: 'none (only manual products wait for an operator), operators (every redemption waits in the operator queue, see the README) or http (a partner speaking docs/redemption-upstream.md)' },
+    {
+      name: 'SUPPLIER_PROVIDER',
+      value: c.SUPPLIER_PROVIDER,
+      alternatives:
+        "none (no direct-code gift cards are procured) or reloadly (bought from Reloadly's gift-card API, see the README)",
+    },
+    {
+      name: 'REDEMPTION_UPSTREAM',
+      value: c.REDEMPTION_UPSTREAM,
+      alternatives:
+        'none (only manual products wait for an operator), operators (every redemption waits in the operator queue, see the README) or http (a partner speaking docs/redemption-upstream.md)',
+    },
   ];
   return choices.filter((choice) => choice.value === 'sandbox');
 }
@@ -297,7 +325,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     } else if (c.NODE_ENV === 'production') {
       problems.push('  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
     }
-    const keys: ['EVM_XPUB' | 'TRON_XPUB', 60 | 195][] = [['EVM_XPUB', 60], ...(evmChains.some((chain) => chain.kind === 'tron') ? [['TRON_XPUB', 195] as ['TRON_XPUB', 195]] : [])];
+    const keys: ['EVM_XPUB' | 'TRON_XPUB', 60 | 195][] = [
+      ['EVM_XPUB', 60],
+      ...(evmChains.some((chain) => chain.kind === 'tron') ? [['TRON_XPUB', 195] as ['TRON_XPUB', 195]] : []),
+    ];
     for (const [name, coinType] of keys) {
       try {
         receivingKey(c[name], coinType);
@@ -324,18 +355,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   problems.push(...admissionProblems(c));
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   if (c.NODE_ENV === 'production') {
-    const lines = devSecrets.map((name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`);
+    const lines = devSecrets.map(
+      (name) => `  ${name}: the built-in development value must not be used in production; set a secret of your own`,
+    );
     // Loopback and plain-http receivers would let any reseller make the service call itself.
     if (c.WEBHOOK_ALLOW_INSECURE_URLS) lines.push('  WEBHOOK_ALLOW_INSECURE_URLS: must not be on in production');
     // Reloadly's sandbox sells cards no brand accepts: selling them would be selling nothing.
-    if (c.SUPPLIER_PROVIDER === 'reloadly' && c.RELOADLY_ENV !== 'live') lines.push("  RELOADLY_ENV: Reloadly's sandbox must not run in production (its cards are not real); set RELOADLY_ENV=live");
-    lines.push(...sandboxesInUse(c).map(({ name, alternatives }) => `  ${name}: the sandbox must not run in production (it gives away what it sells); set ${name} to ${alternatives}`));
+    if (c.SUPPLIER_PROVIDER === 'reloadly' && c.RELOADLY_ENV !== 'live')
+      lines.push(
+        "  RELOADLY_ENV: Reloadly's sandbox must not run in production (its cards are not real); set RELOADLY_ENV=live",
+      );
+    lines.push(
+      ...sandboxesInUse(c).map(
+        ({ name, alternatives }) =>
+          `  ${name}: the sandbox must not run in production (it gives away what it sells); set ${name} to ${alternatives}`,
+      ),
+    );
     lines.push(...productionExposureProblems(c));
     if (lines.length > 0) throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const publicBaseUrl = (c.PUBLIC_BASE_URL ?? `http://${c.HOST}:${c.PORT}`).replace(/\/$/, '');
   return {
-    ...c, publicBaseUrl, devSecrets, evmChains, reloadlyProducts,
+    ...c,
+    publicBaseUrl,
+    devSecrets,
+    evmChains,
+    reloadlyProducts,
     paymentProviderUrl: (c.PAYMENT_PROVIDER_URL ?? `${publicBaseUrl}/sandbox-pay`).replace(/\/$/, ''),
     redemptionUpstreamUrl: (c.REDEMPTION_UPSTREAM_URL ?? `${publicBaseUrl}/sandbox-upstream`).replace(/\/$/, ''),
     redemptionUpstreamSecret: c.REDEMPTION_UPSTREAM_SECRET ?? DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET,

@@ -58,7 +58,10 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       serializers: { err: scrubbedError },
       hooks: {
         logMethod(args, method) {
-          method.apply(this, args.map((a) => (typeof a === 'string' ? scrubSecrets(a) : a)) as Parameters<typeof method>);
+          method.apply(
+            this,
+            args.map((a) => (typeof a === 'string' ? scrubSecrets(a) : a)) as Parameters<typeof method>,
+          );
         },
       },
     },

@@ -19,7 +19,11 @@ async function main() {
   // An empty variable counts as unset, so it must not hide the key and token kept under STATE_DIR.
   const given = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined && v !== ''));
   const loaded = loadConfig({ ...(development ? { WEBHOOK_ALLOW_INSECURE_URLS: 'true', ...state } : {}), ...given });
-  const config = { ...loaded, TEMPORAL_UI_ORIGIN: loaded.TEMPORAL_UI_ORIGIN ?? (development ? `http://127.0.0.1:${loaded.TEMPORAL_UI_PORT}` : undefined) };
+  const config = {
+    ...loaded,
+    TEMPORAL_UI_ORIGIN:
+      loaded.TEMPORAL_UI_ORIGIN ?? (development ? `http://127.0.0.1:${loaded.TEMPORAL_UI_PORT}` : undefined),
+  };
   const logger = createLogger(config.LOG_LEVEL);
   logUnhandledRejections(logger);
   installRuntime({ logger, coreMetricsPort: config.TEMPORAL_CORE_METRICS_PORT ?? (await freeLoopbackPort()) });
@@ -36,30 +40,45 @@ async function main() {
   });
   const demo = await prepareDemo(services.orm, config);
   say('');
-  say(`Wholesale API    ${config.publicBaseUrl}${API_PREFIX}  (OpenAPI: ${config.publicBaseUrl}${API_PREFIX}/openapi.json)`);
+  say(
+    `Wholesale API    ${config.publicBaseUrl}${API_PREFIX}  (OpenAPI: ${config.publicBaseUrl}${API_PREFIX}/openapi.json)`,
+  );
   say(`API reference    ${config.publicBaseUrl}${API_PREFIX}/docs`);
   if (infra.temporalKind === 'server') {
-    say(`Temporal         production server ${infra.temporalAddress} on Postgres (DEV_TEMPORAL=server); no Web UI in this mode, use the temporal CLI`);
+    say(
+      `Temporal         production server ${infra.temporalAddress} on Postgres (DEV_TEMPORAL=server); no Web UI in this mode, use the temporal CLI`,
+    );
   } else {
     say(`Temporal UI      ${infra.temporalUiUrl ?? `(external Temporal at ${infra.temporalAddress})`}`);
   }
   if (config.CODEC_TOKEN) {
     // The development token npm start made is printed like the demo key; a token the operator set never is.
-    const token = 'CODEC_TOKEN' in state && state.CODEC_TOKEN === config.CODEC_TOKEN ? config.CODEC_TOKEN : '$CODEC_TOKEN';
+    const token =
+      'CODEC_TOKEN' in state && state.CODEC_TOKEN === config.CODEC_TOKEN ? config.CODEC_TOKEN : '$CODEC_TOKEN';
     say(`Codec endpoint   ${codecEndpoint(config)}  (the token goes in the Authorization header, never in the URL)`);
-    say(`                 CLI: temporal workflow show --codec-endpoint ${codecEndpoint(config)} --codec-auth "Bearer ${token}" -w <id>`);
-    say('                 Temporal UI: sends the token only to an https:// endpoint, with "Pass the user access token" on (docs/operations.md)');
+    say(
+      `                 CLI: temporal workflow show --codec-endpoint ${codecEndpoint(config)} --codec-auth "Bearer ${token}" -w <id>`,
+    );
+    say(
+      '                 Temporal UI: sends the token only to an https:// endpoint, with "Pass the user access token" on (docs/operations.md)',
+    );
   }
   say(`Account area     ${config.publicBaseUrl}/account`);
   if (infra.evmChains) {
-    say(`Local EVM chain  ${infra.evmChains[0].rpcUrls[0]} (chain ${infra.evmChains[0].chainId}, USDT and USDC test tokens, 2 confirmations)`);
-    say('                 pay a checkout as a wallet would:  npx wholesale dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDC]');
+    say(
+      `Local EVM chain  ${infra.evmChains[0].rpcUrls[0]} (chain ${infra.evmChains[0].chainId}, USDT and USDC test tokens, 2 confirmations)`,
+    );
+    say(
+      '                 pay a checkout as a wallet would:  npx wholesale dev-chain pay CHECKOUT_ID [--amount 12.34] [--token USDC]',
+    );
   }
   say(`Demo sign-in     ${demo.email}  password: ${demo.password}`);
   say(`Demo account     ${demo.accountId}`);
   say(`Demo API key     ${demo.apiKey}`);
   if (config.WEBHOOK_ALLOW_INSECURE_URLS) {
-    say('Webhooks         loopback http:// receivers are allowed here (development); try:  npx wholesale webhooks listen');
+    say(
+      'Webhooks         loopback http:// receivers are allowed here (development); try:  npx wholesale webhooks listen',
+    );
   }
   say(`Try:  curl -H "Authorization: Bearer ${demo.apiKey}" ${config.publicBaseUrl}${API_PREFIX}/products`);
   say('');
@@ -73,6 +92,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : err?.stack ?? err}\n`);
+  process.stderr.write(`${err instanceof ConfigError ? err.message : (err?.stack ?? err)}\n`);
   process.exit(1);
 });

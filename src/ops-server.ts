@@ -11,12 +11,19 @@ import { coreMetricsUrl } from './temporal/runtime';
  * orchestrator, on an address of their own so the public API port never shows them. A worker
  * process has no other HTTP server, so this is how it is scraped and probed.
  */
-export async function startOpsServer(ctx: Pick<AppContext, 'orm' | 'temporal' | 'worker' | 'config' | 'logger' | 'providers'>, port: number, host: string): Promise<Server> {
+export async function startOpsServer(
+  ctx: Pick<AppContext, 'orm' | 'temporal' | 'worker' | 'config' | 'logger' | 'providers'>,
+  port: number,
+  host: string,
+): Promise<Server> {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId);
-  app.get('/metrics', metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS, coreMetricsUrl }));
+  app.get(
+    '/metrics',
+    metricsEndpoint({ orm: ctx.orm, maxPendingTopups: ctx.config.MAX_PENDING_TOPUPS, coreMetricsUrl }),
+  );
   app.get('/healthz', healthz(ctx));
   app.get('/readyz', readyz(ctx));
   app.use(notFound);

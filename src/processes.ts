@@ -10,7 +10,9 @@ export function runProcess(role: 'api' | 'worker'): void {
   const run = async () => {
     const config = loadConfig();
     if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
-      throw new ConfigError(`Invalid configuration:\n  DATABASE_URL and TEMPORAL_ADDRESS are required for the ${role} process`);
+      throw new ConfigError(
+        `Invalid configuration:\n  DATABASE_URL and TEMPORAL_ADDRESS are required for the ${role} process`,
+      );
     }
     const logger = createLogger(config.LOG_LEVEL);
     logUnhandledRejections(logger);
@@ -28,9 +30,15 @@ export function runProcess(role: 'api' | 'worker'): void {
       })();
     };
     services = await startServices({
-      config, logger, databaseUrl: config.DATABASE_URL, temporalAddress: config.TEMPORAL_ADDRESS,
-      registerSearchAttributes: true, api: role === 'api', worker: role === 'worker',
-      workerMaxFailures: config.WORKER_MAX_CONSECUTIVE_FAILURES, onWorkerGiveUp: giveUp,
+      config,
+      logger,
+      databaseUrl: config.DATABASE_URL,
+      temporalAddress: config.TEMPORAL_ADDRESS,
+      registerSearchAttributes: true,
+      api: role === 'api',
+      worker: role === 'worker',
+      workerMaxFailures: config.WORKER_MAX_CONSECUTIVE_FAILURES,
+      onWorkerGiveUp: giveUp,
     });
     logger.info({ role }, 'started');
     const stop = async () => {
@@ -44,9 +52,14 @@ export function runProcess(role: 'api' | 'worker'): void {
 
 /** One JSON line, like every other line these processes write, then exit 1. */
 export function exitCannotStart(role: string, err: unknown): never {
-  const message = err instanceof ConfigError ? err.message : safeText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 2000);
+  const message =
+    err instanceof ConfigError
+      ? err.message
+      : safeText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), 2000);
   const stack = err instanceof ConfigError || !(err instanceof Error) ? undefined : err.stack;
-  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'wholesale', role, msg: 'cannot start', err: { message, stack } })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ level: 60, time: Date.now(), service: 'wholesale', role, msg: 'cannot start', err: { message, stack } })}\n`,
+  );
   process.exit(1);
 }
 
@@ -73,7 +86,10 @@ export function onShutdownSignal(stop: (signal: string) => Promise<void>): void 
  */
 export function logUnhandledRejections(logger: Logger): void {
   process.on('unhandledRejection', (reason) => {
-    const err = reason instanceof Error ? { type: reason.name, message: safeText(reason.message, 500) } : { message: safeText(String(reason), 500) };
+    const err =
+      reason instanceof Error
+        ? { type: reason.name, message: safeText(reason.message, 500) }
+        : { message: safeText(String(reason), 500) };
     logger.error({ err }, 'unhandled promise rejection');
   });
 }

@@ -24,7 +24,9 @@ const { freePort } = require('./helpers/ports.ts');
 
 /** Whether this run selects any test file under `dir` (all of them when no path pattern was given). */
 function selects(globalConfig, dir, only = () => true) {
-  const files = readdirSync(join(testRoot, dir)).filter((f) => f.endsWith('.test.ts') && only(f)).map((f) => join(testRoot, dir, f));
+  const files = readdirSync(join(testRoot, dir))
+    .filter((f) => f.endsWith('.test.ts') && only(f))
+    .map((f) => join(testRoot, dir, f));
   const patterns = globalConfig?.testPathPatterns;
   if (!patterns?.isSet?.()) return true;
   const executor = patterns.toExecutor({ rootDir: globalConfig.rootDir });
@@ -63,12 +65,19 @@ export default async function globalSetup(globalConfig) {
   }
   // Built here rather than in the tests that use it, so its progress shows and two test workers
   // never build it at once. A failure is left to those tests, which say why.
-  if (selects(globalConfig, 'api', (f) => f === 'temporal-server.test.ts' || f === 'temporal-tls.test.ts') || selects(globalConfig, 'topology')
-    || selects(globalConfig, 'deploy', (f) => f === 'production-build.test.ts' || f === 'compose.test.ts')) {
-    await ensureTemporalServer().catch((err) => process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`));
+  if (
+    selects(globalConfig, 'api', (f) => f === 'temporal-server.test.ts' || f === 'temporal-tls.test.ts') ||
+    selects(globalConfig, 'topology') ||
+    selects(globalConfig, 'deploy', (f) => f === 'production-build.test.ts' || f === 'compose.test.ts')
+  ) {
+    await ensureTemporalServer().catch((err) =>
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`),
+    );
   }
   // helm and the manifest checker for the Helm chart's test, built once per machine the same way.
   if (selects(globalConfig, 'deploy', (f) => f === 'helm.test.ts')) {
-    await ensureDeployTools().catch((err) => process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`));
+    await ensureDeployTools().catch((err) =>
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`),
+    );
   }
 }

@@ -32,10 +32,19 @@ export function untilPostgresAnswersOrRefuses(...refusals: string[]): ActivityOp
  * A call to an outside party that the workflow asks again on its own cadence (a provider's status,
  * a chain scan, a report): a few tries, then the next tick or run asks again.
  */
-export function fewTries(startToCloseTimeout: ActivityOptions['startToCloseTimeout'], extra: Partial<ActivityOptions> = {}): ActivityOptions {
+export function fewTries(
+  startToCloseTimeout: ActivityOptions['startToCloseTimeout'],
+  extra: Partial<ActivityOptions> = {},
+): ActivityOptions {
   return {
     startToCloseTimeout,
     ...extra,
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 3, ...extra.retry },
+    retry: {
+      initialInterval: '1 second',
+      backoffCoefficient: 2,
+      maximumInterval: '30 seconds',
+      maximumAttempts: 3,
+      ...extra.retry,
+    },
   };
 }

@@ -7,7 +7,11 @@ import { startProcurement } from './procurement-handoff';
 // A chunk places its lines one at a time and heartbeats after each: a chunk lost with its worker
 // is taken up again within seconds, from the first line with no outcome in Postgres. Placement
 // refusals are line outcomes, not failures; only the database or a worker gone makes it retry.
-const { placeBatchChunk } = proxyActivities<BatchActivities>({ ...untilPostgresAnswers, startToCloseTimeout: '10 minutes', heartbeatTimeout: '10 seconds' });
+const { placeBatchChunk } = proxyActivities<BatchActivities>({
+  ...untilPostgresAnswers,
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '10 seconds',
+});
 const { completeBatch } = proxyActivities<BatchActivities>(untilPostgresAnswers);
 
 /**

@@ -5,7 +5,9 @@ import type { ChainScanWorkflowInput } from '../src/contracts/evm-checkouts';
 
 // A tick reads the chain for every open checkout: it heartbeats while the nodes answer, and one
 // that fails is not retried for long here, the next tick reads the same blocks again.
-const scanner = proxyActivities<EvmCheckoutActivities>(fewTries('5 minutes', { heartbeatTimeout: '10 seconds', retry: { initialInterval: '2 seconds' } }));
+const scanner = proxyActivities<EvmCheckoutActivities>(
+  fewTries('5 minutes', { heartbeatTimeout: '10 seconds', retry: { initialInterval: '2 seconds' } }),
+);
 
 /** Ticks in one run before it continues as new, so its history stays short. */
 const TICKS_PER_RUN = 500;
@@ -29,7 +31,10 @@ export async function chainScanWorkflow(input: ChainScanWorkflowInput): Promise<
       pause = result.nextInSeconds;
     } catch (err) {
       if (isCancellation(err)) throw err;
-      log.warn('chain scan failed', { chainId: input.chainId, error: err instanceof Error ? err.message : String(err) });
+      log.warn('chain scan failed', {
+        chainId: input.chainId,
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
     await sleep(pause * 1000);
     if (workflowInfo().continueAsNewSuggested) break;

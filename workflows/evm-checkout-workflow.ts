@@ -1,11 +1,27 @@
-import { condition, continueAsNew, isCancellation, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { EvmCheckoutActivities } from '../activities/evm-checkouts-activities';
 import { fewTries, untilPostgresAnswers } from './activity-options';
-import { evmCheckoutScannedSignal, evmCheckoutStateQuery, type EvmCheckoutWatchState, type EvmCheckoutWorkflowInput, type SettlePhase } from '../src/contracts/evm-checkouts';
+import {
+  evmCheckoutScannedSignal,
+  evmCheckoutStateQuery,
+  type EvmCheckoutWatchState,
+  type EvmCheckoutWorkflowInput,
+  type SettlePhase,
+} from '../src/contracts/evm-checkouts';
 
 // The step's look at the chain scanners' last ticks (Postgres only): a failed one is not retried
 // here, the next step looks again.
-const chain = proxyActivities<EvmCheckoutActivities>(fewTries('2 minutes', { heartbeatTimeout: '10 seconds', retry: { initialInterval: '2 seconds' } }));
+const chain = proxyActivities<EvmCheckoutActivities>(
+  fewTries('2 minutes', { heartbeatTimeout: '10 seconds', retry: { initialInterval: '2 seconds' } }),
+);
 // Postgres and the Temporal signal: retried until they answer, so settlement is never given up.
 const always = proxyActivities<EvmCheckoutActivities>(untilPostgresAnswers);
 
@@ -60,7 +76,8 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
     // An order that never committed (its placement failed after the checkout opened): nobody was
     // given this address, so there is nothing to wait for once its window is over.
     if (!settled.orderId && now >= expiresAt && waiting === 0) break;
-    const cadence = now < expiresAt ? timing.syncSeconds : now < lateUntil ? timing.latePollSeconds : timing.addressPollSeconds;
+    const cadence =
+      now < expiresAt ? timing.syncSeconds : now < lateUntil ? timing.latePollSeconds : timing.addressPollSeconds;
     const next = now < expiresAt ? expiresAt : now < lateUntil ? lateUntil : watchUntil;
     // A timer like a sleep's; a signal from the scanner during the step or the wait ends it early.
     await condition(() => scanned, Math.max(1000, Math.min(cadence * 1000, next - now)));

@@ -6,7 +6,11 @@ import { untilPostgresAnswers } from './activity-options';
 // Each step is a Postgres transaction that reads where the export stands from its row: retried
 // until the database answers. A page heartbeats, so a page lost with its worker is written again
 // within seconds (from the last page committed), not after the whole start-to-close.
-const { writeExportPage } = proxyActivities<ExportActivities>({ ...untilPostgresAnswers, startToCloseTimeout: '2 minutes', heartbeatTimeout: '10 seconds' });
+const { writeExportPage } = proxyActivities<ExportActivities>({
+  ...untilPostgresAnswers,
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
+});
 const { finishExport, expireExport } = proxyActivities<ExportActivities>(untilPostgresAnswers);
 
 /**
@@ -19,7 +23,8 @@ export async function exportWorkflow(input: ExportWorkflowInput): Promise<Export
   const pagesPerRun = input.pagesPerRun ?? DEFAULT_PAGES_PER_RUN;
   let progress = await writeExportPage(input.exportId);
   for (let pages = 1; progress.status === 'running' && !progress.written; pages++) {
-    if (pages >= pagesPerRun || workflowInfo().continueAsNewSuggested) await continueAsNew<typeof exportWorkflow>(input);
+    if (pages >= pagesPerRun || workflowInfo().continueAsNewSuggested)
+      await continueAsNew<typeof exportWorkflow>(input);
     progress = await writeExportPage(input.exportId);
   }
   if (progress.status === 'running') progress = await finishExport(input.exportId);

@@ -1,4 +1,10 @@
-import { ApplicationFailure, log, type Next, type WorkflowInboundCallsInterceptor, type WorkflowInterceptorsFactory } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  log,
+  type Next,
+  type WorkflowInboundCallsInterceptor,
+  type WorkflowInterceptorsFactory,
+} from '@temporalio/workflow';
 import { isRefused } from '../src/contracts/refused-payload';
 import { sanitizeError as sanitize } from '../src/domain/text';
 
@@ -33,7 +39,10 @@ class SafeFailures implements WorkflowInboundCallsInterceptor {
 }
 
 const refusal = (what: string) =>
-  ApplicationFailure.nonRetryable(`${what} refused: it was not encrypted with a key of TEMPORAL_PAYLOAD_KEYS`, 'unencrypted_message');
+  ApplicationFailure.nonRetryable(
+    `${what} refused: it was not encrypted with a key of TEMPORAL_PAYLOAD_KEYS`,
+    'unencrypted_message',
+  );
 
 /**
  * No message reaches a workflow unless the service sent it: an input, signal or update that no
@@ -63,4 +72,6 @@ class ServiceMessagesOnly implements WorkflowInboundCallsInterceptor {
   }
 }
 
-export const interceptors: WorkflowInterceptorsFactory = () => ({ inbound: [new SafeFailures(), new ServiceMessagesOnly()] });
+export const interceptors: WorkflowInterceptorsFactory = () => ({
+  inbound: [new SafeFailures(), new ServiceMessagesOnly()],
+});

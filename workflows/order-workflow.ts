@@ -1,11 +1,22 @@
-import { patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { OrderActivities } from '../activities/orders-activities';
 import type { PaymentWorkflowState } from '../src/contracts/payments';
 import { placementOptions, untilPostgresAnswers } from './activity-options';
 import { awaitPayment, PaymentLifecycle, runPaymentLifecycle } from './payment';
 import { awaitInFlightPatch } from './placement';
 import { handOffToProcurement } from './procurement-handoff';
-import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/contracts/search-attributes';
+import {
+  AccountIdKey,
+  ExternalOrderIdKey,
+  FulfillmentStatusKey,
+  OrderStatusKey,
+} from '../src/contracts/search-attributes';
 import {
   orderStateQuery,
   placeOrderUpdate,
@@ -37,7 +48,13 @@ export async function orderWorkflow(input: OrderWorkflowInput): Promise<OrderWor
 
 /** The order's state, and its message handlers: placements one at a time, payment callbacks queued. */
 class Order extends PaymentLifecycle {
-  readonly state: OrderWorkflowState = { orderId: null, status: 'new', fulfillmentStatus: null, placementAttempts: 0, lastError: null };
+  readonly state: OrderWorkflowState = {
+    orderId: null,
+    status: 'new',
+    fulfillmentStatus: null,
+    placementAttempts: 0,
+    lastError: null,
+  };
   private readonly payment: PaymentWorkflowState = { orderId: null, status: 'new', syncs: 0, lastSyncError: null };
   /** This run was started under `awaitInFlightPatch` (see register and awaitAnswer). */
   private inFlightPatched = false;
@@ -62,11 +79,12 @@ class Order extends PaymentLifecycle {
     // Runs under the patch were started with AccountId, ExternalOrderId and OrderStatus "new"
     // (orderStarter), so their first task upserts only what changed. Older runs upserted them here.
     this.inFlightPatched = patched(awaitInFlightPatch);
-    if (!this.inFlightPatched) upsertSearchAttributes([
-      { key: AccountIdKey, value: this.input.accountId },
-      { key: ExternalOrderIdKey, value: this.input.externalOrderId },
-      { key: OrderStatusKey, value: this.state.status },
-    ]);
+    if (!this.inFlightPatched)
+      upsertSearchAttributes([
+        { key: AccountIdKey, value: this.input.accountId },
+        { key: ExternalOrderIdKey, value: this.input.externalOrderId },
+        { key: OrderStatusKey, value: this.state.status },
+      ]);
     setHandler(orderStateQuery, () => ({ ...this.state, payment: this.payment }));
     this.queueNotices(this.state);
     setHandler(placeOrderUpdate, (request) => this.place(request));
@@ -95,7 +113,10 @@ class Order extends PaymentLifecycle {
       recoverAfterSeconds: this.input.timing?.placementRecoverySeconds,
       inFlightPatched: this.inFlightPatched,
       recover: async () => {
-        const found = await findPlacedOrder({ accountId: this.input.accountId, externalOrderId: this.input.externalOrderId });
+        const found = await findPlacedOrder({
+          accountId: this.input.accountId,
+          externalOrderId: this.input.externalOrderId,
+        });
         if (found) {
           this.state.orderId = found.orderId;
           this.track(found.status, found.fulfillmentStatus);
@@ -126,7 +147,11 @@ class Order extends PaymentLifecycle {
   private async handOff(): Promise<void> {
     const { orderId, status, fulfillmentStatus } = this.state;
     if (orderId && status === 'paid' && fulfillmentStatus) {
-      await handOffToProcurement({ orderId, accountId: this.input.accountId, externalOrderId: this.input.externalOrderId });
+      await handOffToProcurement({
+        orderId,
+        accountId: this.input.accountId,
+        externalOrderId: this.input.externalOrderId,
+      });
     }
   }
 

@@ -1,7 +1,20 @@
-import { allHandlersFinished, condition, isCancellation, log, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  isCancellation,
+  log,
+  patched,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { PaymentActivities } from '../activities/payments-activities';
-import { paymentNotifiedSignal, type PaymentNotice, type PaymentTiming, type PaymentWorkflowState } from '../src/contracts/payments';
+import {
+  paymentNotifiedSignal,
+  type PaymentNotice,
+  type PaymentTiming,
+  type PaymentWorkflowState,
+} from '../src/contracts/payments';
 import { fewTries, untilPostgresAnswers } from './activity-options';
 import { awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
 
@@ -30,7 +43,12 @@ function queueNotice(holder: { orderId: string | null }, notices: Notices, notic
  * provider's status endpoint is asked at most once per sync interval; when the window closes the
  * order expires, and a payment that still arrives within the late-payment watch is settled anyway.
  */
-export async function awaitPayment(orderId: string, timing: PaymentTiming, notices: Notices, state: PaymentWorkflowState): Promise<PaymentOutcome> {
+export async function awaitPayment(
+  orderId: string,
+  timing: PaymentTiming,
+  notices: Notices,
+  state: PaymentWorkflowState,
+): Promise<PaymentOutcome> {
   const initial = await db.paymentState(orderId);
   if (initial.status !== 'pending' && initial.status !== 'expired') return 'already_settled';
   const expiresAt = initial.expiresAt ?? Date.now();
@@ -38,7 +56,13 @@ export async function awaitPayment(orderId: string, timing: PaymentTiming, notic
   const settle = async (late: boolean, path: 'callback' | 'status_sync'): Promise<PaymentOutcome | undefined> => {
     const outcome = await db.settlePayment(orderId, late ? 'late' : path);
     state.status = outcome === 'settled' ? 'paid' : state.status;
-    return outcome === 'settled' ? (late ? 'paid_late' : 'paid') : outcome === 'already_settled' ? 'already_settled' : undefined;
+    return outcome === 'settled'
+      ? late
+        ? 'paid_late'
+        : 'paid'
+      : outcome === 'already_settled'
+        ? 'already_settled'
+        : undefined;
   };
 
   /** One wait: a callback, or the next status sync. Returns an outcome when the order is settled. */
@@ -120,9 +144,14 @@ export abstract class PaymentLifecycle {
   }
 
   /** Until a placement answered, or (with recovery on) `recover` found the subject in Postgres. */
-  protected awaitPlaced(opts: { recoverAfterSeconds: number | undefined; recover: () => Promise<void>; inFlightPatched?: boolean }): Promise<void> {
+  protected awaitPlaced(opts: {
+    recoverAfterSeconds: number | undefined;
+    recover: () => Promise<void>;
+    inFlightPatched?: boolean;
+  }): Promise<void> {
     return awaitPlacement({
-      answered: () => this.subjectId() !== null || (this.tries() > 0 && !this.turns.isLocked() && allHandlersFinished()),
+      answered: () =>
+        this.subjectId() !== null || (this.tries() > 0 && !this.turns.isLocked() && allHandlersFinished()),
       inFlight: () => this.turns.isLocked(),
       ...opts,
     });

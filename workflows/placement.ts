@@ -7,7 +7,11 @@ import { updateFailure } from './update-failure';
  * updates that arrive together take turns. Cancellation passes through; any other failure is
  * noted (`failed`) and becomes the update's failure, never the workflow's; every try is counted.
  */
-export function placeExclusively<T>(mutex: Mutex, place: () => Promise<T>, hooks: { failed?: (err: unknown) => void; tried: () => void }): Promise<T> {
+export function placeExclusively<T>(
+  mutex: Mutex,
+  place: () => Promise<T>,
+  hooks: { failed?: (err: unknown) => void; tried: () => void },
+): Promise<T> {
   return mutex.runExclusive(async () => {
     try {
       return await place();

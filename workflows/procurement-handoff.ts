@@ -10,7 +10,11 @@ import { procurementWorkflow } from './procurement-workflow';
  * order workflow, a batch chunk retried) finds it running or done and starts nothing; only a run
  * that failed or was terminated may be started again, and it picks up from what Postgres holds.
  */
-export async function startProcurement(order: { orderId: string; accountId: string; externalOrderId: string }): Promise<void> {
+export async function startProcurement(order: {
+  orderId: string;
+  accountId: string;
+  externalOrderId: string;
+}): Promise<void> {
   try {
     await startChild(procurementWorkflow, {
       workflowId: procurementWorkflowId(order.orderId),
@@ -33,7 +37,11 @@ export async function startProcurement(order: { orderId: string; accountId: stri
  * here on only the procurement workflow carries FulfillmentStatus, so a query for stuck orders in
  * the Temporal UI lists each order once.
  */
-export async function handOffToProcurement(order: { orderId: string; accountId: string; externalOrderId: string }): Promise<void> {
+export async function handOffToProcurement(order: {
+  orderId: string;
+  accountId: string;
+  externalOrderId: string;
+}): Promise<void> {
   await startProcurement(order);
   upsertSearchAttributes([{ key: FulfillmentStatusKey, value: null }]);
 }

@@ -12,7 +12,12 @@ import {
 } from '@temporalio/workflow';
 import { Mutex } from 'async-mutex';
 import type { ProcurementActivities } from '../activities/procurement-activities';
-import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey, OrderStatusKey } from '../src/contracts/search-attributes';
+import {
+  AccountIdKey,
+  ExternalOrderIdKey,
+  FulfillmentStatusKey,
+  OrderStatusKey,
+} from '../src/contracts/search-attributes';
 import {
   deliverManuallyUpdate,
   procurementStateQuery,
@@ -34,7 +39,9 @@ import { updateFailure } from './update-failure';
 // Postgres steps retry until the database is back; support actions fail fast on business errors.
 const db = proxyActivities<ProcurementActivities>(untilPostgresAnswersOrRefuses('invalid_input', 'not_found'));
 // A supplier round heartbeats; a lost worker is noticed in seconds and the round retried with its key.
-const supplier = proxyActivities<ProcurementActivities>(fewTries('5 minutes', { heartbeatTimeout: '5 seconds', retry: { maximumAttempts: 10 } }));
+const supplier = proxyActivities<ProcurementActivities>(
+  fewTries('5 minutes', { heartbeatTimeout: '5 seconds', retry: { maximumAttempts: 10 } }),
+);
 
 const MAX_ACTIONS_KEPT = 20;
 
@@ -46,7 +53,8 @@ function phaseOf(f: OrderFacts): ProcurementPhase {
   return 'closed';
 }
 
-const messageOf = (err: unknown) => (err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err));
+const messageOf = (err: unknown) =>
+  err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
 
 /**
  * Procures one paid direct-code order, keyed by `procure:<orderId>` (spec 3.2). Rounds ask the
@@ -107,12 +115,17 @@ class Procurement {
     setHandler(resumeUpdate, (req) => this.act('resume', req, () => db.resumeProcurement({ orderId, ...req })), {
       validator: (req) => this.validate(req),
     });
-    setHandler(deliverManuallyUpdate, (req: DeliverRequest) => this.act('deliver', req, () => db.deliverManually({ orderId, ...req })), {
-      validator: (req) => {
-        this.validate(req);
-        if (!req.batchId) throw ApplicationFailure.nonRetryable('a staged batch of codes is required', 'invalid_input');
+    setHandler(
+      deliverManuallyUpdate,
+      (req: DeliverRequest) => this.act('deliver', req, () => db.deliverManually({ orderId, ...req })),
+      {
+        validator: (req) => {
+          this.validate(req);
+          if (!req.batchId)
+            throw ApplicationFailure.nonRetryable('a staged batch of codes is required', 'invalid_input');
+        },
       },
-    });
+    );
     setHandler(refundUpdate, (req) => this.act('refund', req, () => db.refundUndelivered({ orderId, ...req })), {
       validator: (req) => this.validate(req),
     });
@@ -189,7 +202,11 @@ class Procurement {
   }
 
   /** One support action: after the first step, in its turn, and only while the order waits for support. */
-  private async act(action: SupportActionName, req: SupportRequest, run: () => Promise<OrderFacts>): Promise<ProcurementState> {
+  private async act(
+    action: SupportActionName,
+    req: SupportRequest,
+    run: () => Promise<OrderFacts>,
+  ): Promise<ProcurementState> {
     await condition(() => this.state.phase !== 'starting');
     return this.support.runExclusive(async () => {
       if (this.state.phase !== 'needs_attention') throw this.notWaiting();
@@ -201,7 +218,9 @@ class Procurement {
         // A business error fails the update (the support agent's request), not the workflow.
         throw updateFailure(err);
       }
-      this.state.supportActions = [...this.state.supportActions, { action, actor: req.actor, at: Date.now() }].slice(-MAX_ACTIONS_KEPT);
+      this.state.supportActions = [...this.state.supportActions, { action, actor: req.actor, at: Date.now() }].slice(
+        -MAX_ACTIONS_KEPT,
+      );
       if (action === 'resume') {
         this.state.roundsSinceResume = 0;
         this.state.attemptStartedAt = null;
@@ -219,7 +238,8 @@ class Procurement {
    * checked then.
    */
   private validate(req: SupportRequest): void {
-    if (!req?.actor?.trim() || !req?.reason?.trim()) throw ApplicationFailure.nonRetryable('actor and reason are required', 'invalid_input');
+    if (!req?.actor?.trim() || !req?.reason?.trim())
+      throw ApplicationFailure.nonRetryable('actor and reason are required', 'invalid_input');
     const { phase } = this.state;
     if (phase !== 'starting' && phase !== 'needs_attention' && !this.support.isLocked()) throw this.notWaiting();
   }

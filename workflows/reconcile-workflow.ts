@@ -17,7 +17,10 @@ import { fewTries } from './activity-options';
 // a step lost with its worker is retried within seconds, not after the whole start-to-close, since
 // while it hangs the schedule (overlap: skip) starts no other run.
 const { reconcileStep } = proxyActivities<ReconcileActivities>(
-  fewTries('2 minutes', { heartbeatTimeout: '10 seconds', retry: { maximumInterval: '15 seconds', maximumAttempts: 5 } }),
+  fewTries('2 minutes', {
+    heartbeatTimeout: '10 seconds',
+    retry: { maximumInterval: '15 seconds', maximumAttempts: 5 },
+  }),
 );
 const { reportReconcile } = proxyActivities<ReconcileActivities>(fewTries('30 seconds'));
 
@@ -38,7 +41,10 @@ export async function reconcileWorkflow(input: ReconcileWorkflowInput = {}): Pro
     let after = input.resume?.check === check ? input.resume.after : null;
     do {
       if (steps >= stepsPerRun || workflowInfo().continueAsNewSuggested) {
-        await continueAsNew<typeof reconcileWorkflow>({ resume: { check, after, totals }, stepsPerRun: input.stepsPerRun });
+        await continueAsNew<typeof reconcileWorkflow>({
+          resume: { check, after, totals },
+          stepsPerRun: input.stepsPerRun,
+        });
       }
       steps++;
       const step = await stepOrGiveUp(check, after);
@@ -62,7 +68,10 @@ async function stepOrGiveUp(check: ReconcileCheck, after: string | null) {
     return await reconcileStep({ check, after });
   } catch (err) {
     if (isCancellation(err)) throw err;
-    log.warn('reconcile check left for the next run', { check, error: err instanceof Error ? err.message : String(err) });
+    log.warn('reconcile check left for the next run', {
+      check,
+      error: err instanceof Error ? err.message : String(err),
+    });
     return undefined;
   }
 }

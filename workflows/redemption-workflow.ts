@@ -1,4 +1,13 @@
-import { condition, continueAsNew, isCancellation, patched, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  isCancellation,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { RedemptionActivities } from '../activities/redemptions-activities';
 import { fewTries, untilPostgresAnswers } from './activity-options';
 import {
@@ -36,17 +45,27 @@ function operatorOutcome(d: OperatorDecision): AttemptOutcome {
   if (d.queue && patched(OPERATOR_QUEUE_PATCH)) {
     return d.decision === 'fulfill'
       ? { status: 'fulfilled' }
-      : { status: 'failed', failureCode: d.queue.failureCode ?? 'rejected_by_operator', holdsResources: d.queue.holdsResources ?? false };
+      : {
+          status: 'failed',
+          failureCode: d.queue.failureCode ?? 'rejected_by_operator',
+          holdsResources: d.queue.holdsResources ?? false,
+        };
   }
   return d.decision === 'fulfill'
-    ? { status: 'fulfilled', deliverable: d.reason ? `Fulfilled by an operator: ${d.reason}` : 'Fulfilled by an operator.' }
+    ? {
+        status: 'fulfilled',
+        deliverable: d.reason ? `Fulfilled by an operator: ${d.reason}` : 'Fulfilled by an operator.',
+      }
     : { status: 'failed', failureCode: 'rejected_by_operator', holdsResources: false };
 }
 
 /** Decisions held back while the first is checked: a refused one gives way to the next. */
 const MAX_LATER_DECISIONS = 10;
 
-const decisionRef = (d: OperatorDecision): DecisionRef => ({ requestId: d.requestId ?? null, queue: d.queue !== undefined });
+const decisionRef = (d: OperatorDecision): DecisionRef => ({
+  requestId: d.requestId ?? null,
+  queue: d.queue !== undefined,
+});
 
 /** The attempt's state and its steps; the operator's decision is its one message handler. */
 class RedemptionAttempt {
@@ -74,10 +93,14 @@ class RedemptionAttempt {
     };
     this.db = proxyActivities<RedemptionActivities>(untilPostgresAnswers);
     this.visibility = proxyActivities<RedemptionActivities>(
-      fewTries('30 seconds', { retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 12 } }),
+      fewTries('30 seconds', {
+        retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 12 },
+      }),
     );
     this.supplier = proxyActivities<RedemptionActivities>(
-      fewTries('30 seconds', { retry: { initialInterval: this.refreshMs, maximumInterval: this.refreshMs * 10, maximumAttempts: 10 } }),
+      fewTries('30 seconds', {
+        retry: { initialInterval: this.refreshMs, maximumInterval: this.refreshMs * 10, maximumAttempts: 10 },
+      }),
     );
   }
 
@@ -161,7 +184,11 @@ class RedemptionAttempt {
       if (await condition(() => state.decision !== null, this.refreshMs)) return decided();
       const status = await this.refresh();
       if (status?.state === 'fulfilled') return { outcome: { status: 'fulfilled' }, decision: null };
-      if (status?.state === 'failed') return { outcome: { status: 'failed', failureCode: status.failureCode, holdsResources: status.holdsResources }, decision: null };
+      if (status?.state === 'failed')
+        return {
+          outcome: { status: 'failed', failureCode: status.failureCode, holdsResources: status.holdsResources },
+          decision: null,
+        };
       await this.continueIfLong();
     }
   }
@@ -178,7 +205,11 @@ class RedemptionAttempt {
 
   /** Records the outcome; false when it came from a decision that Postgres does not back (nothing recorded). */
   private async finish(outcome: AttemptOutcome, decision: OperatorDecision | null = null): Promise<boolean> {
-    const recorded = await this.db.finishRedemptionAttempt({ ...this.ids, outcome, ...(decision ? { decision: decisionRef(decision) } : {}) });
+    const recorded = await this.db.finishRedemptionAttempt({
+      ...this.ids,
+      outcome,
+      ...(decision ? { decision: decisionRef(decision) } : {}),
+    });
     if (recorded === 'refused') return false;
     this.state.status = outcome.status;
     return true;

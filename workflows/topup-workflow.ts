@@ -2,7 +2,13 @@ import { proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttribut
 import type { PaymentActivities } from '../activities/payments-activities';
 import type { PaymentWorkflowState } from '../src/contracts/payments';
 import { OrderStatusKey } from '../src/contracts/search-attributes';
-import { openTopupUpdate, topupStateQuery, type OpenTopupRequest, type TopupOpening, type TopupWorkflowInput } from '../src/contracts/topups';
+import {
+  openTopupUpdate,
+  topupStateQuery,
+  type OpenTopupRequest,
+  type TopupOpening,
+  type TopupWorkflowInput,
+} from '../src/contracts/topups';
 import { placementOptions, untilPostgresAnswers } from './activity-options';
 import { awaitPayment, PaymentLifecycle, runPaymentLifecycle } from './payment';
 

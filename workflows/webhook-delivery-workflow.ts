@@ -17,7 +17,10 @@ import { untilPostgresAnswers } from './activity-options';
 export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Promise<DeliveryWorkflowResult> {
   // Retries are for database or worker trouble only (HTTP failures are results). The POST is
   // bounded by the receiver's deadline; the rest is a few small queries.
-  const { attemptDelivery } = proxyActivities<WebhookActivities>({ ...untilPostgresAnswers, startToCloseTimeout: input.timeoutMs + 30_000 });
+  const { attemptDelivery } = proxyActivities<WebhookActivities>({
+    ...untilPostgresAnswers,
+    startToCloseTimeout: input.timeoutMs + 30_000,
+  });
 
   let usedThisRun = 0;
   let retryRequested = false;
@@ -29,7 +32,8 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
   for (;;) {
     retryRequested = false;
     const attempt = usedThisRun + 1;
-    const wait = attempt < input.maxAttempts ? backoffSeconds(attempt, input.retryBaseSeconds, input.retryCapSeconds) : null;
+    const wait =
+      attempt < input.maxAttempts ? backoffSeconds(attempt, input.retryBaseSeconds, input.retryCapSeconds) : null;
     const result = await attemptDelivery({ deliveryId: input.deliveryId, retryInSeconds: wait });
     usedThisRun++;
 

@@ -33,7 +33,12 @@ async function main(): Promise<void> {
     // Errors are typed too: branch on the stable code, never on the message.
     throw new Error(`place order: ${placed.error?.error} (${placed.error?.requestId})`);
   }
-  say('order', { orderId: placed.data.orderId, status: placed.data.status, codes: placed.data.codes.length, redeemUrl: placed.data.redeemUrl });
+  say('order', {
+    orderId: placed.data.orderId,
+    status: placed.data.status,
+    codes: placed.data.codes.length,
+    redeemUrl: placed.data.redeemUrl,
+  });
 
   const order = await api.GET('/wholesale/v1/orders/{id}', { params: { path: { id: placed.data.orderId } } });
   if (!order.data) throw new Error(`read order: ${order.error?.error}`);
@@ -41,7 +46,15 @@ async function main(): Promise<void> {
 
   const ledger = await api.GET('/wholesale/v1/transactions', { params: { query: { limit: 10, type: 'purchase' } } });
   if (!ledger.data) throw new Error(`list transactions: ${ledger.error?.error}`);
-  say('transactions', ledger.data.transactions.map((t) => ({ type: t.type, amount: t.amount, balanceAfter: t.balanceAfter, orderId: t.order_id })));
+  say(
+    'transactions',
+    ledger.data.transactions.map((t) => ({
+      type: t.type,
+      amount: t.amount,
+      balanceAfter: t.balanceAfter,
+      orderId: t.order_id,
+    })),
+  );
 }
 
 main().catch((err: unknown) => {

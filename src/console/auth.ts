@@ -31,7 +31,12 @@ function signInPage(csrf: string, opts: { email?: string; error?: string; notice
   });
 }
 
-async function setupPage(csrf: string, token: string, d: Awaited<ReturnType<typeof setupDetails>>, error?: string): Promise<string> {
+async function setupPage(
+  csrf: string,
+  token: string,
+  d: Awaited<ReturnType<typeof setupDetails>>,
+  error?: string,
+): Promise<string> {
   const qr = await QRCode.toDataURL(d.otpauthUri, { errorCorrectionLevel: 'M', margin: 2, width: 220 });
   return publicConsolePage({
     title: 'Set up your console account',
@@ -56,12 +61,17 @@ ${errorBox(error)}
   });
 }
 
-const field = (req: Request, name: string, max: number) => (typeof req.body?.[name] === 'string' ? req.body[name].slice(0, max) : '');
+const field = (req: Request, name: string, max: number) =>
+  typeof req.body?.[name] === 'string' ? req.body[name].slice(0, max) : '';
 const ipOf = (req: Request) => req.ip ?? 'unknown';
 
 export function authRoutes(router: Router, ctx: AppContext, keys: KeyRing): void {
   const { config } = ctx;
-  const limits = { perEmailAndIp: SIGN_IN_PER_EMAIL_AND_IP, perIp: config.SIGN_IN_RATE_LIMIT_PER_IP, windowSeconds: SIGN_IN_WINDOW_SECONDS };
+  const limits = {
+    perEmailAndIp: SIGN_IN_PER_EMAIL_AND_IP,
+    perIp: config.SIGN_IN_RATE_LIMIT_PER_IP,
+    windowSeconds: SIGN_IN_WINDOW_SECONDS,
+  };
 
   router.get('/sign-in', (req, res) => {
     if (req.session.staffId) return res.redirect(303, '/console');
@@ -76,13 +86,24 @@ export function authRoutes(router: Router, ctx: AppContext, keys: KeyRing): void
       const em = ctx.orm.em.fork();
       const { staff, recoveryCodeUsed } = await signInStaff(em, keys, { ...parsed.data, ip: ipOf(req) }, limits);
       await startStaffSession(req, staff.id, consoleIdleSeconds(config));
-      const actor = { kind: 'staff' as const, staffId: staff.id, name: staff.name, email: staff.email, role: staff.role };
-      await recordAudit(em, { actor, requestId: res.locals.requestId ?? null }, { action: 'staff.sign_in', subjectId: staff.id, details: { recoveryCodeUsed } });
+      const actor = {
+        kind: 'staff' as const,
+        staffId: staff.id,
+        name: staff.name,
+        email: staff.email,
+        role: staff.role,
+      };
+      await recordAudit(
+        em,
+        { actor, requestId: res.locals.requestId ?? null },
+        { action: 'staff.sign_in', subjectId: staff.id, details: { recoveryCodeUsed } },
+      );
       ctx.logger.info({ requestId: res.locals.requestId, staffId: staff.id, recoveryCodeUsed }, 'console sign-in');
       res.redirect(303, '/console');
     } catch (err) {
       const e = formError(err);
-      if (e.code === 'rate_limited') ctx.logger.warn({ requestId: res.locals.requestId }, 'console sign-in rate limited');
+      if (e.code === 'rate_limited')
+        ctx.logger.warn({ requestId: res.locals.requestId }, 'console sign-in rate limited');
       send(res, e.status, signInPage(req.csrfToken!(), { email, error: plainMessage(e) }), e.headers);
     }
   });
@@ -90,8 +111,18 @@ export function authRoutes(router: Router, ctx: AppContext, keys: KeyRing): void
   router.post('/sign-out', async (req, res) => {
     const staff = req.session.staffId ? await activeStaff(ctx.orm.em.fork(), req.session.staffId) : undefined;
     if (staff) {
-      const actor = { kind: 'staff' as const, staffId: staff.id, name: staff.name, email: staff.email, role: staff.role };
-      await recordAudit(ctx.orm.em.fork(), { actor, requestId: res.locals.requestId ?? null }, { action: 'staff.sign_out', subjectId: staff.id });
+      const actor = {
+        kind: 'staff' as const,
+        staffId: staff.id,
+        name: staff.name,
+        email: staff.email,
+        role: staff.role,
+      };
+      await recordAudit(
+        ctx.orm.em.fork(),
+        { actor, requestId: res.locals.requestId ?? null },
+        { action: 'staff.sign_out', subjectId: staff.id },
+      );
     }
     await endStaffSession(req);
     res.redirect(303, '/console/sign-in?notice=signed-out');
@@ -107,21 +138,43 @@ export function authRoutes(router: Router, ctx: AppContext, keys: KeyRing): void
     const em = ctx.orm.em.fork();
     try {
       const form = SetupForm.parse(req.body ?? {});
-      const { staff, recoveryCodes } = await completeSetup(em, keys, form.token, { password: form.password, code: form.code });
-      const actor = { kind: 'staff' as const, staffId: staff.id, name: staff.name, email: staff.email, role: staff.role };
-      await recordAudit(em, { actor, requestId: res.locals.requestId ?? null }, { action: 'staff.setup', subjectId: staff.id });
-      send(res, 200, publicConsolePage({
-        title: 'Setup complete',
-        body: html`<h1>Your console account is ready</h1>
+      const { staff, recoveryCodes } = await completeSetup(em, keys, form.token, {
+        password: form.password,
+        code: form.code,
+      });
+      const actor = {
+        kind: 'staff' as const,
+        staffId: staff.id,
+        name: staff.name,
+        email: staff.email,
+        role: staff.role,
+      };
+      await recordAudit(
+        em,
+        { actor, requestId: res.locals.requestId ?? null },
+        { action: 'staff.setup', subjectId: staff.id },
+      );
+      send(
+        res,
+        200,
+        publicConsolePage({
+          title: 'Setup complete',
+          body: html`<h1>Your console account is ready</h1>
 <div class="notice" role="status"><p><strong>Recovery codes.</strong> Each signs you in once instead of a code from the app, if you lose your phone.
 They are shown only this once: store them somewhere safe now.</p>
 <ol class="secret" data-testid="recovery-codes">${recoveryCodes.map((c) => html`<li data-testid="recovery-code">${c}</li>`)}</ol></div>
 <p><a class="button" href="/console/sign-in" data-testid="to-sign-in">Sign in</a></p>`,
-      }));
+        }),
+      );
     } catch (err) {
       const e = formError(err);
       if (e.code === 'not_found') throw err;
-      send(res, e.status, await setupPage(req.csrfToken!(), token, await setupDetails(em, keys, token), plainMessage(e)), e.headers);
+      send(
+        res,
+        e.status,
+        await setupPage(req.csrfToken!(), token, await setupDetails(em, keys, token), plainMessage(e)),
+        e.headers,
+      );
     }
   });
 }

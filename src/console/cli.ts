@@ -29,15 +29,23 @@ const text = (values: Values, name: string): string => {
 export const staffCommands: Record<string, StaffCommand> = {
   'staff create': async ({ orm, config, values }) => {
     const role = text(values, 'role');
-    if (!(STAFF_ROLES as readonly string[]).includes(role)) throw new ApiError('invalid_input', `--role must be one of ${STAFF_ROLES.join(', ')}`);
+    if (!(STAFF_ROLES as readonly string[]).includes(role))
+      throw new ApiError('invalid_input', `--role must be one of ${STAFF_ROLES.join(', ')}`);
     const email = text(values, 'email');
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw new ApiError('invalid_input', '--email must be an email address');
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254)
+      throw new ApiError('invalid_input', '--email must be an email address');
     const name = text(values, 'name');
     if (name.length > 80) throw new ApiError('invalid_input', '--name must be at most 80 characters');
     const operator = operatorOf(values);
     const em = orm.em.fork();
     const inv = await auditedCommand(em, operator, { action: 'staff.invite', details: { email, role } }, () =>
-      inviteStaff(em, parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS), { email, name, role: role as StaffRole }, actorLabel({ kind: 'cli', user: operator.name })));
+      inviteStaff(
+        em,
+        parseKeyRing(config.TEMPORAL_PAYLOAD_KEYS),
+        { email, name, role: role as StaffRole },
+        actorLabel({ kind: 'cli', user: operator.name }),
+      ),
+    );
     return {
       staffId: inv.staff.id,
       email: inv.staff.email,

@@ -29,11 +29,19 @@ export const ReasonForm = z.object({ reason: Reason });
 export const DeliverForm = z.object({
   reason: Reason,
   codes: FreeText(64_000)
-    .transform((s) => s.split(/[\r\n,]+/).map((c) => c.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(/[\r\n,]+/)
+        .map((c) => c.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(IdString(255)).min(1, 'paste at least one code').max(1000)),
 });
 
-export const FulfilForm = z.object({ reason: Reason, deliverable: FreeText(2000).pipe(z.string().trim().min(1, 'write what the reseller will see')) });
+export const FulfilForm = z.object({
+  reason: Reason,
+  deliverable: FreeText(2000).pipe(z.string().trim().min(1, 'write what the reseller will see')),
+});
 
 export const FailForm = z.object({
   reason: Reason,
@@ -42,7 +50,11 @@ export const FailForm = z.object({
 });
 
 export const AdjustForm = z.object({
-  amount: z.string().trim().regex(/^-?\d+(\.\d{1,2})?$/, 'an amount like 12.50 or -3.00').pipe(z.string().max(16)),
+  amount: z
+    .string()
+    .trim()
+    .regex(/^-?\d+(\.\d{1,2})?$/, 'an amount like 12.50 or -3.00')
+    .pipe(z.string().max(16)),
   reason: Reason,
 });
 
@@ -58,7 +70,8 @@ export const IdParams = z.object({ id: IdString(128) });
 export const AccountItemParams = z.object({ id: IdString(128), itemId: IdString(255) });
 
 /** A filter field a GET form sends empty when unused: empty is absent. */
-const Filter = (max: number) => z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), IdString(max).optional());
+const Filter = (max: number) =>
+  z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), IdString(max).optional());
 
 export const SearchQuery = z.object({ q: Filter(254) });
 
@@ -66,5 +79,8 @@ export const AuditQuery = z.object({
   actor: Filter(254),
   action: Filter(64),
   id: Filter(255),
-  before: z.string().regex(/^\d{1,19}$/).optional(),
+  before: z
+    .string()
+    .regex(/^\d{1,19}$/)
+    .optional(),
 });

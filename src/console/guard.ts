@@ -41,10 +41,13 @@ export function desk(req: Request, res: Response, ctx: AppContext): Desk {
 }
 
 /** A route for `role` and above; checked before the form is read. */
-export const only = (role: StaffRole): RequestHandler => (_req, res, next) => {
-  if (!allows((res.locals.staff as StaffRow).role, role)) throw new Forbidden(role);
-  next();
-};
+export const only =
+  (role: StaffRole): RequestHandler =>
+  (_req, res, next) => {
+    if (!allows((res.locals.staff as StaffRow).role, role)) throw new Forbidden(role);
+    next();
+  };
 
 /** Runs a console action with its audit row (written first) and outcome. */
-export const act = <T>(d: Desk, entry: AuditEntry, run: () => Promise<T>): Promise<T> => audited(d.em, d.audit, entry, run);
+export const act = <T>(d: Desk, entry: AuditEntry, run: () => Promise<T>): Promise<T> =>
+  audited(d.em, d.audit, entry, run);

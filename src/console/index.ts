@@ -57,8 +57,12 @@ export function staffConsole(ctx: AppContext): Router {
     notFound: 'This page does not exist.',
     retry: 'Reload the page and try again.',
     showRequestId: true,
-    refusal: (err) => err instanceof Forbidden
-      ? { title: 'Not allowed', body: html`<h1>Not allowed</h1><p class="error" data-testid="error">Your role cannot do this (it needs ${err.needed}). Nothing was changed.</p><p><a href="/console">Back to the console</a></p>` }
-      : undefined,
+    refusal: (err) =>
+      err instanceof Forbidden
+        ? {
+            title: 'Not allowed',
+            body: html`<h1>Not allowed</h1><p class="error" data-testid="error">Your role cannot do this (it needs ${err.needed}). Nothing was changed.</p><p><a href="/console">Back to the console</a></p>`,
+          }
+        : undefined,
   });
 }

@@ -57,10 +57,10 @@ const RANK: Record<StaffRole, number> = { viewer: 0, support: 1, admin: 2 };
 /** True when `role` may do what `needed` may. */
 export const allows = (role: StaffRole, needed: StaffRole) => RANK[role] >= RANK[needed];
 
-
-
 /** The reason every action asks for; it is recorded with the action and in the audit log. */
-export const reasonField = (id: string) => html`<label for="${id}">Reason <span class="hint">(recorded with your name)</span></label>
+export const reasonField = (
+  id: string,
+) => html`<label for="${id}">Reason <span class="hint">(recorded with your name)</span></label>
 <input id="${id}" name="reason" maxlength="2000" required data-testid="${id}">`;
 
 export function consolePage(v: Viewer, opts: { title: string; section?: Section; body: SafeHtml }): string {
@@ -72,11 +72,19 @@ export function consolePage(v: Viewer, opts: { title: string; section?: Section;
   <form method="post" action="/console/sign-out">${csrfField(v.csrf)}<button type="submit" class="secondary" data-testid="sign-out">Sign out</button></form>
 </nav>
 <p class="muted" data-testid="signed-in-as">${v.name} · ${v.email} <span class="role" data-testid="role">${v.role}</span></p>`;
-  return page({ title: `${opts.title} · Wholesale console`, head: html`<style>${new SafeHtml(CONSOLE_STYLE)}</style>`, body: html`${nav}${opts.body}` });
+  return page({
+    title: `${opts.title} · Wholesale console`,
+    head: html`<style>${new SafeHtml(CONSOLE_STYLE)}</style>`,
+    body: html`${nav}${opts.body}`,
+  });
 }
 
 export function publicConsolePage(opts: { title: string; body: SafeHtml }): string {
-  return page({ title: `${opts.title} · Wholesale console`, head: html`<style>${new SafeHtml(CONSOLE_STYLE)}</style>`, body: opts.body });
+  return page({
+    title: `${opts.title} · Wholesale console`,
+    head: html`<style>${new SafeHtml(CONSOLE_STYLE)}</style>`,
+    body: opts.body,
+  });
 }
 
 export function send(res: Response, status: number, body: string, headers: Record<string, string> = {}): void {

@@ -15,7 +15,11 @@ const NOTICES = { priced: 'The price is set.' };
 
 const PriceForm = z.object({
   level: z.coerce.number().int().min(1).max(5),
-  price: z.string().trim().regex(/^\d+(\.\d{1,2})?$/, 'an amount like 12.50').pipe(z.string().max(16)),
+  price: z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d{1,2})?$/, 'an amount like 12.50')
+    .pipe(z.string().max(16)),
   reason: z.string().trim().min(1, 'give a reason').max(2000),
 });
 const ProductParams = z.object({ id: IdString(128) });
@@ -29,14 +33,20 @@ async function pricesPage(d: Desk, opts: { notice?: string; error?: string } = {
     body: html`<h1>Prices</h1>
 ${noticeBox(opts.notice)}${errorBox(opts.error)}
 <table data-testid="prices"><thead><tr><th>Product</th><th>Currency</th>${LEVELS.map((l) => html`<th>Lv${l}</th>`)}${editable ? html`<th>Set a price</th>` : ''}</tr></thead>
-<tbody>${products.map((p) => html`<tr data-testid="price-row" data-product="${p.id}">
+<tbody>${products.map(
+      (p) => html`<tr data-testid="price-row" data-product="${p.id}">
   <td>${p.name}<br><span class="code muted">${p.id}</span>${p.active ? '' : html` <span class="muted">(inactive)</span>`}</td><td>${p.currency}</td>
   ${LEVELS.map((l) => html`<td data-testid="price-${l}">${p.prices[l] ?? '—'}</td>`)}
-  ${editable ? html`<td><form method="post" action="/console/prices/${p.id}" class="action">${csrfField(d.viewer.csrf)}
+  ${
+    editable
+      ? html`<td><form method="post" action="/console/prices/${p.id}" class="action">${csrfField(d.viewer.csrf)}
     <label>Level <select name="level">${LEVELS.map((l) => html`<option value="${l}">Lv${l}</option>`)}</select></label>
     <label>Price <input name="price" inputmode="decimal" placeholder="12.50" required></label>
-    ${reasonField(`reason-${p.id}`)}<button type="submit" data-testid="set-price">Set</button></form></td>` : ''}
-</tr>`)}</tbody></table>`,
+    ${reasonField(`reason-${p.id}`)}<button type="submit" data-testid="set-price">Set</button></form></td>`
+      : ''
+  }
+</tr>`,
+    )}</tbody></table>`,
   });
 }
 
@@ -50,8 +60,11 @@ export function productRoutes(router: Router, ctx: AppContext): void {
     try {
       const { id } = ProductParams.parse(req.params);
       const form = PriceForm.parse(req.body ?? {});
-      await act(d, { action: 'price.set', subjectId: id, reason: form.reason, details: { level: form.level, price: form.price } }, () =>
-        setProductPrice(d.em, { productId: id, level: form.level, price: form.price }));
+      await act(
+        d,
+        { action: 'price.set', subjectId: id, reason: form.reason, details: { level: form.level, price: form.price } },
+        () => setProductPrice(d.em, { productId: id, level: form.level, price: form.price }),
+      );
       res.redirect(303, '/console/prices?notice=priced');
     } catch (err) {
       const e = formError(err);

@@ -2,7 +2,13 @@ import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/area';
 import { actorLabel } from '../services/audit';
-import { claimRedemption, decideQueued, listQueue, type OperatorOutcome, type QueueDeps } from '../services/operator-queue';
+import {
+  claimRedemption,
+  decideQueued,
+  listQueue,
+  type OperatorOutcome,
+  type QueueDeps,
+} from '../services/operator-queue';
 import { settledRedemption } from '../services/redemptions';
 import type { KeyRing } from '../temporal/codec';
 import { act, desk, only, type Desk } from './guard';
@@ -15,7 +21,10 @@ import { consolePage, csrfField, errorBox, html, noticeBox, plainMessage, reason
 // answers the claim (a POST, never cached or linked), for the member who holds it. Claiming
 // again renews the claim and shows them again.
 
-const NOTICES = { fulfilled: 'The redemption is fulfilled; the reseller gets the deliverable.', failed: 'The redemption is failed.' };
+const NOTICES = {
+  fulfilled: 'The redemption is fulfilled; the reseller gets the deliverable.',
+  failed: 'The redemption is failed.',
+};
 
 async function queuePage(d: Desk, opts: { notice?: string; error?: string } = {}): Promise<string> {
   const items = await listQueue(d.em, 100);
@@ -25,16 +34,22 @@ async function queuePage(d: Desk, opts: { notice?: string; error?: string } = {}
     body: html`<h1>Redemptions waiting for an operator</h1>
 ${noticeBox(opts.notice)}${errorBox(opts.error)}
 <p class="muted">Oldest first. Claim one to see what the customer submitted; a claim holds for a while and is renewed by claiming again.</p>
-${items.length === 0
-      ? html`<p class="muted" data-testid="redemptions-empty">Nothing is waiting.</p>`
-      : html`<table data-testid="redemption-queue"><thead><tr><th>Redemption</th><th>Product</th><th>Status</th><th>Queued</th><th>Claim</th><th></th></tr></thead>
-<tbody>${items.map((r) => html`<tr data-testid="redemption-row" data-redemption-id="${r.redemptionId}">
+${
+  items.length === 0
+    ? html`<p class="muted" data-testid="redemptions-empty">Nothing is waiting.</p>`
+    : html`<table data-testid="redemption-queue"><thead><tr><th>Redemption</th><th>Product</th><th>Status</th><th>Queued</th><th>Claim</th><th></th></tr></thead>
+<tbody>${items.map(
+        (r) => html`<tr data-testid="redemption-row" data-redemption-id="${r.redemptionId}">
   <td class="code">${r.redemptionId} <span class="muted">#${r.attempt}</span></td><td>${r.productName}</td><td>${r.status}</td>
   <td>${when(r.queuedAt)} <span class="muted">(${Math.round(r.ageSeconds / 60)} min)</span></td>
   <td data-testid="claim-holder">${r.claim ? html`${r.claim.holder} until ${when(r.claim.expiresAt)}` : html`<span class="muted">free</span>`}</td>
-  <td>${d.may('support')
-    ? html`<form method="post" action="/console/redemptions/${r.redemptionId}/claim" class="inline">${csrfField(d.viewer.csrf)}<button type="submit" data-testid="claim">Claim</button></form>`
-    : ''}</td></tr>`)}</tbody></table>`}`,
+  <td>${
+    d.may('support')
+      ? html`<form method="post" action="/console/redemptions/${r.redemptionId}/claim" class="inline">${csrfField(d.viewer.csrf)}<button type="submit" data-testid="claim">Claim</button></form>`
+      : ''
+  }</td></tr>`,
+      )}</tbody></table>`
+}`,
   });
 }
 
@@ -64,7 +79,12 @@ ${Object.entries(c.redeemInfo).map(([k, v]) => html`<dt>${k}</dt><dd class="code
 }
 
 export function redemptionRoutes(router: Router, ctx: AppContext, keys: KeyRing): void {
-  const deps = (d: Desk): QueueDeps => ({ em: d.em, temporal: ctx.temporal, keys, claimSeconds: ctx.config.OPERATOR_CLAIM_SECONDS });
+  const deps = (d: Desk): QueueDeps => ({
+    em: d.em,
+    temporal: ctx.temporal,
+    keys,
+    claimSeconds: ctx.config.OPERATOR_CLAIM_SECONDS,
+  });
 
   router.get('/redemptions', async (req, res) => {
     send(res, 200, await queuePage(desk(req, res, ctx), { notice: noticeFrom(req, NOTICES) }));
@@ -75,7 +95,9 @@ export function redemptionRoutes(router: Router, ctx: AppContext, keys: KeyRing)
     const { id } = IdParams.parse(req.params);
     const reason = 'claimed from the console';
     try {
-      const claimed = await act(d, { action: 'redemption.claim', subjectId: id, reason }, () => claimRedemption(deps(d), id, { actor: actorLabel(d.actor), reason }));
+      const claimed = await act(d, { action: 'redemption.claim', subjectId: id, reason }, () =>
+        claimRedemption(deps(d), id, { actor: actorLabel(d.actor), reason }),
+      );
       send(res, 200, claimPage(d, claimed));
     } catch (err) {
       const e = formError(err);
@@ -99,9 +121,20 @@ export function redemptionRoutes(router: Router, ctx: AppContext, keys: KeyRing)
         reason = form.reason;
       }
       // The deliverable may repeat what the customer submitted: the audit row names the outcome only.
-      const details = decision.outcome === 'failed' ? { failureCode: decision.failureCode, holdsResources: decision.holdsResources } : {};
-      await act(d, { action: outcome === 'fulfilled' ? 'redemption.fulfil' : 'redemption.fail', subjectId: id, reason, details }, async () =>
-        settledRedemption(d.em.fork(), await decideQueued(deps(d), id, { actor: actorLabel(d.actor), reason }, decision), 5_000));
+      const details =
+        decision.outcome === 'failed'
+          ? { failureCode: decision.failureCode, holdsResources: decision.holdsResources }
+          : {};
+      await act(
+        d,
+        { action: outcome === 'fulfilled' ? 'redemption.fulfil' : 'redemption.fail', subjectId: id, reason, details },
+        async () =>
+          settledRedemption(
+            d.em.fork(),
+            await decideQueued(deps(d), id, { actor: actorLabel(d.actor), reason }, decision),
+            5_000,
+          ),
+      );
       res.redirect(303, `/console/redemptions?notice=${outcome}`);
     } catch (err) {
       const e = formError(err);

@@ -31,7 +31,9 @@ export const consoleIdleSeconds = (config: Pick<Config, 'SESSION_TTL_SECONDS'>) 
 
 export function consoleSessions(ctx: { orm: Orm; config: Config; logger: Logger }): RequestHandler {
   return postgresSessions(ctx, {
-    table: 'staff_sessions', cookie: CONSOLE_COOKIE, path: '/console',
+    table: 'staff_sessions',
+    cookie: CONSOLE_COOKIE,
+    path: '/console',
     // Strict: the console is never entered from a link on another site with a session.
     sameSite: 'strict',
     secret: derivedSessionSecret(ctx.config, 'wholesale staff-console session cookie'),
@@ -41,13 +43,18 @@ export function consoleSessions(ctx: { orm: Orm; config: Config; logger: Logger 
 
 /** A new session id for the signed-in member: an id planted before sign-in gets nothing. */
 export async function startStaffSession(req: Request, staffId: string, idleSeconds: number): Promise<void> {
-  await startSessionAs(req, (s) => {
-    s.staffId = staffId;
-    s.staffSignedInAt = Date.now();
-  }, idleSeconds);
+  await startSessionAs(
+    req,
+    (s) => {
+      s.staffId = staffId;
+      s.staffSignedInAt = Date.now();
+    },
+    idleSeconds,
+  );
 }
 
 export const endStaffSession = destroySession;
 
 /** Past the absolute limit, however active the session has been. */
-export const sessionTooOld = (req: Request) => Date.now() - (req.session.staffSignedInAt ?? 0) > CONSOLE_MAX_SECONDS * 1000;
+export const sessionTooOld = (req: Request) =>
+  Date.now() - (req.session.staffSignedInAt ?? 0) > CONSOLE_MAX_SECONDS * 1000;

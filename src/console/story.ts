@@ -34,24 +34,44 @@ export async function search(em: EntityManager, q: string, limit = 50): Promise<
   const orders = await ordersByAnyId(em, term, limit);
   const accounts = await accountsMatching(em, term, isUuid(term), limit);
   return [
-    ...orders.map((o) => ({ kind: 'order' as const, id: o.id, accountId: o.account_id, label: o.external ?? '—', detail: `${o.kind} · ${o.status}` })),
-    ...accounts.map((a) => ({ kind: 'account' as const, id: a.id, accountId: a.id, label: a.name, detail: a.email ?? 'no sign-in user' })),
+    ...orders.map((o) => ({
+      kind: 'order' as const,
+      id: o.id,
+      accountId: o.account_id,
+      label: o.external ?? '—',
+      detail: `${o.kind} · ${o.status}`,
+    })),
+    ...accounts.map((a) => ({
+      kind: 'account' as const,
+      id: a.id,
+      accountId: a.id,
+      label: a.name,
+      detail: a.email ?? 'no sign-in user',
+    })),
   ];
 }
 
-export async function accountHeader(em: EntityManager, accountId: string): Promise<{ name: string; email: string | null } | undefined> {
+export async function accountHeader(
+  em: EntityManager,
+  accountId: string,
+): Promise<{ name: string; email: string | null } | undefined> {
   if (!isUuid(accountId)) return undefined;
   return accountNameAndEmail(em, accountId);
 }
 
 /** The Temporal Web UI's page of a workflow (TEMPORAL_UI_ORIGIN, or the dev server's UI port). */
-export function temporalUiUrl(config: Pick<Config, 'TEMPORAL_UI_ORIGIN' | 'TEMPORAL_UI_PORT' | 'TEMPORAL_NAMESPACE'>, workflowId: string): string {
+export function temporalUiUrl(
+  config: Pick<Config, 'TEMPORAL_UI_ORIGIN' | 'TEMPORAL_UI_PORT' | 'TEMPORAL_NAMESPACE'>,
+  workflowId: string,
+): string {
   const origin = (config.TEMPORAL_UI_ORIGIN ?? `http://127.0.0.1:${config.TEMPORAL_UI_PORT}`).replace(/\/$/, '');
   return `${origin}/namespaces/${encodeURIComponent(config.TEMPORAL_NAMESPACE)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
 /** The workflows an order lives in: its placement (order or top-up) and, for direct codes, procurement. */
-export function workflowsOf(order: Pick<Order, 'id' | 'accountId' | 'kind' | 'externalOrderId' | 'externalTopupId' | 'deliveryType'>): string[] {
+export function workflowsOf(
+  order: Pick<Order, 'id' | 'accountId' | 'kind' | 'externalOrderId' | 'externalTopupId' | 'deliveryType'>,
+): string[] {
   const ids: string[] = [];
   if (order.kind === 'topup') ids.push(topupWorkflowId(order.accountId, order.externalTopupId ?? order.id));
   else if (order.externalOrderId) ids.push(orderWorkflowId(order.accountId, order.externalOrderId));
@@ -63,14 +83,20 @@ export function workflowsOf(order: Pick<Order, 'id' | 'accountId' | 'kind' | 'ex
  * The procurement `state` query of each order, asked in parallel; an order whose workflow does not
  * answer in time (gone, no worker) maps to null, so one stuck query does not hold the page.
  */
-export async function procurementStates(temporal: TemporalHandle, orderIds: string[]): Promise<Map<string, ProcurementState | null>> {
+export async function procurementStates(
+  temporal: TemporalHandle,
+  orderIds: string[],
+): Promise<Map<string, ProcurementState | null>> {
   const entries = await Promise.all(
     orderIds.map(async (id) => {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<null>((ok) => {
         timer = setTimeout(() => ok(null), STATE_QUERY_MS);
       });
-      const query = temporal.client.workflow.getHandle(procurementWorkflowId(id)).query(procurementStateQuery).catch(() => null);
+      const query = temporal.client.workflow
+        .getHandle(procurementWorkflowId(id))
+        .query(procurementStateQuery)
+        .catch(() => null);
       try {
         return [id, await Promise.race([query, timeout])] as const;
       } finally {

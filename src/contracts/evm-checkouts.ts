@@ -6,7 +6,8 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
  * text in Temporal, so the watch is named by the order and the address's derivation index, never by
  * the checkout id (whoever has that has the checkout's URL) or the address.
  */
-export const evmCheckoutWorkflowId = (orderId: string, depositIndex: number) => `checkout-watch:${orderId}:${depositIndex}`;
+export const evmCheckoutWorkflowId = (orderId: string, depositIndex: number) =>
+  `checkout-watch:${orderId}:${depositIndex}`;
 
 export interface EvmCheckoutTiming {
   /** How often the chains are asked while the checkout can be paid (PAYMENT_SYNC_SECONDS). */

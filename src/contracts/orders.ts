@@ -41,7 +41,14 @@ export interface Rejection {
  * order may have moved on since it was placed.
  */
 export type Placement =
-  | { outcome: 'placed'; orderId: string; reused: boolean; status: string; fulfillmentStatus: string | null; shown?: PlacedView }
+  | {
+      outcome: 'placed';
+      orderId: string;
+      reused: boolean;
+      status: string;
+      fulfillmentStatus: string | null;
+      shown?: PlacedView;
+    }
   | Rejected;
 
 /** The placed order as its create response shows it, bar the codes and the checkout link. */

@@ -29,4 +29,3 @@ export interface PaymentWorkflowState {
   syncs: number;
   lastSyncError: string | null;
 }
-

@@ -13,18 +13,42 @@ export const reconcileScheduleId = (taskQueue: string) => `reconciler:${taskQueu
 export const reconcileWorkflowId = (taskQueue: string) => `reconcile:${taskQueue}`;
 
 /** Every lifecycle the reconciler compares, in the order a run walks them. */
-export const RECONCILE_CHECKS = ['payments', 'procurements', 'redemptions', 'deliveries', 'evm_checkouts', 'exports', 'batches', 'ledger'] as const;
+export const RECONCILE_CHECKS = [
+  'payments',
+  'procurements',
+  'redemptions',
+  'deliveries',
+  'evm_checkouts',
+  'exports',
+  'batches',
+  'ledger',
+] as const;
 export type ReconcileCheck = (typeof RECONCILE_CHECKS)[number];
 
 /**
  * The checks of runs recorded before exports and batches were reconciled: their histories replay
  * with these. A run records `jobChecksPatch` and walks them all.
  */
-export const CHECKS_BEFORE_JOBS: readonly ReconcileCheck[] = ['payments', 'procurements', 'redemptions', 'deliveries', 'evm_checkouts', 'ledger'];
+export const CHECKS_BEFORE_JOBS: readonly ReconcileCheck[] = [
+  'payments',
+  'procurements',
+  'redemptions',
+  'deliveries',
+  'evm_checkouts',
+  'ledger',
+];
 export const jobChecksPatch = 'reconcile-exports-batches';
 
 /** What a repair is counted and recorded as (`wholesale_reconciler_repairs_total{kind}`). */
-export type RepairKind = 'order_payment' | 'topup_payment' | 'procurement' | 'redemption' | 'webhook_delivery' | 'evm_checkout' | 'export' | 'batch';
+export type RepairKind =
+  | 'order_payment'
+  | 'topup_payment'
+  | 'procurement'
+  | 'redemption'
+  | 'webhook_delivery'
+  | 'evm_checkout'
+  | 'export'
+  | 'batch';
 
 /** One step of a check: a page of rows after the keyset cursor `after` (null: from the start). */
 export interface ReconcileStep {

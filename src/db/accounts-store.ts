@@ -45,7 +45,10 @@ export async function keyRow(em: EntityManager, id: string): Promise<KeyRow | un
 }
 
 export async function countUsableKeys(em: EntityManager, accountId: string): Promise<number> {
-  const [{ n }] = await em.execute<{ n: string }[]>(`select count(*) as n from api_keys where account_id = ? and ${USABLE}`, [accountId]);
+  const [{ n }] = await em.execute<{ n: string }[]>(
+    `select count(*) as n from api_keys where account_id = ? and ${USABLE}`,
+    [accountId],
+  );
   return Number(n);
 }
 
@@ -71,7 +74,12 @@ export async function revokeKeyRow(em: EntityManager, keyId: string): Promise<vo
 }
 
 /** Ends a rotated key's life `graceSeconds` from now (the database's clock); returns when. */
-export async function expireRotatedKey(em: EntityManager, keyId: string, replacedBy: string, graceSeconds: number): Promise<Date> {
+export async function expireRotatedKey(
+  em: EntityManager,
+  keyId: string,
+  replacedBy: string,
+  graceSeconds: number,
+): Promise<Date> {
   const [{ expires_at }] = await em.execute<{ expires_at: Date }[]>(
     `update api_keys set expires_at = now() + make_interval(secs => ?), replaced_by = ? where id = ? returning expires_at`,
     [graceSeconds, replacedBy, keyId],
@@ -159,7 +167,10 @@ export async function accountsMatching(em: EntityManager, term: string, termIsUu
 }
 
 /** An account's name and the email of the reseller who signs in to it (`accountId` must be a UUID). */
-export async function accountNameAndEmail(em: EntityManager, accountId: string): Promise<{ name: string; email: string | null } | undefined> {
+export async function accountNameAndEmail(
+  em: EntityManager,
+  accountId: string,
+): Promise<{ name: string; email: string | null } | undefined> {
   const [row] = await em.execute<{ name: string; email: string | null }[]>(
     'select a.name, u.email from accounts a left join users u on u.account_id = a.id where a.id = ?::uuid',
     [accountId],

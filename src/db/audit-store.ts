@@ -38,14 +38,28 @@ export async function insertAuditRow(em: EntityManager, a: AuditInsert): Promise
   const [row] = await em.execute<{ id: string }[]>(
     `insert into audit_log (actor, actor_email, staff_id, role, action, subject_id, account_id, reason, request_id, details)
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb) returning id`,
-    [a.actor, a.actorEmail, a.staffId, a.role, a.action, a.subjectId, a.accountId, a.reason, a.requestId, JSON.stringify(a.details)],
+    [
+      a.actor,
+      a.actorEmail,
+      a.staffId,
+      a.role,
+      a.action,
+      a.subjectId,
+      a.accountId,
+      a.reason,
+      a.requestId,
+      JSON.stringify(a.details),
+    ],
   );
   return String(row.id);
 }
 
 /** The outcome of an audited action: once per row (the primary key refuses a second). */
 export async function insertAuditOutcome(em: EntityManager, auditId: string, outcome: string): Promise<void> {
-  await em.execute('insert into audit_outcomes (audit_id, outcome) values (?, ?) on conflict (audit_id) do nothing', [auditId, outcome]);
+  await em.execute('insert into audit_outcomes (audit_id, outcome) values (?, ?) on conflict (audit_id) do nothing', [
+    auditId,
+    outcome,
+  ]);
 }
 
 export interface AuditFilter {

@@ -30,7 +30,13 @@ export async function insertBatch(
   em: EntityManager,
   b: { id: string; accountId: string; externalBatchId: string; linesHash: string; lines: BatchLineInput[] },
 ): Promise<{ row: BatchRow; created: boolean }> {
-  const lines = b.lines.map((l, i) => ({ l: i, e: l.externalOrderId, p: l.productId, q: l.qty, u: l.expectedUnitPrice ?? null }));
+  const lines = b.lines.map((l, i) => ({
+    l: i,
+    e: l.externalOrderId,
+    p: l.productId,
+    q: l.qty,
+    u: l.expectedUnitPrice ?? null,
+  }));
   const inserted = await em.execute<BatchRow[]>(
     `with batch as (
        insert into batches (id, account_id, external_batch_id, lines_hash, total) values (?, ?, ?, ?, ?)
@@ -42,11 +48,17 @@ export async function insertBatch(
     [b.id, b.accountId, b.externalBatchId, b.linesHash, b.lines.length, JSON.stringify(lines)],
   );
   if (inserted[0]) return { row: inserted[0], created: true };
-  const [existing] = await em.execute<BatchRow[]>('select * from batches where account_id = ? and external_batch_id = ?', [b.accountId, b.externalBatchId]);
+  const [existing] = await em.execute<BatchRow[]>(
+    'select * from batches where account_id = ? and external_batch_id = ?',
+    [b.accountId, b.externalBatchId],
+  );
   return { row: existing, created: false };
 }
 
-export async function findBatch(em: EntityManager, where: { id: string; accountId?: string }): Promise<BatchRow | undefined> {
+export async function findBatch(
+  em: EntityManager,
+  where: { id: string; accountId?: string },
+): Promise<BatchRow | undefined> {
   const [row] = await em.execute<BatchRow[]>(
     `select * from batches where id = ?${where.accountId ? ' and account_id = ?' : ''}`,
     where.accountId ? [where.id, where.accountId] : [where.id],
@@ -103,7 +115,12 @@ export type LineOutcome =
   | { status: 'rejected'; code: string; message: string; details?: Record<string, unknown> };
 
 /** A line's outcome, recorded once (a line already decided keeps its first outcome). */
-export async function recordLineOutcome(em: EntityManager, batchId: string, line: number, o: LineOutcome): Promise<void> {
+export async function recordLineOutcome(
+  em: EntityManager,
+  batchId: string,
+  line: number,
+  o: LineOutcome,
+): Promise<void> {
   await em.execute(
     `update batch_lines set status = ?, order_id = ?, reused = ?, error_code = ?, error_message = ?, error_details = ?::jsonb, decided_at = now()
       where batch_id = ? and line = ? and status = 'pending'`,

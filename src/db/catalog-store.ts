@@ -11,7 +11,10 @@ export async function lockProductRow(em: EntityManager, productId: string): Prom
 }
 
 export async function decrementLimitedRemaining(em: EntityManager, productId: string, qty: number): Promise<void> {
-  await em.execute('update products set limited_remaining = greatest(limited_remaining - ?, 0) where id = ?', [qty, productId]);
+  await em.execute('update products set limited_remaining = greatest(limited_remaining - ?, 0) where id = ?', [
+    qty,
+    productId,
+  ]);
 }
 
 /** Units of each product held by unpaid purchase orders. */
@@ -34,7 +37,10 @@ export async function unsoldStockCounts(em: EntityManager, productIds: string[])
 }
 
 export async function unsoldStockCount(em: EntityManager, productId: string): Promise<number> {
-  const [row] = await em.execute<{ n: string }[]>('select count(*) as n from stock_codes where product_id = ? and order_id is null', [productId]);
+  const [row] = await em.execute<{ n: string }[]>(
+    'select count(*) as n from stock_codes where product_id = ? and order_id is null',
+    [productId],
+  );
   return Number(row.n);
 }
 
@@ -89,22 +95,53 @@ export async function insertProductIfNew(em: EntityManager, s: ProductSeedRow): 
          face_currency, region, in_stock, stock_mode, limited_remaining, availability_status, delivery_mode, redeem_fields,
          redeem_fields_en, listed, active, is_test, sort_order)
        values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?::jsonb,?::jsonb,?,true,?,?) on conflict (id) do nothing returning id`,
-    [s.id, s.slug, s.name, s.nameEn, s.currency, s.fulfillmentMode, s.deliveryType, s.productGroupId,
-      s.denomination, s.faceCurrency, s.region, s.inStock, s.stockMode, s.limitedRemaining,
-      s.availabilityStatus, s.deliveryMode, JSON.stringify(s.redeemFields), JSON.stringify(s.redeemFieldsEn),
-      s.listed, s.isTest, s.sortOrder],
+    [
+      s.id,
+      s.slug,
+      s.name,
+      s.nameEn,
+      s.currency,
+      s.fulfillmentMode,
+      s.deliveryType,
+      s.productGroupId,
+      s.denomination,
+      s.faceCurrency,
+      s.region,
+      s.inStock,
+      s.stockMode,
+      s.limitedRemaining,
+      s.availabilityStatus,
+      s.deliveryMode,
+      JSON.stringify(s.redeemFields),
+      JSON.stringify(s.redeemFieldsEn),
+      s.listed,
+      s.isTest,
+      s.sortOrder,
+    ],
   );
   return inserted.length > 0;
 }
 
 /** A level's price (a decimal string), unless the product has one for that level. */
-export async function insertPriceIfNew(em: EntityManager, productId: string, level: number, price: string): Promise<void> {
-  await em.execute('insert into product_prices (product_id, level, price) values (?, ?, ?) on conflict do nothing', [productId, level, price]);
+export async function insertPriceIfNew(
+  em: EntityManager,
+  productId: string,
+  level: number,
+  price: string,
+): Promise<void> {
+  await em.execute('insert into product_prices (product_id, level, price) values (?, ?, ?) on conflict do nothing', [
+    productId,
+    level,
+    price,
+  ]);
 }
 
 /** The product's price at `level` as stored, locked for the rest of the caller's transaction (undefined: none yet). */
 export async function lockPriceRow(em: EntityManager, productId: string, level: number): Promise<string | undefined> {
-  const [row] = await em.execute<{ price: string }[]>('select price from product_prices where product_id = ? and level = ? for update', [productId, level]);
+  const [row] = await em.execute<{ price: string }[]>(
+    'select price from product_prices where product_id = ? and level = ? for update',
+    [productId, level],
+  );
   return row?.price;
 }
 

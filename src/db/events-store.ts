@@ -12,7 +12,13 @@ export const EVENTS_CHANNEL = 'wholesale_events';
  * that id already exists. The notification is delivered on commit, so the dispatcher never sees
  * an event its transaction rolled back; it is sent only when the row is new (one round trip for both).
  */
-export async function insertEvent(em: EntityManager, id: string, accountId: string, type: string, payload: Record<string, unknown>): Promise<string | undefined> {
+export async function insertEvent(
+  em: EntityManager,
+  id: string,
+  accountId: string,
+  type: string,
+  payload: Record<string, unknown>,
+): Promise<string | undefined> {
   const rows = await em.execute<{ id: string }[]>(
     `with inserted as (
        insert into events (id, account_id, type, payload) values (?, ?, ?, ?::jsonb)

@@ -58,26 +58,46 @@ export async function nextDerivationIndex(em: EntityManager): Promise<number> {
 
 export async function insertEvmCheckout(
   em: EntityManager,
-  c: { id: string; reference: string; derivationIndex: number; address: string; tronAddress?: string; amount: string; currency: string },
+  c: {
+    id: string;
+    reference: string;
+    derivationIndex: number;
+    address: string;
+    tronAddress?: string;
+    amount: string;
+    currency: string;
+  },
 ): Promise<void> {
-  await em.execute('insert into evm_checkouts (id, reference, derivation_index, address, tron_address, amount, currency) values (?, ?, ?, ?, ?, ?, ?)', [
-    c.id,
-    c.reference,
-    c.derivationIndex,
-    c.address.toLowerCase(),
-    c.tronAddress?.toLowerCase() ?? null,
-    c.amount,
-    c.currency,
-  ]);
+  await em.execute(
+    'insert into evm_checkouts (id, reference, derivation_index, address, tron_address, amount, currency) values (?, ?, ?, ?, ?, ?, ?)',
+    [
+      c.id,
+      c.reference,
+      c.derivationIndex,
+      c.address.toLowerCase(),
+      c.tronAddress?.toLowerCase() ?? null,
+      c.amount,
+      c.currency,
+    ],
+  );
 }
 
-export async function evmCheckout(em: EntityManager, id: string, opts: { lock?: boolean } = {}): Promise<EvmCheckoutRow | undefined> {
-  const rows = await em.execute<EvmCheckoutRow[]>(`select * from evm_checkouts where id = ?${opts.lock ? ' for update' : ''}`, [id]);
+export async function evmCheckout(
+  em: EntityManager,
+  id: string,
+  opts: { lock?: boolean } = {},
+): Promise<EvmCheckoutRow | undefined> {
+  const rows = await em.execute<EvmCheckoutRow[]>(
+    `select * from evm_checkouts where id = ?${opts.lock ? ' for update' : ''}`,
+    [id],
+  );
   return rows[0];
 }
 
 export async function evmCheckoutAt(em: EntityManager, depositIndex: number): Promise<EvmCheckoutRow | undefined> {
-  const rows = await em.execute<EvmCheckoutRow[]>('select * from evm_checkouts where derivation_index = ?', [depositIndex]);
+  const rows = await em.execute<EvmCheckoutRow[]>('select * from evm_checkouts where derivation_index = ?', [
+    depositIndex,
+  ]);
   return rows[0];
 }
 
@@ -100,7 +120,17 @@ export async function saveEvmRescan(em: EntityManager, checkoutId: string, chain
  */
 export async function recordEvmTransfer(
   em: EntityManager,
-  t: { checkoutId: string; chainId: number; txHash: string; logIndex: number; token: string; units: bigint; decimals: number; blockNumber: bigint; blockHash: string },
+  t: {
+    checkoutId: string;
+    chainId: number;
+    txHash: string;
+    logIndex: number;
+    token: string;
+    units: bigint;
+    decimals: number;
+    blockNumber: bigint;
+    blockHash: string;
+  },
 ): Promise<void> {
   await em.execute(
     `insert into evm_transfers (checkout_id, chain_id, tx_hash, log_index, token, units, decimals, block_number, block_hash)
@@ -109,15 +139,33 @@ export async function recordEvmTransfer(
          set block_number = excluded.block_number, block_hash = excluded.block_hash, state = 'seen'
          where evm_transfers.state <> 'confirmed'
            and (evm_transfers.state = 'dropped' or evm_transfers.block_hash <> excluded.block_hash)`,
-    [t.checkoutId, t.chainId, t.txHash, t.logIndex, t.token, String(t.units), t.decimals, String(t.blockNumber), t.blockHash],
+    [
+      t.checkoutId,
+      t.chainId,
+      t.txHash,
+      t.logIndex,
+      t.token,
+      String(t.units),
+      t.decimals,
+      String(t.blockNumber),
+      t.blockHash,
+    ],
   );
 }
 
 export async function evmTransfers(em: EntityManager, checkoutId: string): Promise<EvmTransferRow[]> {
-  return em.execute<EvmTransferRow[]>('select * from evm_transfers where checkout_id = ? order by block_number, log_index, id', [checkoutId]);
+  return em.execute<EvmTransferRow[]>(
+    'select * from evm_transfers where checkout_id = ? order by block_number, log_index, id',
+    [checkoutId],
+  );
 }
 
-export async function setEvmTransferState(em: EntityManager, id: string, state: 'confirmed' | 'dropped', blockHash: string): Promise<void> {
+export async function setEvmTransferState(
+  em: EntityManager,
+  id: string,
+  state: 'confirmed' | 'dropped',
+  blockHash: string,
+): Promise<void> {
   await em.execute(
     `update evm_transfers set state = ?, confirmed_at = case when ? = 'confirmed' then now() else confirmed_at end
        where id = ? and state = 'seen' and block_hash = ?`,
@@ -126,7 +174,13 @@ export async function setEvmTransferState(em: EntityManager, id: string, state: 
 }
 
 /** Counts a confirmed transfer once: towards the checkout's amount, or as excess credited with its reason. */
-export async function applyEvmTransfer(em: EntityManager, id: string, applied: 'payment' | 'excess', excessCents: bigint, reason: string | null): Promise<boolean> {
+export async function applyEvmTransfer(
+  em: EntityManager,
+  id: string,
+  applied: 'payment' | 'excess',
+  excessCents: bigint,
+  reason: string | null,
+): Promise<boolean> {
   const rows = await em.execute<{ id: string }[]>(
     `update evm_transfers set applied = ?, excess_cents = ?, credit_reason = ? where id = ? and state = 'confirmed' and applied is null returning id`,
     [applied, String(excessCents), reason, id],
@@ -143,12 +197,19 @@ export async function setEvmCheckoutState(em: EntityManager, id: string, state: 
 }
 
 export async function evmCheckoutCounts(em: EntityManager): Promise<{ state: string; n: string }[]> {
-  return em.execute<{ state: string; n: string }[]>('select state, count(*)::text as n from evm_checkouts group by state');
+  return em.execute<{ state: string; n: string }[]>(
+    'select state, count(*)::text as n from evm_checkouts group by state',
+  );
 }
 
 /** A checkout's amount and its confirmed transfers (units and decimals), for an order's detail. */
-export async function evmCheckoutReceipts(em: EntityManager, checkoutId: string): Promise<{ amount: string; transfers: { units: string; decimals: number }[] } | undefined> {
-  const [checkout] = await em.execute<{ amount: string }[]>('select amount from evm_checkouts where id = ?', [checkoutId]);
+export async function evmCheckoutReceipts(
+  em: EntityManager,
+  checkoutId: string,
+): Promise<{ amount: string; transfers: { units: string; decimals: number }[] } | undefined> {
+  const [checkout] = await em.execute<{ amount: string }[]>('select amount from evm_checkouts where id = ?', [
+    checkoutId,
+  ]);
   if (!checkout) return undefined;
   const transfers = await em.execute<{ units: string; decimals: number }[]>(
     `select units, decimals from evm_transfers where checkout_id = ? and state = 'confirmed'`,
@@ -179,13 +240,24 @@ export async function checkoutsToScan(em: EntityManager, uncommittedSeconds: num
 const pgArray = (values: readonly string[]) => `{${values.join(',')}}`;
 
 /** The scan rows of many checkouts on one chain. */
-export async function evmScansOn(em: EntityManager, chainId: number, checkoutIds: readonly string[]): Promise<EvmScanRow[]> {
+export async function evmScansOn(
+  em: EntityManager,
+  chainId: number,
+  checkoutIds: readonly string[],
+): Promise<EvmScanRow[]> {
   if (checkoutIds.length === 0) return [];
-  return em.execute<EvmScanRow[]>('select * from evm_checkout_scans where chain_id = ? and checkout_id = any(?::text[])', [chainId, pgArray(checkoutIds)]);
+  return em.execute<EvmScanRow[]>(
+    'select * from evm_checkout_scans where chain_id = ? and checkout_id = any(?::text[])',
+    [chainId, pgArray(checkoutIds)],
+  );
 }
 
 /** The transfers of many checkouts on one chain still waiting for their confirmations. */
-export async function waitingEvmTransfers(em: EntityManager, chainId: number, checkoutIds: readonly string[]): Promise<EvmTransferRow[]> {
+export async function waitingEvmTransfers(
+  em: EntityManager,
+  chainId: number,
+  checkoutIds: readonly string[],
+): Promise<EvmTransferRow[]> {
   if (checkoutIds.length === 0) return [];
   return em.execute<EvmTransferRow[]>(
     `select * from evm_transfers where chain_id = ? and state = 'seen' and checkout_id = any(?::text[]) order by block_number, log_index, id`,
@@ -210,7 +282,14 @@ export async function saveEvmScans(
        on conflict (checkout_id, chain_id) do update
          set scanned_to = greatest(evm_checkout_scans.scanned_to, excluded.scanned_to), head = greatest(evm_checkout_scans.head, excluded.head),
              finalized = greatest(evm_checkout_scans.finalized, excluded.finalized), updated_at = now()`,
-    [chainId, String(reach.scannedTo), String(reach.head), reach.finalized === null ? null : String(reach.finalized), pgArray(starts.map((s) => s.checkoutId)), pgArray(starts.map((s) => String(s.startBlock)))],
+    [
+      chainId,
+      String(reach.scannedTo),
+      String(reach.head),
+      reach.finalized === null ? null : String(reach.finalized),
+      pgArray(starts.map((s) => s.checkoutId)),
+      pgArray(starts.map((s) => String(s.startBlock))),
+    ],
   );
 }
 
@@ -224,7 +303,10 @@ export interface EvmChainScanRow {
 }
 
 /** How the chain's scanner's last tick went. */
-export async function saveEvmChainScan(em: EntityManager, s: { chainId: number; checkouts: number; available: boolean }): Promise<void> {
+export async function saveEvmChainScan(
+  em: EntityManager,
+  s: { chainId: number; checkouts: number; available: boolean },
+): Promise<void> {
   await em.execute(
     `insert into evm_chain_scans (chain_id, checkouts, available, scanned_at) values (?, ?, ?, now())
        on conflict (chain_id) do update set checkouts = excluded.checkouts, available = excluded.available, scanned_at = now()`,
@@ -233,5 +315,7 @@ export async function saveEvmChainScan(em: EntityManager, s: { chainId: number; 
 }
 
 export async function evmChainScans(em: EntityManager): Promise<EvmChainScanRow[]> {
-  return em.execute<EvmChainScanRow[]>('select *, round(extract(epoch from now() - scanned_at) * 1000)::bigint as age_ms from evm_chain_scans order by chain_id');
+  return em.execute<EvmChainScanRow[]>(
+    'select *, round(extract(epoch from now() - scanned_at) * 1000)::bigint as age_ms from evm_chain_scans order by chain_id',
+  );
 }

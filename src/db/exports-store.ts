@@ -16,13 +16,29 @@ export interface KeyWindow {
 }
 
 const WINDOW_SQL: Record<ExportKind, string> = {
-  orders: 'select count(*)::int as rows, min(order_number) as first, max(order_number) as last from orders where account_id = ? and created_at >= ? and created_at < ?',
-  ledger: 'select count(*)::int as rows, min(id) as first, max(id) as last from ledger_transactions where account_id = ? and created_at >= ? and created_at < ?',
+  orders:
+    'select count(*)::int as rows, min(order_number) as first, max(order_number) as last from orders where account_id = ? and created_at >= ? and created_at < ?',
+  ledger:
+    'select count(*)::int as rows, min(id) as first, max(id) as last from ledger_transactions where account_id = ? and created_at >= ? and created_at < ?',
 };
 
-export async function keyWindow(em: EntityManager, kind: ExportKind, accountId: string, from: Date, to: Date): Promise<KeyWindow> {
-  const [row] = await em.execute<{ rows: number; first: string | null; last: string | null }[]>(WINDOW_SQL[kind], [accountId, from, to]);
-  return { rows: row.rows, firstKey: row.first === null ? null : Number(row.first), lastKey: row.last === null ? null : Number(row.last) };
+export async function keyWindow(
+  em: EntityManager,
+  kind: ExportKind,
+  accountId: string,
+  from: Date,
+  to: Date,
+): Promise<KeyWindow> {
+  const [row] = await em.execute<{ rows: number; first: string | null; last: string | null }[]>(WINDOW_SQL[kind], [
+    accountId,
+    from,
+    to,
+  ]);
+  return {
+    rows: row.rows,
+    firstKey: row.first === null ? null : Number(row.first),
+    lastKey: row.last === null ? null : Number(row.last),
+  };
 }
 
 export interface PageQuery {
@@ -37,15 +53,36 @@ export interface PageQuery {
 }
 
 /** An order's columns that an export shows, named as the entity names them. */
-export type ExportedOrder = Pick<Order, 'id' | 'kind' | 'externalOrderId' | 'externalTopupId' | 'channel' | 'productId' | 'qty' | 'unitPrice' | 'amount'
-  | 'currency' | 'status' | 'deliveryType' | 'fulfillmentStatus' | 'fulfilledQuantity' | 'errorCode' | 'resolution' | 'createdAt' | 'paidAt'> & { orderNumber: string };
+export type ExportedOrder = Pick<
+  Order,
+  | 'id'
+  | 'kind'
+  | 'externalOrderId'
+  | 'externalTopupId'
+  | 'channel'
+  | 'productId'
+  | 'qty'
+  | 'unitPrice'
+  | 'amount'
+  | 'currency'
+  | 'status'
+  | 'deliveryType'
+  | 'fulfillmentStatus'
+  | 'fulfilledQuantity'
+  | 'errorCode'
+  | 'resolution'
+  | 'createdAt'
+  | 'paidAt'
+> & { orderNumber: string };
 
 /**
  * A page of orders in order_number order: the columns an export shows, as plain rows (no entity
  * is hydrated, so a page of thousands leaves little behind for the garbage collector).
  */
 export async function ordersPage(em: EntityManager, q: PageQuery): Promise<ExportedOrder[]> {
-  const rows = await em.execute<(Omit<ExportedOrder, 'createdAt' | 'paidAt'> & { createdAt: string; paidAt: string | null })[]>(
+  const rows = await em.execute<
+    (Omit<ExportedOrder, 'createdAt' | 'paidAt'> & { createdAt: string; paidAt: string | null })[]
+  >(
     `select id, kind, external_order_id as "externalOrderId", external_topup_id as "externalTopupId", channel, product_id as "productId", qty,
             unit_price as "unitPrice", amount, currency, status, delivery_type as "deliveryType", fulfillment_status as "fulfillmentStatus",
             fulfilled_quantity as "fulfilledQuantity", error_code as "errorCode", resolution, created_at as "createdAt", paid_at as "paidAt",
@@ -55,7 +92,11 @@ export async function ordersPage(em: EntityManager, q: PageQuery): Promise<Expor
     [q.accountId, q.after, q.upTo, q.from, q.to, q.limit],
   );
   // Raw rows carry times as Postgres writes them.
-  return rows.map((r) => ({ ...r, createdAt: new Date(r.createdAt), paidAt: r.paidAt === null ? null : new Date(r.paidAt) }));
+  return rows.map((r) => ({
+    ...r,
+    createdAt: new Date(r.createdAt),
+    paidAt: r.paidAt === null ? null : new Date(r.paidAt),
+  }));
 }
 
 /** A page of ledger rows in id order. */
@@ -91,7 +132,15 @@ export interface ExportRow {
 /** Inserts an export, or finds the account's export under this externalExportId; `created` tells which. */
 export async function insertExport(
   em: EntityManager,
-  e: { id: string; accountId: string; externalExportId: string; kind: ExportKind; from: Date; to: Date; window: KeyWindow },
+  e: {
+    id: string;
+    accountId: string;
+    externalExportId: string;
+    kind: ExportKind;
+    from: Date;
+    to: Date;
+    window: KeyWindow;
+  },
 ): Promise<{ row: ExportRow; created: boolean }> {
   const inserted = await em.execute<ExportRow[]>(
     `insert into exports (id, account_id, external_export_id, kind, range_from, range_to, first_key, last_key, total_rows)
@@ -99,11 +148,17 @@ export async function insertExport(
     [e.id, e.accountId, e.externalExportId, e.kind, e.from, e.to, e.window.firstKey, e.window.lastKey, e.window.rows],
   );
   if (inserted[0]) return { row: inserted[0], created: true };
-  const [existing] = await em.execute<ExportRow[]>('select * from exports where account_id = ? and external_export_id = ?', [e.accountId, e.externalExportId]);
+  const [existing] = await em.execute<ExportRow[]>(
+    'select * from exports where account_id = ? and external_export_id = ?',
+    [e.accountId, e.externalExportId],
+  );
   return { row: existing, created: false };
 }
 
-export async function findExport(em: EntityManager, where: { id: string; accountId?: string }): Promise<ExportRow | undefined> {
+export async function findExport(
+  em: EntityManager,
+  where: { id: string; accountId?: string },
+): Promise<ExportRow | undefined> {
   const [row] = await em.execute<ExportRow[]>(
     `select * from exports where id = ?${where.accountId ? ' and account_id = ?' : ''}`,
     where.accountId ? [where.id, where.accountId] : [where.id],
@@ -113,7 +168,10 @@ export async function findExport(em: EntityManager, where: { id: string; account
 
 /** An account's exports, newest first. */
 export function recentExports(em: EntityManager, accountId: string, limit: number): Promise<ExportRow[]> {
-  return em.execute<ExportRow[]>('select * from exports where account_id = ? order by created_at desc, id desc limit ?', [accountId, limit]);
+  return em.execute<ExportRow[]>(
+    'select * from exports where account_id = ? order by created_at desc, id desc limit ?',
+    [accountId, limit],
+  );
 }
 
 /** Locks the export for the rest of the caller's transaction (one page is written at a time). */
@@ -123,7 +181,10 @@ export async function lockExport(em: EntityManager, id: string): Promise<ExportR
 }
 
 /** Stores the next page and moves the export's cursor past it, in the caller's transaction. */
-export async function appendExportPage(em: EntityManager, p: { exportId: string; page: number; rows: number; content: string; cursor: number | null }): Promise<void> {
+export async function appendExportPage(
+  em: EntityManager,
+  p: { exportId: string; page: number; rows: number; content: string; cursor: number | null },
+): Promise<void> {
   await em.execute(
     `with page as (insert into export_pages (export_id, page, rows, content) values (?, ?, ?, ?))
      update exports set cursor = ?, rows = rows + ?, pages = pages + 1, bytes = bytes + ?, updated_at = now() where id = ?`,
@@ -132,7 +193,11 @@ export async function appendExportPage(em: EntityManager, p: { exportId: string;
 }
 
 /** running → ready with its expiry; undefined when it was not running. */
-export async function markExportReady(em: EntityManager, id: string, linkSeconds: number): Promise<ExportRow | undefined> {
+export async function markExportReady(
+  em: EntityManager,
+  id: string,
+  linkSeconds: number,
+): Promise<ExportRow | undefined> {
   const [row] = await em.execute<ExportRow[]>(
     `update exports set status = 'ready', ready_at = now(), expires_at = now() + make_interval(secs => ?), updated_at = now()
       where id = ? and status = 'running' returning *`,
@@ -151,7 +216,14 @@ export async function expireExportFile(em: EntityManager, id: string): Promise<v
 }
 
 /** One page of an export's file. */
-export async function exportPageContent(em: EntityManager, exportId: string, page: number): Promise<string | undefined> {
-  const [row] = await em.execute<{ content: string }[]>('select content from export_pages where export_id = ? and page = ?', [exportId, page]);
+export async function exportPageContent(
+  em: EntityManager,
+  exportId: string,
+  page: number,
+): Promise<string | undefined> {
+  const [row] = await em.execute<{ content: string }[]>(
+    'select content from export_pages where export_id = ? and page = ?',
+    [exportId, page],
+  );
   return row?.content;
 }

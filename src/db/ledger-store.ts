@@ -84,7 +84,14 @@ export function purchaseLedgerInsert(amount: string): string {
  * event with the notification, in one statement (one round trip while the account is locked).
  */
 export async function writeBalanceAndLedger(em: EntityManager, w: LedgerWrite): Promise<void> {
-  const low = balanceLowInsert({ eventId: '?', accountId: '?', balanceAfter: '?', amount: '?', ledgerType: '?', orderId: '?' });
+  const low = balanceLowInsert({
+    eventId: '?',
+    accountId: '?',
+    balanceAfter: '?',
+    amount: '?',
+    ledgerType: '?',
+    orderId: '?',
+  });
   await em.execute(
     `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?),
      ledger as (insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
@@ -92,15 +99,38 @@ export async function writeBalanceAndLedger(em: EntityManager, w: LedgerWrite): 
      low as (${low})
      select pg_notify('${EVENTS_CHANNEL}', id) from low`,
     [
-      w.balance, w.cumulativeSpending, w.level, w.accountId,
-      w.accountId, w.type, w.amount, w.balance, w.orderId, w.idempotencyKey, w.note,
-      w.lowEventId, w.accountId, w.balance, w.amount, w.type, w.orderId,
+      w.balance,
+      w.cumulativeSpending,
+      w.level,
+      w.accountId,
+      w.accountId,
+      w.type,
+      w.amount,
+      w.balance,
+      w.orderId,
+      w.idempotencyKey,
+      w.note,
+      w.lowEventId,
+      w.accountId,
+      w.balance,
+      w.amount,
+      w.type,
+      w.orderId,
     ],
   );
 }
 
-export async function writeSpendingAndLevel(em: EntityManager, accountId: string, cumulativeSpending: string, level: number): Promise<void> {
-  await em.execute('update accounts set cumulative_spending = ?, level = ? where id = ?', [cumulativeSpending, level, accountId]);
+export async function writeSpendingAndLevel(
+  em: EntityManager,
+  accountId: string,
+  cumulativeSpending: string,
+  level: number,
+): Promise<void> {
+  await em.execute('update accounts set cumulative_spending = ?, level = ? where id = ?', [
+    cumulativeSpending,
+    level,
+    accountId,
+  ]);
 }
 
 export async function balanceOf(em: EntityManager, accountId: string): Promise<string | undefined> {
@@ -110,7 +140,10 @@ export async function balanceOf(em: EntityManager, accountId: string): Promise<s
 
 /** The amount of the money movement made under this idempotency key, if it was made. */
 export async function ledgerAmountOf(em: EntityManager, idempotencyKey: string): Promise<string | undefined> {
-  const [row] = await em.execute<{ amount: string }[]>('select amount from ledger_transactions where idempotency_key = ?', [idempotencyKey]);
+  const [row] = await em.execute<{ amount: string }[]>(
+    'select amount from ledger_transactions where idempotency_key = ?',
+    [idempotencyKey],
+  );
   return row?.amount;
 }
 
@@ -125,9 +158,13 @@ export interface LedgerRow {
 }
 
 /** One page of an account's ledger, newest first: `limit` rows with ids below `beforeId`. */
-export async function ledgerPage(em: EntityManager, q: { accountId: string; type?: string; beforeId?: number; limit: number }): Promise<LedgerRow[]> {
+export async function ledgerPage(
+  em: EntityManager,
+  q: { accountId: string; type?: string; beforeId?: number; limit: number },
+): Promise<LedgerRow[]> {
   const params: unknown[] = [q.accountId];
-  let sql = 'select id, type, amount, balance_after, order_id, note, created_at from ledger_transactions where account_id = ?';
+  let sql =
+    'select id, type, amount, balance_after, order_id, note, created_at from ledger_transactions where account_id = ?';
   if (q.type) {
     sql += ' and type = ?';
     params.push(q.type);

@@ -53,10 +53,12 @@ export async function currentRow(em: EntityManager, redemptionId: string): Promi
 
 /** How the queue decided an attempt (for the upstream's status), whatever the redemption did since. */
 export async function decisionOf(em: EntityManager, ref: AttemptRef) {
-  const [row] = await em.execute<{ outcome: 'fulfilled' | 'failed' | null; failure_code: string | null; holds_resources: boolean }[]>(
-    'select outcome, failure_code, holds_resources from operator_queue where redemption_id = ? and attempt = ?',
-    [ref.redemptionId, ref.attempt],
-  );
+  const [row] = await em.execute<
+    { outcome: 'fulfilled' | 'failed' | null; failure_code: string | null; holds_resources: boolean }[]
+  >('select outcome, failure_code, holds_resources from operator_queue where redemption_id = ? and attempt = ?', [
+    ref.redemptionId,
+    ref.attempt,
+  ]);
   return row;
 }
 

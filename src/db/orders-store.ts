@@ -23,11 +23,18 @@ export async function expireIfPending(em: EntityManager, orderId: string): Promi
 
 /** Drops the checkout link of the pending order paid through this checkout. */
 export async function clearCheckoutUrl(em: EntityManager, checkoutId: string): Promise<void> {
-  await em.execute(`update orders set checkout_url = null, updated_at = now() where checkout_id = ? and status = 'pending'`, [checkoutId]);
+  await em.execute(
+    `update orders set checkout_url = null, updated_at = now() where checkout_id = ? and status = 'pending'`,
+    [checkoutId],
+  );
 }
 
 /** Gives a pending order without a link this checkout; false when it is not such an order. */
-export async function attachCheckoutRow(em: EntityManager, orderId: string, checkout: { checkoutId: string; checkoutUrl: string }): Promise<boolean> {
+export async function attachCheckoutRow(
+  em: EntityManager,
+  orderId: string,
+  checkout: { checkoutId: string; checkoutUrl: string },
+): Promise<boolean> {
   const rows = await em.execute(
     `update orders set checkout_id = ?, checkout_url = ?, updated_at = now() where id = ? and status = 'pending' and checkout_url is null returning id`,
     [checkout.checkoutId, checkout.checkoutUrl, orderId],
@@ -86,7 +93,11 @@ export async function insertPlatformCodes(
  * Inserts gift-card codes of an order, skipping any that already exist; returns the ones
  * inserted. A driver error quotes the codes: callers wrap this in `withCodes`.
  */
-export async function insertGiftCardCodes(em: EntityManager, order: Pick<Order, 'id' | 'accountId' | 'productId'>, codes: string[]): Promise<string[]> {
+export async function insertGiftCardCodes(
+  em: EntityManager,
+  order: Pick<Order, 'id' | 'accountId' | 'productId'>,
+  codes: string[],
+): Promise<string[]> {
   const rows = await em.execute<{ code: string }[]>(
     `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
        values ${codes.map(() => "(?, ?, ?, ?, 'gift_card', false)").join(', ')}
@@ -104,9 +115,13 @@ export async function purchaseWithCodes(
   em: EntityManager,
   where: { id: string } | { accountId: string; externalOrderId: string },
 ): Promise<{ columns: Record<string, unknown>; codes: string[] } | undefined> {
-  const [filter, params] = 'id' in where
-    ? ['o.id = ?', [where.id]]
-    : ["o.account_id = ? and o.external_order_id = ? and o.kind = 'purchase'", [where.accountId, where.externalOrderId]];
+  const [filter, params] =
+    'id' in where
+      ? ['o.id = ?', [where.id]]
+      : [
+          "o.account_id = ? and o.external_order_id = ? and o.kind = 'purchase'",
+          [where.accountId, where.externalOrderId],
+        ];
   const [row] = await em.execute<Record<string, unknown>[]>(
     `select o.*, (select coalesce(json_agg(c.code order by c.id), '[]'::json) from issued_codes c where c.order_id = o.id and c.voided = false) as "c$codes"
        from orders o where ${filter}`,
@@ -121,7 +136,10 @@ export async function purchaseWithCodes(
  * What an order's create response shows that never travels through Temporal: its checkout link and
  * its codes (voided ones aside, oldest first), in one statement.
  */
-export async function checkoutAndCodes(em: EntityManager, orderId: string): Promise<{ checkoutUrl: string | null; codes: string[] } | undefined> {
+export async function checkoutAndCodes(
+  em: EntityManager,
+  orderId: string,
+): Promise<{ checkoutUrl: string | null; codes: string[] } | undefined> {
   const [row] = await em.execute<{ checkout_url: string | null; codes: string[] }[]>(
     `select o.checkout_url, (select coalesce(json_agg(c.code order by c.id), '[]'::json) from issued_codes c where c.order_id = o.id and c.voided = false) as codes
        from orders o where o.id = ?`,
@@ -132,13 +150,19 @@ export async function checkoutAndCodes(em: EntityManager, orderId: string): Prom
 
 /** The codes stored for an order so far (voided ones aside), oldest first. */
 export async function orderCodes(em: EntityManager, orderId: string): Promise<string[]> {
-  const rows = await em.execute<{ code: string }[]>('select code from issued_codes where order_id = ? and voided = false order by id', [orderId]);
+  const rows = await em.execute<{ code: string }[]>(
+    'select code from issued_codes where order_id = ? and voided = false order by id',
+    [orderId],
+  );
   return rows.map((r) => r.code);
 }
 
 /** How many of these codes were issued already, to any order. */
 export async function countIssuedCodes(em: EntityManager, codes: string[]): Promise<number> {
-  const [row] = await em.execute<{ n: string }[]>(`select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`, codes);
+  const [row] = await em.execute<{ n: string }[]>(
+    `select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`,
+    codes,
+  );
   return Number(row.n);
 }
 

@@ -8,13 +8,23 @@ import { currentRole, grantServiceRole } from './service-role';
 
 export type Orm = MikroORM;
 
-export function ormConfig(databaseUrl: string, overrides: Partial<Options> = {}, opts: { quietMigrations?: boolean } = {}): Options {
+export function ormConfig(
+  databaseUrl: string,
+  overrides: Partial<Options> = {},
+  opts: { quietMigrations?: boolean } = {},
+): Options {
   return defineConfig({
     clientUrl: databaseUrl,
     entities,
     extensions: [Migrator],
     // Migrations are listed in code so they run the same under tsx, jest and compiled output.
-    migrations: { migrationsList, transactional: true, allOrNothing: true, snapshot: false, silent: opts.quietMigrations ?? false },
+    migrations: {
+      migrationsList,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      silent: opts.quietMigrations ?? false,
+    },
     // While Postgres is down a request waits at most a few seconds for a connection, then answers
     // a retryable 503 instead of hanging.
     pool: { min: 0, max: 20, acquireTimeoutMillis: 5000 },
@@ -23,7 +33,11 @@ export function ormConfig(databaseUrl: string, overrides: Partial<Options> = {},
   });
 }
 
-export async function initOrm(databaseUrl: string, overrides: Partial<Options> = {}, opts: { quietMigrations?: boolean } = {}): Promise<Orm> {
+export async function initOrm(
+  databaseUrl: string,
+  overrides: Partial<Options> = {},
+  opts: { quietMigrations?: boolean } = {},
+): Promise<Orm> {
   return MikroORM.init(ormConfig(databaseUrl, overrides, opts));
 }
 
@@ -44,11 +58,16 @@ export const MIGRATION_LOCK = 'wholesale.migrations';
  * then grants the role of `orm` (DATABASE_URL) what the service needs (./service-role). Without it
  * they run as the role of `orm`; one that owns nothing can still start once nothing is pending.
  */
-export async function migrate(orm: Orm, opts: { migrationUrl?: string; quiet?: boolean; onWait?: () => void } = {}): Promise<string[]> {
+export async function migrate(
+  orm: Orm,
+  opts: { migrationUrl?: string; quiet?: boolean; onWait?: () => void } = {},
+): Promise<string[]> {
   const session = new Client({ connectionString: orm.config.get('clientUrl') });
   await session.connect();
   try {
-    const { rows } = await session.query<{ free: boolean }>('select pg_try_advisory_lock(hashtext($1)) as free', [MIGRATION_LOCK]);
+    const { rows } = await session.query<{ free: boolean }>('select pg_try_advisory_lock(hashtext($1)) as free', [
+      MIGRATION_LOCK,
+    ]);
     if (!rows[0].free) {
       opts.onWait?.();
       await session.query('select pg_advisory_lock(hashtext($1))', [MIGRATION_LOCK]);
@@ -65,7 +84,9 @@ async function applyMigrations(orm: Orm, opts: { migrationUrl?: string; quiet?: 
       return (await orm.getMigrator().up()).map((m) => m.name);
     } catch (err) {
       if ((err as { code?: string }).code !== '42501') throw err;
-      throw new ConfigError("DATABASE_URL: this role may not change the schema and migrations are pending: run them as the schema's owner with DATABASE_MIGRATION_URL (npx wholesale migrate)");
+      throw new ConfigError(
+        "DATABASE_URL: this role may not change the schema and migrations are pending: run them as the schema's owner with DATABASE_MIGRATION_URL (npx wholesale migrate)",
+      );
     }
   }
   const owner = await initOrm(opts.migrationUrl, { pool: { min: 0, max: 1 } }, { quietMigrations: opts.quiet });
@@ -82,7 +103,9 @@ async function applyMigrations(orm: Orm, opts: { migrationUrl?: string; quiet?: 
 export async function pendingMigrations(orm: Orm): Promise<string[]> {
   const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
   const em = orm.em.fork();
-  const [{ present }] = await em.execute<{ present: boolean }[]>('select to_regclass(?) is not null as present', [table]);
+  const [{ present }] = await em.execute<{ present: boolean }[]>('select to_regclass(?) is not null as present', [
+    table,
+  ]);
   const applied = present ? await em.execute<{ name: string }[]>(`select name from "${table}"`) : [];
   const done = new Set(applied.map((row) => row.name));
   return migrationsList.map((m) => m.name).filter((name) => !done.has(name));

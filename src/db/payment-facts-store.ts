@@ -9,7 +9,10 @@ export type ConfirmationSource = 'callback' | 'status';
  * The provider told the service itself that this checkout was paid: a callback whose signature
  * verified, or its status endpoint. Recorded once per checkout; a repeat changes nothing.
  */
-export async function recordPaymentConfirmation(em: EntityManager, c: { checkoutId: string; orderId: string; source: ConfirmationSource }): Promise<void> {
+export async function recordPaymentConfirmation(
+  em: EntityManager,
+  c: { checkoutId: string; orderId: string; source: ConfirmationSource },
+): Promise<void> {
   await em.execute(
     `insert into payment_confirmations (checkout_id, order_id, source) values (?, ?, ?) on conflict (checkout_id) do nothing`,
     [c.checkoutId, c.orderId, c.source],
@@ -18,7 +21,10 @@ export async function recordPaymentConfirmation(em: EntityManager, c: { checkout
 
 /** Whether a verified confirmation of one of the order's checkouts is on record. */
 export async function hasPaymentConfirmation(em: EntityManager, orderId: string): Promise<boolean> {
-  const rows = await em.execute<{ found: number }[]>('select 1 as found from payment_confirmations where order_id = ? limit 1', [orderId]);
+  const rows = await em.execute<{ found: number }[]>(
+    'select 1 as found from payment_confirmations where order_id = ? limit 1',
+    [orderId],
+  );
   return rows.length > 0;
 }
 

@@ -14,7 +14,18 @@ import { ProductSchema, type Order, type Product } from './entities';
 /** The order already placed under an externalOrderId: what a replay or a conflict needs. */
 export type ExistingOrder = Pick<
   Order,
-  'id' | 'productId' | 'qty' | 'amount' | 'currency' | 'status' | 'payment' | 'checkoutUrl' | 'placementId' | 'fulfillmentStatus' | 'deliveryType' | 'fulfilledQuantity'
+  | 'id'
+  | 'productId'
+  | 'qty'
+  | 'amount'
+  | 'currency'
+  | 'status'
+  | 'payment'
+  | 'checkoutUrl'
+  | 'placementId'
+  | 'fulfillmentStatus'
+  | 'deliveryType'
+  | 'fulfilledQuantity'
 >;
 
 export interface PlacementRead {
@@ -28,7 +39,10 @@ export interface PlacementRead {
 }
 
 /** The account, the active product with its prices, and the order under this externalOrderId, in one statement. */
-export async function readPlacement(em: EntityManager, q: { accountId: string; productId: string; externalOrderId: string }): Promise<PlacementRead> {
+export async function readPlacement(
+  em: EntityManager,
+  q: { accountId: string; productId: string; externalOrderId: string },
+): Promise<PlacementRead> {
   const rows = await em.execute<Record<string, unknown>[]>(
     `select a.level as "a$level", a.balance as "a$balance", a.cumulative_spending as "a$spending",
             (select json_object_agg(pp.level, pp.price::text) from product_prices pp where pp.product_id = p.id) as "pr$prices",
@@ -45,7 +59,14 @@ export async function readPlacement(em: EntityManager, q: { accountId: string; p
   const row = rows[0] ?? {};
   const productColumns = Object.fromEntries(Object.entries(row).filter(([k]) => !k.includes('$')));
   return {
-    account: row['a$level'] == null ? undefined : { level: Number(row['a$level']), balance: String(row['a$balance']), cumulativeSpending: String(row['a$spending']) },
+    account:
+      row['a$level'] == null
+        ? undefined
+        : {
+            level: Number(row['a$level']),
+            balance: String(row['a$balance']),
+            cumulativeSpending: String(row['a$spending']),
+          },
     product: productColumns.id == null ? undefined : em.map(ProductSchema, productColumns),
     prices: (row['pr$prices'] as Record<string, string> | null) ?? {},
     existing: (row['o$existing'] as ExistingOrder | null) ?? undefined,
@@ -137,7 +158,10 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
           returning code)`);
     }
     // Placeholders are numbered in the order p() is called: keep each call where its ? stands.
-    const source = () => (inventory ? `(select code from taken)` : `(select value as code from jsonb_array_elements_text(${p(JSON.stringify(w.newCodes))}::jsonb))`);
+    const source = () =>
+      inventory
+        ? `(select code from taken)`
+        : `(select value as code from jsonb_array_elements_text(${p(JSON.stringify(w.newCodes))}::jsonb))`;
     parts.push(`issued as (
        insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
        select placed.id, ${p(w.accountId)}, ${p(w.product.id)}, c.code, 'platform', ${p(w.product.isTest)}::boolean from placed, ${source()} c
@@ -163,24 +187,38 @@ export async function writeBalanceOrder(em: EntityManager, w: BalanceOrderWrite)
   try {
     rows = await em.execute(`with ${parts.join(',\n')}\nselect ${select.join(', ')}`, params);
   } catch (err) {
-    if (err instanceof UniqueConstraintViolationException && (err as { constraint?: string }).constraint === 'issued_codes_code_unique') {
+    if (
+      err instanceof UniqueConstraintViolationException &&
+      (err as { constraint?: string }).constraint === 'issued_codes_code_unique'
+    ) {
       return { debited: false, collided: true, taken: 0, codes: [] };
     }
-    if (err instanceof UniqueConstraintViolationException && (err as { constraint?: string }).constraint === 'orders_account_external_order_id_unique') {
+    if (
+      err instanceof UniqueConstraintViolationException &&
+      (err as { constraint?: string }).constraint === 'orders_account_external_order_id_unique'
+    ) {
       return { debited: false, raced: true, taken: 0, codes: [] };
     }
     if (isDatabaseUnavailable(err)) throw err;
     // The driver's error quotes the statement with its parameters, the new codes among them.
     const sqlState = (err as { code?: unknown }).code;
     // eslint-disable-next-line preserve-caught-error
-    throw new Error(`placing order ${w.orderId} failed (${typeof sqlState === 'string' ? `SQLSTATE ${sqlState}` : 'database error'})`);
+    throw new Error(
+      `placing order ${w.orderId} failed (${typeof sqlState === 'string' ? `SQLSTATE ${sqlState}` : 'database error'})`,
+    );
   }
   const row = rows[0];
   return { debited: Number(row.debited) > 0, taken: Number(row.taken), codes: row.codes };
 }
 
 /** The balance and level now (after a write found them changed). */
-export async function currentBalanceAndLevel(em: EntityManager, accountId: string): Promise<{ balance: string; level: number } | undefined> {
-  const [row] = await em.execute<{ balance: string; level: number }[]>('select balance, level from accounts where id = ?', [accountId]);
+export async function currentBalanceAndLevel(
+  em: EntityManager,
+  accountId: string,
+): Promise<{ balance: string; level: number } | undefined> {
+  const [row] = await em.execute<{ balance: string; level: number }[]>(
+    'select balance, level from accounts where id = ?',
+    [accountId],
+  );
   return row;
 }

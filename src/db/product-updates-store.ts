@@ -36,7 +36,11 @@ export async function deleteMark(em: EntityManager, productId: string): Promise<
  * One product.updated event (with its notification) for each account at `level` whose endpoint
  * names product.updated. Returns how many were written.
  */
-export async function insertProductUpdatedEvents(em: EntityManager, level: number, payload: Record<string, unknown>): Promise<number> {
+export async function insertProductUpdatedEvents(
+  em: EntityManager,
+  level: number,
+  payload: Record<string, unknown>,
+): Promise<number> {
   const rows = await em.execute<{ id: string }[]>(
     `with inserted as (
        insert into events (id, account_id, type, payload)

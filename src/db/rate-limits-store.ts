@@ -8,7 +8,9 @@ export async function countHit(em: EntityManager, bucket: string, windowStart: D
   // statement's own transaction only (set_config's `true`), so a crash loses at most a few ticks.
   // Ledger and order writes keep the server's synchronous commit; inside a caller's transaction
   // (none today) the setting would cover it too, so there the tick commits as usual.
-  const commitMode = em.isInTransaction() ? '' : `from (select set_config('synchronous_commit', 'off', true)) async_commit`;
+  const commitMode = em.isInTransaction()
+    ? ''
+    : `from (select set_config('synchronous_commit', 'off', true)) async_commit`;
   const rows = await em.execute<{ count: number }[]>(
     `insert into rate_limits (bucket, window_start, count)
      select ?::text, ?::timestamptz, 1 ${commitMode}
@@ -39,5 +41,8 @@ export async function pruneRateLimits(em: EntityManager): Promise<void> {
 
 /** Takes back one hit of `bucket` in the window starting at `windowStart` (never below zero). */
 export async function uncountHit(em: EntityManager, bucket: string, windowStart: Date): Promise<void> {
-  await em.execute('update rate_limits set count = count - 1 where bucket = ? and window_start = ? and count > 0', [bucket, windowStart]);
+  await em.execute('update rate_limits set count = count - 1 where bucket = ? and window_start = ? and count > 0', [
+    bucket,
+    windowStart,
+  ]);
 }

@@ -20,7 +20,13 @@ interface UnsettledRows {
 }
 
 /** One page of a lifecycle's non-final rows after the cursor `after`, leaving those changed within the grace period. */
-function unsettledPage<Row>(em: EntityManager, rows: UnsettledRows, after: string | number, limit: number, graceSeconds: number) {
+function unsettledPage<Row>(
+  em: EntityManager,
+  rows: UnsettledRows,
+  after: string | number,
+  limit: number,
+  graceSeconds: number,
+) {
   return em.execute<Row[]>(
     `select ${rows.select} from ${rows.from}
       where ${rows.unsettled} and ${rows.key} > ? and ${rows.changedAt} < now() - make_interval(secs => ?)
@@ -39,63 +45,99 @@ export interface UnsettledPaymentRow {
 
 /** Orders and top-ups waiting for their payment (an order's workflow is named by its externalOrderId). */
 export const pendingPayments = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<UnsettledPaymentRow>(em, {
-    select: 'id, account_id, kind, external_order_id, external_topup_id',
-    from: 'orders',
-    unsettled: `status = 'pending' and (kind = 'topup' or external_order_id is not null)`,
-    key: 'id',
-    changedAt: 'updated_at',
-  }, after, limit, graceSeconds);
+  unsettledPage<UnsettledPaymentRow>(
+    em,
+    {
+      select: 'id, account_id, kind, external_order_id, external_topup_id',
+      from: 'orders',
+      unsettled: `status = 'pending' and (kind = 'topup' or external_order_id is not null)`,
+      key: 'id',
+      changedAt: 'updated_at',
+    },
+    after,
+    limit,
+    graceSeconds,
+  );
 
 /** Paid direct-code orders that procurement has not finished (processing, or waiting for support). */
 export const unfinishedProcurements = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<{ id: string; account_id: string; external_order_id: string | null }>(em, {
-    select: 'id, account_id, external_order_id',
-    from: 'orders',
-    unsettled: `status = 'paid' and delivery_type = 'direct_code' and fulfillment_status in ('processing', 'needs_attention')`,
-    key: 'id',
-    changedAt: 'updated_at',
-  }, after, limit, graceSeconds);
+  unsettledPage<{ id: string; account_id: string; external_order_id: string | null }>(
+    em,
+    {
+      select: 'id, account_id, external_order_id',
+      from: 'orders',
+      unsettled: `status = 'paid' and delivery_type = 'direct_code' and fulfillment_status in ('processing', 'needs_attention')`,
+      key: 'id',
+      changedAt: 'updated_at',
+    },
+    after,
+    limit,
+    graceSeconds,
+  );
 
 /** Redemptions whose current attempt has not ended. */
 export const openRedemptions = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<{ id: string; attempt: number }>(em, {
-    select: 'id, attempt',
-    from: 'redemptions',
-    unsettled: `status in ('pending', 'processing')`,
-    key: 'id',
-    changedAt: 'updated_at',
-  }, after, limit, graceSeconds);
+  unsettledPage<{ id: string; attempt: number }>(
+    em,
+    {
+      select: 'id, attempt',
+      from: 'redemptions',
+      unsettled: `status in ('pending', 'processing')`,
+      key: 'id',
+      changedAt: 'updated_at',
+    },
+    after,
+    limit,
+    graceSeconds,
+  );
 
 /** Pending deliveries past their scheduled attempt by more than the grace period. */
 export const overdueDeliveries = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<{ id: string; account_id: string }>(em, {
-    select: 'id, account_id',
-    from: 'webhook_deliveries',
-    unsettled: `status = 'pending'`,
-    key: 'id',
-    changedAt: 'next_attempt_at',
-  }, after, limit, graceSeconds);
+  unsettledPage<{ id: string; account_id: string }>(
+    em,
+    {
+      select: 'id, account_id',
+      from: 'webhook_deliveries',
+      unsettled: `status = 'pending'`,
+      key: 'id',
+      changedAt: 'next_attempt_at',
+    },
+    after,
+    limit,
+    graceSeconds,
+  );
 
 /** Exports being written, or ready and waiting for their link to expire (their workflow deletes the file then). */
 export const unsettledExports = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<{ id: string; account_id: string }>(em, {
-    select: 'id, account_id',
-    from: 'exports',
-    unsettled: `status <> 'expired'`,
-    key: 'id',
-    changedAt: 'updated_at',
-  }, after, limit, graceSeconds);
+  unsettledPage<{ id: string; account_id: string }>(
+    em,
+    {
+      select: 'id, account_id',
+      from: 'exports',
+      unsettled: `status <> 'expired'`,
+      key: 'id',
+      changedAt: 'updated_at',
+    },
+    after,
+    limit,
+    graceSeconds,
+  );
 
 /** Batches whose lines are not all placed. */
 export const runningBatches = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<{ id: string; account_id: string }>(em, {
-    select: 'id, account_id',
-    from: 'batches',
-    unsettled: `status = 'running'`,
-    key: 'id',
-    changedAt: 'updated_at',
-  }, after, limit, graceSeconds);
+  unsettledPage<{ id: string; account_id: string }>(
+    em,
+    {
+      select: 'id, account_id',
+      from: 'batches',
+      unsettled: `status = 'running'`,
+      key: 'id',
+      changedAt: 'updated_at',
+    },
+    after,
+    limit,
+    graceSeconds,
+  );
 
 export interface OpenEvmCheckoutRow {
   reference: string;
@@ -112,13 +154,19 @@ export interface OpenEvmCheckoutRow {
  * counts its window from.
  */
 export const openEvmCheckouts = (em: EntityManager, afterIndex: number, limit: number, graceSeconds: number) =>
-  unsettledPage<OpenEvmCheckoutRow>(em, {
-    select: 'c.reference, c.derivation_index, c.created_at, o.expires_at',
-    from: 'evm_checkouts c left join orders o on o.id = c.reference',
-    unsettled: `c.state in ('pending', 'paid')`,
-    key: 'c.derivation_index',
-    changedAt: 'c.created_at',
-  }, afterIndex, limit, graceSeconds);
+  unsettledPage<OpenEvmCheckoutRow>(
+    em,
+    {
+      select: 'c.reference, c.derivation_index, c.created_at, o.expires_at',
+      from: 'evm_checkouts c left join orders o on o.id = c.reference',
+      unsettled: `c.state in ('pending', 'paid')`,
+      key: 'c.derivation_index',
+      changedAt: 'c.created_at',
+    },
+    afterIndex,
+    limit,
+    graceSeconds,
+  );
 
 export interface LedgerCheckRow {
   id: string;
@@ -172,8 +220,15 @@ export async function claimRepair(em: EntityManager, r: RepairRecord): Promise<b
 }
 
 /** Takes back a claimed repair whose start failed, so a later run tries it again. */
-export async function releaseRepair(em: EntityManager, r: Pick<RepairRecord, 'kind' | 'subjectId' | 'observed'>): Promise<void> {
-  await em.execute('delete from reconciler_repairs where kind = ? and subject_id = ? and observed = ?', [r.kind, r.subjectId, r.observed]);
+export async function releaseRepair(
+  em: EntityManager,
+  r: Pick<RepairRecord, 'kind' | 'subjectId' | 'observed'>,
+): Promise<void> {
+  await em.execute('delete from reconciler_repairs where kind = ? and subject_id = ? and observed = ?', [
+    r.kind,
+    r.subjectId,
+    r.observed,
+  ]);
 }
 
 /** How often a subject's workflow was started again. */

@@ -26,10 +26,15 @@ export async function attemptRow(em: EntityManager, ref: AttemptRef, lock = fals
 }
 
 /** Opens an attempt, pending, with the normalized redeemInfo it was submitted with. */
-export async function insertAttempt(em: EntityManager, ref: AttemptRef, redeemInfo: Record<string, string>): Promise<void> {
-  await em.execute(`insert into redemption_attempts (redemption_id, attempt, status, redeem_info) values (?, ?, 'pending', ?::jsonb)`, [
-    ref.redemptionId, ref.attempt, JSON.stringify(redeemInfo),
-  ]);
+export async function insertAttempt(
+  em: EntityManager,
+  ref: AttemptRef,
+  redeemInfo: Record<string, string>,
+): Promise<void> {
+  await em.execute(
+    `insert into redemption_attempts (redemption_id, attempt, status, redeem_info) values (?, ?, 'pending', ?::jsonb)`,
+    [ref.redemptionId, ref.attempt, JSON.stringify(redeemInfo)],
+  );
 }
 
 /** The fulfillment mode of the product whose code the redemption redeems. */
@@ -44,17 +49,29 @@ export async function fulfillmentModeOf(em: EntityManager, redemptionId: string)
 
 /** pending → processing: the attempt, then the redemption if this is still its current, pending attempt. */
 export async function markProcessing(em: EntityManager, ref: AttemptRef): Promise<void> {
-  await em.execute(`update redemption_attempts set status = 'processing' where redemption_id = ? and attempt = ?`, [ref.redemptionId, ref.attempt]);
-  await em.execute(`update redemptions set status = 'processing', updated_at = now() where id = ? and attempt = ? and status = 'pending'`, [
-    ref.redemptionId, ref.attempt,
+  await em.execute(`update redemption_attempts set status = 'processing' where redemption_id = ? and attempt = ?`, [
+    ref.redemptionId,
+    ref.attempt,
   ]);
+  await em.execute(
+    `update redemptions set status = 'processing', updated_at = now() where id = ? and attempt = ? and status = 'pending'`,
+    [ref.redemptionId, ref.attempt],
+  );
 }
 
 export async function insertSecrets(em: EntityManager, ref: AttemptRef, keyId: string, data: Buffer): Promise<void> {
-  await em.execute('insert into redemption_secrets (redemption_id, attempt, key_id, data) values (?, ?, ?, ?)', [ref.redemptionId, ref.attempt, keyId, data]);
+  await em.execute('insert into redemption_secrets (redemption_id, attempt, key_id, data) values (?, ?, ?, ?)', [
+    ref.redemptionId,
+    ref.attempt,
+    keyId,
+    data,
+  ]);
 }
 
-export async function secretsRow(em: EntityManager, ref: AttemptRef): Promise<{ key_id: string; data: Buffer } | undefined> {
+export async function secretsRow(
+  em: EntityManager,
+  ref: AttemptRef,
+): Promise<{ key_id: string; data: Buffer } | undefined> {
   const [row] = await em.execute<{ key_id: string; data: Buffer }[]>(
     'select key_id, data from redemption_secrets where redemption_id = ? and attempt = ?',
     [ref.redemptionId, ref.attempt],
@@ -63,7 +80,10 @@ export async function secretsRow(em: EntityManager, ref: AttemptRef): Promise<{ 
 }
 
 export async function deleteSecrets(em: EntityManager, ref: AttemptRef): Promise<void> {
-  await em.execute('delete from redemption_secrets where redemption_id = ? and attempt = ?', [ref.redemptionId, ref.attempt]);
+  await em.execute('delete from redemption_secrets where redemption_id = ? and attempt = ?', [
+    ref.redemptionId,
+    ref.attempt,
+  ]);
 }
 
 export async function productIdOfRedemption(em: EntityManager, redemptionId: string): Promise<string> {
@@ -77,7 +97,9 @@ export async function productIdOfRedemption(em: EntityManager, redemptionId: str
 /** Keeps the upstream's (already masked) completion note on the attempt. */
 export async function setUpstreamDeliverable(em: EntityManager, ref: AttemptRef, note: string | null): Promise<void> {
   await em.execute('update redemption_attempts set upstream_deliverable = ? where redemption_id = ? and attempt = ?', [
-    note, ref.redemptionId, ref.attempt,
+    note,
+    ref.redemptionId,
+    ref.attempt,
   ]);
 }
 
@@ -120,7 +142,16 @@ export async function finishRedemptionRow(
 
 /** What a redemption event says about the code and its order. */
 export async function redemptionEventFacts(em: EntityManager, redemptionId: string) {
-  const [row] = await em.execute<{ account_id: string; code: string; order_id: string; product_id: string; external_order_id: string | null; channel: string }[]>(
+  const [row] = await em.execute<
+    {
+      account_id: string;
+      code: string;
+      order_id: string;
+      product_id: string;
+      external_order_id: string | null;
+      channel: string;
+    }[]
+  >(
     `select r.account_id, ic.code, ic.order_id, ic.product_id, o.external_order_id, o.channel
        from redemptions r join issued_codes ic on ic.id = r.code_id join orders o on o.id = ic.order_id where r.id = ?`,
     [redemptionId],

@@ -82,7 +82,12 @@ export async function viewRowByCodeId(em: EntityManager, codeId: string): Promis
 }
 
 /** A failed redemption's next attempt: pending again, its last outcome cleared. */
-export async function reopenRedemption(em: EntityManager, redemptionId: string, attempt: number, source: string): Promise<void> {
+export async function reopenRedemption(
+  em: EntityManager,
+  redemptionId: string,
+  attempt: number,
+  source: string,
+): Promise<void> {
   await em.execute(
     `update redemptions set attempt = ?, status = 'pending', failure_code = null, deliverable = null, fulfilled_at = null,
            source = ?, updated_at = now() where id = ? and status = 'failed'`,
@@ -102,6 +107,9 @@ export async function insertRedemption(
 }
 
 export async function redemptionState(em: EntityManager, redemptionId: string) {
-  const [row] = await em.execute<{ attempt: number; status: string }[]>('select attempt, status from redemptions where id = ?', [redemptionId]);
+  const [row] = await em.execute<{ attempt: number; status: string }[]>(
+    'select attempt, status from redemptions where id = ?',
+    [redemptionId],
+  );
   return row;
 }

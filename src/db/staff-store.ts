@@ -28,7 +28,17 @@ const COLUMNS = `id, email, name, role, password_hash, totp_key_id, totp_secret,
 
 export async function insertStaff(
   em: EntityManager,
-  s: { id: string; email: string; name: string; role: StaffRole; totpKeyId: string; totpSecret: Buffer; setupTokenHash: string; setupExpiresAt: Date; createdBy: string },
+  s: {
+    id: string;
+    email: string;
+    name: string;
+    role: StaffRole;
+    totpKeyId: string;
+    totpSecret: Buffer;
+    setupTokenHash: string;
+    setupExpiresAt: Date;
+    createdBy: string;
+  },
 ): Promise<void> {
   await em.execute(
     `insert into staff (id, email, name, role, totp_key_id, totp_secret, setup_token_hash, setup_expires_at, created_by)
@@ -48,7 +58,11 @@ export async function staffByEmail(em: EntityManager, email: string): Promise<St
 }
 
 /** The member a live setup token belongs to (locked for the caller's transaction). */
-export async function staffBySetupToken(em: EntityManager, tokenHash: string, lock = false): Promise<StaffRow | undefined> {
+export async function staffBySetupToken(
+  em: EntityManager,
+  tokenHash: string,
+  lock = false,
+): Promise<StaffRow | undefined> {
   const [row] = await em.execute<StaffRow[]>(
     `select ${COLUMNS} from staff where setup_token_hash = ? and setup_expires_at > now() and disabled_at is null${lock ? ' for update' : ''}`,
     [tokenHash],
@@ -61,7 +75,12 @@ export async function listStaffRows(em: EntityManager): Promise<StaffRow[]> {
 }
 
 /** Setup done: the password and the confirmed TOTP step are set and the token is spent. */
-export async function completeStaffSetup(em: EntityManager, id: string, passwordHash: string, totpStep: number): Promise<void> {
+export async function completeStaffSetup(
+  em: EntityManager,
+  id: string,
+  passwordHash: string,
+  totpStep: number,
+): Promise<void> {
   await em.execute(
     `update staff set password_hash = ?, totp_last_step = ?, enrolled_at = now(), setup_token_hash = null, setup_expires_at = null
       where id = ?`,
@@ -103,11 +122,20 @@ export async function touchStaffSignIn(em: EntityManager, id: string): Promise<v
 }
 
 export async function setStaffRole(em: EntityManager, id: string, role: StaffRole): Promise<boolean> {
-  return (await em.execute<{ id: string }[]>('update staff set role = ? where id = ? returning id', [role, id])).length > 0;
+  return (
+    (await em.execute<{ id: string }[]>('update staff set role = ? where id = ? returning id', [role, id])).length > 0
+  );
 }
 
 export async function disableStaffRow(em: EntityManager, id: string): Promise<boolean> {
-  return (await em.execute<{ id: string }[]>('update staff set disabled_at = now(), setup_token_hash = null where id = ? and disabled_at is null returning id', [id])).length > 0;
+  return (
+    (
+      await em.execute<{ id: string }[]>(
+        'update staff set disabled_at = now(), setup_token_hash = null where id = ? and disabled_at is null returning id',
+        [id],
+      )
+    ).length > 0
+  );
 }
 
 /**
@@ -124,7 +152,8 @@ export async function lockSignInAdmins(em: EntityManager): Promise<string[]> {
 
 export async function replaceRecoveryCodes(em: EntityManager, staffId: string, hashes: string[]): Promise<void> {
   await em.execute('delete from staff_recovery_codes where staff_id = ?', [staffId]);
-  for (const hash of hashes) await em.execute('insert into staff_recovery_codes (staff_id, code_hash) values (?, ?)', [staffId, hash]);
+  for (const hash of hashes)
+    await em.execute('insert into staff_recovery_codes (staff_id, code_hash) values (?, ?)', [staffId, hash]);
 }
 
 /** Spends a recovery code: true once per code, false if unknown or already used. */
@@ -137,6 +166,9 @@ export async function spendRecoveryCode(em: EntityManager, staffId: string, hash
 }
 
 export async function unusedRecoveryCodes(em: EntityManager, staffId: string): Promise<number> {
-  const [row] = await em.execute<{ n: number }[]>('select count(*)::int as n from staff_recovery_codes where staff_id = ? and used_at is null', [staffId]);
+  const [row] = await em.execute<{ n: number }[]>(
+    'select count(*)::int as n from staff_recovery_codes where staff_id = ? and used_at is null',
+    [staffId],
+  );
   return Number(row.n);
 }

@@ -11,7 +11,9 @@ export interface SupplierMapping {
 }
 
 export async function directCodeProductIds(em: EntityManager): Promise<string[]> {
-  const rows = await em.execute<{ id: string }[]>(`select id from products where delivery_type = 'direct_code' order by id`);
+  const rows = await em.execute<{ id: string }[]>(
+    `select id from products where delivery_type = 'direct_code' order by id`,
+  );
   return rows.map((r) => r.id);
 }
 
@@ -29,7 +31,15 @@ export async function writeSupplierMappings(em: EntityManager, mappings: Supplie
       where p.id = m.id
         and (p.supplier is distinct from m.supplier or p.supplier_product_id is distinct from m.supplier_product_id)
       returning p.id`,
-    [JSON.stringify(mappings.map((m) => ({ product_id: m.productId, supplier: m.supplier, supplier_product_id: m.supplierProductId })))],
+    [
+      JSON.stringify(
+        mappings.map((m) => ({
+          product_id: m.productId,
+          supplier: m.supplier,
+          supplier_product_id: m.supplierProductId,
+        })),
+      ),
+    ],
   );
   return rows.map((r) => r.id).sort();
 }

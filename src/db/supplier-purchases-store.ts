@@ -79,8 +79,21 @@ export async function recordSupplierPurchase(
          updated_at = now()
        where sp.state <> 'completed'`,
     [
-      p.orderId, p.idempotencyKey, b?.supplier ?? p.supplier, b?.supplierProductId ?? null, p.state, b?.transactionId ?? null, b?.supplierStatus ?? null,
-      p.requested, b?.quantity ?? null, p.units, b?.unitCost ?? null, b?.totalCost ?? null, b?.currency ?? null, b?.faceValue ?? null, b?.faceCurrency ?? null,
+      p.orderId,
+      p.idempotencyKey,
+      b?.supplier ?? p.supplier,
+      b?.supplierProductId ?? null,
+      p.state,
+      b?.transactionId ?? null,
+      b?.supplierStatus ?? null,
+      p.requested,
+      b?.quantity ?? null,
+      p.units,
+      b?.unitCost ?? null,
+      b?.totalCost ?? null,
+      b?.currency ?? null,
+      b?.faceValue ?? null,
+      b?.faceCurrency ?? null,
       p.error,
     ],
   );

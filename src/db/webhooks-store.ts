@@ -49,7 +49,12 @@ export async function upsertEndpoint(
 }
 
 /** Inserts the delivery of an event; undefined if the event already has one (unique event_id). */
-export async function insertDeliveryRow(em: EntityManager, id: string, eventId: string, accountId: string): Promise<string | undefined> {
+export async function insertDeliveryRow(
+  em: EntityManager,
+  id: string,
+  eventId: string,
+  accountId: string,
+): Promise<string | undefined> {
   const rows = await em.execute<{ id: string }[]>(
     `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values (?, ?, ?, 'pending', now())
      on conflict (event_id) do nothing returning id`,
@@ -94,7 +99,11 @@ export async function deliveryPage(
   return em.execute<DeliveryRow[]>(sql, params);
 }
 
-export async function deliveryRow(em: EntityManager, accountId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+export async function deliveryRow(
+  em: EntityManager,
+  accountId: string,
+  deliveryId: string,
+): Promise<DeliveryRow | undefined> {
   const [row] = await em.execute<DeliveryRow[]>(
     `select ${DELIVERY_COLUMNS}
        from webhook_deliveries d join events e on e.id = d.event_id
@@ -126,7 +135,10 @@ export async function resetDelivery(em: EntityManager, deliveryId: string): Prom
  * [since, until), locking them for the caller's transaction. A concurrent claim waits, then finds
  * them pending (the status is checked again once the lock is had), so no delivery is claimed twice.
  */
-export async function claimUnsentDeliveries(em: EntityManager, q: { accountId: string; since: Date; until: Date | null; limit: number }) {
+export async function claimUnsentDeliveries(
+  em: EntityManager,
+  q: { accountId: string; since: Date; until: Date | null; limit: number },
+) {
   return em.execute<{ id: string }[]>(
     `select id from webhook_deliveries
       where account_id = ? and status in ('failed', 'cancelled') and created_at >= ? and (?::timestamptz is null or created_at < ?::timestamptz)
@@ -146,7 +158,9 @@ export async function resetDeliveries(em: EntityManager, deliveryIds: string[]):
 
 /** A delivery with the event it carries. */
 export async function deliveryWithEvent(em: EntityManager, deliveryId: string) {
-  const [row] = await em.execute<{ account_id: string; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }[]>(
+  const [row] = await em.execute<
+    { account_id: string; event_id: string; type: string; payload: Record<string, unknown>; created_at: Date }[]
+  >(
     `select d.account_id, e.id as event_id, e.type, e.payload, e.created_at
            from webhook_deliveries d join events e on e.id = d.event_id where d.id = ?`,
     [deliveryId],
@@ -171,7 +185,11 @@ export async function cancelDelivery(em: EntityManager, deliveryId: string, reas
  * count is of attempts, not of tries to make them. Undefined when the budget is spent: attempts
  * made by an earlier run of the delivery count against it too.
  */
-export async function claimDeliveryAttempt(em: EntityManager, deliveryId: string, maxAttempts: number): Promise<{ attempt: number; left: number } | undefined> {
+export async function claimDeliveryAttempt(
+  em: EntityManager,
+  deliveryId: string,
+  maxAttempts: number,
+): Promise<{ attempt: number; left: number } | undefined> {
   const [claimed] = await em.execute<{ attempts: number; budget_start: number }[]>(
     `update webhook_deliveries
         set attempts = attempts + case when attempt_open then 0 else 1 end, attempt_open = true, updated_at = now()

@@ -6,7 +6,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
-  createPublicClient, createTestClient, createWalletClient, defineChain, erc20Abi, getAddress, http, type Abi, type Hex,
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  defineChain,
+  erc20Abi,
+  getAddress,
+  http,
+  type Abi,
+  type Hex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import artifact from './evm/TestStablecoin.json';
@@ -14,7 +22,11 @@ import { freeLowPort } from './ports';
 
 export type DevChainSymbol = 'USDT' | 'USDC';
 
-export interface DevChainToken { symbol: DevChainSymbol; address: `0x${string}`; decimals: number }
+export interface DevChainToken {
+  symbol: DevChainSymbol;
+  address: `0x${string}`;
+  decimals: number;
+}
 
 export interface DevChain {
   /** http://127.0.0.1:<port> */
@@ -163,8 +175,19 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
   // Hardhat refuses to run unless it resolves itself from the working directory: run it from the
   // project that installed it.
   const hardhatPackage = require.resolve('hardhat/package.json');
-  const child = spawn(process.execPath,
-    [require.resolve('hardhat/internal/cli/cli.js'), '--config', configFile, 'node', '--hostname', host, '--port', String(port)], {
+  const child = spawn(
+    process.execPath,
+    [
+      require.resolve('hardhat/internal/cli/cli.js'),
+      '--config',
+      configFile,
+      'node',
+      '--hostname',
+      host,
+      '--port',
+      String(port),
+    ],
+    {
       cwd: join(dirname(hardhatPackage), '..', '..'),
       stdio: ['pipe', 'pipe', 'pipe'],
       env: {
@@ -176,7 +199,8 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
         XDG_DATA_HOME: join(tempDir, 'xdg-data'),
         XDG_CACHE_HOME: join(tempDir, 'xdg-cache'),
       },
-    });
+    },
+  );
   killOnExit(child, tempDir);
   const output = lineTail(opts.log);
   child.stdout?.on('data', output.push);
@@ -185,10 +209,11 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
   child.once('error', (err) => (spawnError = err));
 
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= terminate(child).then(() => {
-    running.delete(child);
-    rmSync(tempDir, { recursive: true, force: true });
-  }));
+  const stop = () =>
+    (stopping ??= terminate(child).then(() => {
+      running.delete(child);
+      rmSync(tempDir, { recursive: true, force: true });
+    }));
 
   try {
     const chain = defineChain({
@@ -213,8 +238,13 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
         args: [token.name, token.symbol, token.decimals, INITIAL_SUPPLY_TOKENS * 10n ** BigInt(token.decimals)],
       });
       const receipt = await publicClient.waitForTransactionReceipt({ hash });
-      if (receipt.status !== 'success' || !receipt.contractAddress) throw new Error(`deploying ${token.symbol} failed (tx ${hash})`);
-      deployed[token.symbol] = { symbol: token.symbol, address: getAddress(receipt.contractAddress), decimals: token.decimals };
+      if (receipt.status !== 'success' || !receipt.contractAddress)
+        throw new Error(`deploying ${token.symbol} failed (tx ${hash})`);
+      deployed[token.symbol] = {
+        symbol: token.symbol,
+        address: getAddress(receipt.contractAddress),
+        decimals: token.decimals,
+      };
     }
 
     // One payment at a time: each takes the payer's next nonce from the node ('pending' counts
@@ -222,14 +252,22 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
     // client-side nonce counter.
     let payments: Promise<unknown> = Promise.resolve();
     const pay = (to: `0x${string}`, token: DevChainSymbol, units: bigint): Promise<`0x${string}`> => {
-      const sent = payments.catch(() => undefined).then(async () => {
-        const hash = await wallet.writeContract({ address: deployed[token].address, abi: erc20Abi, functionName: 'transfer', args: [to, units] });
-        if (await testClient.getAutomine()) {
-          const receipt = await publicClient.waitForTransactionReceipt({ hash });
-          if (receipt.status !== 'success') throw new Error(`${token} transfer of ${units} units to ${to} reverted (tx ${hash})`);
-        }
-        return hash;
-      });
+      const sent = payments
+        .catch(() => undefined)
+        .then(async () => {
+          const hash = await wallet.writeContract({
+            address: deployed[token].address,
+            abi: erc20Abi,
+            functionName: 'transfer',
+            args: [to, units],
+          });
+          if (await testClient.getAutomine()) {
+            const receipt = await publicClient.waitForTransactionReceipt({ hash });
+            if (receipt.status !== 'success')
+              throw new Error(`${token} transfer of ${units} units to ${to} reverted (tx ${hash})`);
+          }
+          return hash;
+        });
       payments = sent;
       return sent;
     };
@@ -258,7 +296,11 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
 
 /** Polls eth_chainId until the node answers with ours; fails with the node's last lines if it exits or never does. */
 async function waitUntilAnswering(
-  rpcUrl: string, chainId: number, child: ChildProcess, spawnError: () => Error | undefined, lastOutput: () => string,
+  rpcUrl: string,
+  chainId: number,
+  child: ChildProcess,
+  spawnError: () => Error | undefined,
+  lastOutput: () => string,
 ): Promise<void> {
   const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 0, timeout: 1_000 }) });
   const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -266,9 +308,14 @@ async function waitUntilAnswering(
   for (;;) {
     const failure = spawnError();
     if (failure) throw new Error(`hardhat node did not start: ${failure.message}`);
-    if (hasExited(child)) throw new Error(`hardhat node exited (${child.exitCode ?? child.signalCode}) before answering at ${rpcUrl}:\n${lastOutput()}`);
+    if (hasExited(child))
+      throw new Error(
+        `hardhat node exited (${child.exitCode ?? child.signalCode}) before answering at ${rpcUrl}:\n${lastOutput()}`,
+      );
     if (Date.now() > deadline) {
-      throw new Error(`hardhat node did not answer eth_chainId at ${rpcUrl} within ${READY_TIMEOUT_MS} ms (${String(lastError)}):\n${lastOutput()}`);
+      throw new Error(
+        `hardhat node did not answer eth_chainId at ${rpcUrl} within ${READY_TIMEOUT_MS} ms (${String(lastError)}):\n${lastOutput()}`,
+      );
     }
     try {
       const answered = await probe.getChainId();
@@ -295,7 +342,12 @@ export interface DevChainFile {
  * A token transfer from the dev payer on a dev chain another process runs (the one `npm start`
  * started): what a payer's wallet does on the checkout page. Resolves with the hash once mined.
  */
-export async function sendDevPayment(chainFile: DevChainFile, token: DevChainSymbol, to: `0x${string}`, units: bigint): Promise<`0x${string}`> {
+export async function sendDevPayment(
+  chainFile: DevChainFile,
+  token: DevChainSymbol,
+  to: `0x${string}`,
+  units: bigint,
+): Promise<`0x${string}`> {
   const chain = defineChain({
     id: chainFile.chainId,
     name: 'Hardhat',
@@ -303,9 +355,21 @@ export async function sendDevPayment(chainFile: DevChainFile, token: DevChainSym
     rpcUrls: { default: { http: [chainFile.rpcUrl] } },
   });
   const transport = http(chainFile.rpcUrl);
-  const wallet = createWalletClient({ account: privateKeyToAccount(PAYER_KEY), chain, transport, pollingInterval: POLLING_MS });
-  const hash = await wallet.writeContract({ address: chainFile.tokens[token].address, abi: erc20Abi, functionName: 'transfer', args: [to, units] });
-  const receipt = await createPublicClient({ chain, transport, pollingInterval: POLLING_MS }).waitForTransactionReceipt({ hash });
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(PAYER_KEY),
+    chain,
+    transport,
+    pollingInterval: POLLING_MS,
+  });
+  const hash = await wallet.writeContract({
+    address: chainFile.tokens[token].address,
+    abi: erc20Abi,
+    functionName: 'transfer',
+    args: [to, units],
+  });
+  const receipt = await createPublicClient({ chain, transport, pollingInterval: POLLING_MS }).waitForTransactionReceipt(
+    { hash },
+  );
   if (receipt.status !== 'success') throw new Error(`the ${token} transfer reverted (tx ${hash})`);
   return hash;
 }

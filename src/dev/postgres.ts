@@ -38,7 +38,15 @@ export async function startEmbeddedPostgres(opts: {
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // Loopback only, and no socket in a system directory that another Postgres may own.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', ...(opts.settings ?? []).flatMap((s) => ['-c', s])],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+      ...(opts.settings ?? []).flatMap((s) => ['-c', s]),
+    ],
     initdbFlags: ['--encoding=UTF8'],
     onLog: opts.onLog ?? (() => undefined),
     onError: (e: unknown) => opts.onLog?.(String(e)),

@@ -43,7 +43,9 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
   let temporalAddress = config.TEMPORAL_ADDRESS;
   let temporalUiUrl: string | undefined;
   if (!temporalAddress && config.DEV_TEMPORAL === 'server') {
-    log(`starting the production Temporal server on Postgres (databases temporal, temporal_visibility; config in ${stateDir}/temporal-server)`);
+    log(
+      `starting the production Temporal server on Postgres (databases temporal, temporal_visibility; config in ${stateDir}/temporal-server)`,
+    );
     const temporal = await startTemporalServer({
       postgres: temporalPostgresUrl!,
       port: config.TEMPORAL_PORT,
@@ -70,17 +72,27 @@ export async function startInfrastructure(config: Config, log: (msg: string) => 
   }
   let evmChains: ChainSettings[] | undefined;
   if (config.PAYMENT_PROVIDER === 'evm' && config.evmChains.length === 0) {
-    log('starting a local EVM chain (Hardhat) with USDT and USDC test tokens; pay a checkout with: npx wholesale dev-chain pay CHECKOUT_ID');
+    log(
+      'starting a local EVM chain (Hardhat) with USDT and USDC test tokens; pay a checkout with: npx wholesale dev-chain pay CHECKOUT_ID',
+    );
     const chain = await startDevChain({ intervalMiningMs: 2000 });
     stops.unshift(() => chain.stop());
-    writeFileSync(resolve(stateDir, DEV_CHAIN_FILE), JSON.stringify({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, tokens: chain.tokens }, null, 2));
-    evmChains = [{
-      chainId: chain.chainId,
-      name: 'Local chain',
-      rpcUrls: [chain.rpcUrl],
-      confirmations: 2,
-      tokens: { USDT: { address: chain.tokens.USDT.address.toLowerCase() as `0x${string}`, decimals: 6 }, USDC: { address: chain.tokens.USDC.address.toLowerCase() as `0x${string}`, decimals: 6 } },
-    }];
+    writeFileSync(
+      resolve(stateDir, DEV_CHAIN_FILE),
+      JSON.stringify({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, tokens: chain.tokens }, null, 2),
+    );
+    evmChains = [
+      {
+        chainId: chain.chainId,
+        name: 'Local chain',
+        rpcUrls: [chain.rpcUrl],
+        confirmations: 2,
+        tokens: {
+          USDT: { address: chain.tokens.USDT.address.toLowerCase() as `0x${string}`, decimals: 6 },
+          USDC: { address: chain.tokens.USDC.address.toLowerCase() as `0x${string}`, decimals: 6 },
+        },
+      },
+    ];
   }
   return {
     databaseUrl,

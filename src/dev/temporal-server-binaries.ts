@@ -25,7 +25,8 @@ export function ensureTemporalServerBinaries(): Promise<string> {
     child.once('exit', (code) => {
       const dir = out.trim();
       if (code === 0 && dir) resolvePath(dir);
-      else reject(new Error(`temporal-server binaries unavailable (ensure-temporal-server exit ${code}): ${err.trim()}`));
+      else
+        reject(new Error(`temporal-server binaries unavailable (ensure-temporal-server exit ${code}): ${err.trim()}`));
     });
   });
 }

@@ -38,18 +38,20 @@ export const SERVER_DYNAMIC_CONFIG: Record<string, unknown> = {
 export function parseDynamicConfig(extra: string[] | Record<string, unknown> | undefined): Record<string, unknown> {
   if (!extra) return {};
   if (!Array.isArray(extra)) return extra;
-  return Object.fromEntries(extra.map((entry) => {
-    const eq = entry.indexOf('=');
-    if (eq <= 0) throw new Error(`dynamic config "${entry}" is not name=value`);
-    const raw = entry.slice(eq + 1);
-    let value: unknown = raw;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      /* a plain string */
-    }
-    return [entry.slice(0, eq), value];
-  }));
+  return Object.fromEntries(
+    extra.map((entry) => {
+      const eq = entry.indexOf('=');
+      if (eq <= 0) throw new Error(`dynamic config "${entry}" is not name=value`);
+      const raw = entry.slice(eq + 1);
+      let value: unknown = raw;
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        /* a plain string */
+      }
+      return [entry.slice(0, eq), value];
+    }),
+  );
 }
 
 /** Dynamic config YAML: every value JSON-encoded, which YAML reads as is. */
@@ -100,9 +102,13 @@ export async function reusePorts(file: string, frontend: number | undefined): Pr
   try {
     const saved = JSON.parse(readFileSync(file, 'utf8')) as Ports;
     const values = Object.values(saved);
-    if ((frontend === undefined || saved.frontend === frontend)
-      && values.length === 9 && values.every((p) => Number.isInteger(p))
-      && (await Promise.all(values.map(portFree))).every(Boolean)) return saved;
+    if (
+      (frontend === undefined || saved.frontend === frontend) &&
+      values.length === 9 &&
+      values.every((p) => Number.isInteger(p)) &&
+      (await Promise.all(values.map(portFree))).every(Boolean)
+    )
+      return saved;
   } catch {
     /* none saved yet */
   }

@@ -7,7 +7,11 @@ import type { PostgresTarget } from './temporal-server-config';
 
 export async function ensureDatabases(pg: PostgresTarget, names: string[]): Promise<void> {
   const client = new PgClient({
-    host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.adminDatabase ?? 'postgres',
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.adminDatabase ?? 'postgres',
   });
   await client.connect();
   try {
@@ -51,12 +55,18 @@ function run(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<void>
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolveRun() : reject(new Error(`${bin} ${args.join(' ')} exited ${code}: ${output.trim()}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolveRun() : reject(new Error(`${bin} ${args.join(' ')} exited ${code}: ${output.trim()}`)),
+    );
   });
 }
 
 /** setup-schema (idempotent at version 0.0) and update-schema to the newest version, from the schema files embedded in the tool. */
-export async function setupSchemas(binDir: string, pg: PostgresTarget, databases: { default: string; visibility: string }): Promise<void> {
+export async function setupSchemas(
+  binDir: string,
+  pg: PostgresTarget,
+  databases: { default: string; visibility: string },
+): Promise<void> {
   const tool = join(binDir, 'temporal-sql-tool');
   // The password travels in the environment, not on the command line.
   const env = { ...process.env, SQL_PASSWORD: pg.password ?? '' };

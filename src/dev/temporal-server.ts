@@ -11,13 +11,25 @@ import { CUSTOM_SEARCH_ATTRIBUTES } from '../contracts/search-attributes';
 import { registerSearchAttributes, type DevTemporal } from './temporal';
 import { ensureTemporalServerBinaries } from './temporal-server-binaries';
 import {
-  dynamicConfigYaml, parseDynamicConfig, parsePostgresTarget, reusePorts, SERVER_DYNAMIC_CONFIG, serverConfigYaml, type FrontendTlsFiles, type PostgresTarget,
+  dynamicConfigYaml,
+  parseDynamicConfig,
+  parsePostgresTarget,
+  reusePorts,
+  SERVER_DYNAMIC_CONFIG,
+  serverConfigYaml,
+  type FrontendTlsFiles,
+  type PostgresTarget,
 } from './temporal-server-config';
 import type { TemporalConnectionOptions } from '../temporal/connection';
 import { ensureDatabases, forgetMembers, setupSchemas } from './temporal-server-schema';
 
 export { ensureTemporalServerBinaries } from './temporal-server-binaries';
-export { parsePostgresTarget, SERVER_DYNAMIC_CONFIG, type FrontendTlsFiles, type PostgresTarget } from './temporal-server-config';
+export {
+  parsePostgresTarget,
+  SERVER_DYNAMIC_CONFIG,
+  type FrontendTlsFiles,
+  type PostgresTarget,
+} from './temporal-server-config';
 
 export interface TemporalServerOptions {
   /** Where Temporal keeps its data: a Postgres URL (its database part is only used to connect) or its parts. */
@@ -105,10 +117,23 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
   await setupSchemas(binDir, pg, databases);
 
   const ports = await reusePorts(join(stateDir, 'ports.json'), opts.port);
-  writeFileSync(dynamicConfigFile, dynamicConfigYaml({ ...SERVER_DYNAMIC_CONFIG, ...parseDynamicConfig(opts.dynamicConfig) }));
-  writeFileSync(join(configDir, 'development.yaml'), serverConfigYaml({
-    pg, databases, ports, numHistoryShards: opts.numHistoryShards ?? 4, logLevel: opts.logLevel ?? 'warn', logFile, dynamicConfigFile, tls: opts.tls,
-  }));
+  writeFileSync(
+    dynamicConfigFile,
+    dynamicConfigYaml({ ...SERVER_DYNAMIC_CONFIG, ...parseDynamicConfig(opts.dynamicConfig) }),
+  );
+  writeFileSync(
+    join(configDir, 'development.yaml'),
+    serverConfigYaml({
+      pg,
+      databases,
+      ports,
+      numHistoryShards: opts.numHistoryShards ?? 4,
+      logLevel: opts.logLevel ?? 'warn',
+      logFile,
+      dynamicConfigFile,
+      tls: opts.tls,
+    }),
+  );
   const address = `127.0.0.1:${ports.frontend}`;
   const admin = adminConnection(address, opts.tls);
   const timeout = opts.startTimeoutMs ?? 90_000;
@@ -121,9 +146,11 @@ export async function startTemporalServer(opts: TemporalServerOptions): Promise<
     await forgetMembers(pg, databases.default);
     const fd = openSync(logFile, 'a');
     try {
-      child = spawn(join(binDir, 'temporal-server'),
+      child = spawn(
+        join(binDir, 'temporal-server'),
         ['--root', stateDir, '--config', 'config', '--env', 'development', '--allow-no-auth', 'start'],
-        { stdio: ['ignore', fd, 'pipe'], cwd: stateDir });
+        { stdio: ['ignore', fd, 'pipe'], cwd: stateDir },
+      );
     } finally {
       closeSync(fd);
     }
@@ -173,7 +200,11 @@ function adminConnection(address: string, tls: FrontendTlsFiles | undefined): Te
   const cert = readFileSync(tls.certFile);
   return {
     address,
-    tls: { serverNameOverride: 'localhost', serverRootCACertificate: readFileSync(tls.caFile), clientCertPair: { crt: cert, key: readFileSync(tls.keyFile) } },
+    tls: {
+      serverNameOverride: 'localhost',
+      serverRootCACertificate: readFileSync(tls.caFile),
+      clientCertPair: { crt: cert, key: readFileSync(tls.keyFile) },
+    },
   };
 }
 
@@ -181,14 +212,23 @@ function adminConnection(address: string, tls: FrontendTlsFiles | undefined): Te
  * Waits until the frontend answers, then makes sure the namespace exists and carries the custom
  * search attributes, then that the history service answers for it (cheap reads through it).
  */
-async function waitUntilReady(target: TemporalConnectionOptions, namespace: string, child: ChildProcess, timeout: number, diagnostics: () => string): Promise<void> {
+async function waitUntilReady(
+  target: TemporalConnectionOptions,
+  namespace: string,
+  child: ChildProcess,
+  timeout: number,
+  diagnostics: () => string,
+): Promise<void> {
   const { address } = target;
   const deadline = Date.now() + timeout;
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   let lastError: unknown;
   for (;;) {
     if (exited()) throw new Error(`temporal-server exited (${child.exitCode ?? child.signalCode}):\n${diagnostics()}`);
-    if (Date.now() > deadline) throw new Error(`temporal-server not ready at ${address} within ${timeout} ms: ${String(lastError)}\n${diagnostics()}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `temporal-server not ready at ${address} within ${timeout} ms: ${String(lastError)}\n${diagnostics()}`,
+      );
     let connection: Connection | undefined;
     try {
       const conn = await Connection.connect({ ...target, connectTimeout: 1000 });
@@ -207,13 +247,23 @@ async function waitUntilReady(target: TemporalConnectionOptions, namespace: stri
       await registerSearchAttributes(conn, namespace);
       const listed = await conn.operatorService.listSearchAttributes({ namespace });
       const missing = CUSTOM_SEARCH_ATTRIBUTES.filter((k) => !(k.name in (listed.customAttributes ?? {})));
-      if (missing.length) throw new Error(`search attributes not registered yet: ${missing.map((k) => k.name).join(', ')}`);
+      if (missing.length)
+        throw new Error(`search attributes not registered yet: ${missing.map((k) => k.name).join(', ')}`);
       // Reads through history for ids spread over the shards: NOT_FOUND means history and its
       // namespace cache answer; a probe that errs or times out is retried.
-      const probes = await Promise.allSettled(Array.from({ length: 32 }, (_, i) =>
-        conn.withDeadline(Date.now() + 3000, () =>
-          ws.describeWorkflowExecution({ namespace, execution: { workflowId: `__wholesale_readiness_probe_${i}__` } }))));
-      const failed = probes.find((p) => p.status === 'rejected' && (p.reason as { code?: number }).code !== 5 /* NOT_FOUND */);
+      const probes = await Promise.allSettled(
+        Array.from({ length: 32 }, (_, i) =>
+          conn.withDeadline(Date.now() + 3000, () =>
+            ws.describeWorkflowExecution({
+              namespace,
+              execution: { workflowId: `__wholesale_readiness_probe_${i}__` },
+            }),
+          ),
+        ),
+      );
+      const failed = probes.find(
+        (p) => p.status === 'rejected' && (p.reason as { code?: number }).code !== 5 /* NOT_FOUND */,
+      );
       if (failed) throw (failed as PromiseRejectedResult).reason;
       return;
     } catch (err) {

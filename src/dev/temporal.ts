@@ -60,8 +60,20 @@ export async function startDevTemporal(opts: {
     return startWithSdkDownload(opts, [...searchAttributeArgs, ...dynamicArgs, ...uiArgs]);
   }
 
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--namespace', opts.namespace,
-    '--log-level', 'error', ...searchAttributeArgs, ...dynamicArgs];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--namespace',
+    opts.namespace,
+    '--log-level',
+    'error',
+    ...searchAttributeArgs,
+    ...dynamicArgs,
+  ];
   if (opts.uiPort > 0) {
     args.push('--ui-port', String(opts.uiPort), '--ui-ip', '127.0.0.1');
     if (opts.codecEndpoint) args.push('--ui-codec-endpoint', opts.codecEndpoint);
@@ -119,7 +131,8 @@ async function waitForServer(address: string, child: ChildProcess, stderr: () =>
       await connection.close();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`temporal dev server not ready at ${address}: ${String(err)}`, { cause: err });
+      if (Date.now() > deadline)
+        throw new Error(`temporal dev server not ready at ${address}: ${String(err)}`, { cause: err });
       await new Promise((r) => setTimeout(r, 250));
     }
   }

@@ -80,7 +80,8 @@ export function parseCsv(text: string): string[][] {
 export function parseCsvWithHeader(text: string): { header: string[]; rows: Record<string, string>[] } {
   const [header = [], ...records] = parseCsv(text);
   const rows = records.map((r, i) => {
-    if (r.length !== header.length) throw new CsvError(`record ${i + 1}: ${r.length} fields, the header has ${header.length}`);
+    if (r.length !== header.length)
+      throw new CsvError(`record ${i + 1}: ${r.length} fields, the header has ${header.length}`);
     return Object.fromEntries(header.map((name, j) => [name, r[j]]));
   });
   return { header, rows };

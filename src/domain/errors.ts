@@ -57,7 +57,13 @@ export interface ErrorBody {
 
 export function errorBody(err: ApiError, requestId: string, extraDetails?: Record<string, unknown>): ErrorBody {
   const details = err.details || extraDetails ? { ...err.details, ...extraDetails } : undefined;
-  return { error: err.code, message: err.message, requestId, retryable: err.retryable, ...(details ? { details } : {}) };
+  return {
+    error: err.code,
+    message: err.message,
+    requestId,
+    retryable: err.retryable,
+    ...(details ? { details } : {}),
+  };
 }
 
 export class ApiError extends Error {

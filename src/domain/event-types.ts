@@ -24,7 +24,10 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const OPT_IN_EVENTS: readonly EventType[] = ['product.updated', 'balance.low'];
 
 /** What an endpoint's list may name. */
-export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((t) => t !== 'webhook.test') as Exclude<EventType, 'webhook.test'>[];
+export const SUBSCRIBABLE_EVENTS = EVENT_TYPES.filter((t) => t !== 'webhook.test') as Exclude<
+  EventType,
+  'webhook.test'
+>[];
 
 /** What an endpoint without a list of its own gets from the outbox. */
 export const DEFAULT_EVENTS = SUBSCRIBABLE_EVENTS.filter((t) => !OPT_IN_EVENTS.includes(t));

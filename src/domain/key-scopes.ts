@@ -20,7 +20,8 @@ interface Network {
 /** An address as 4 bytes (IPv4, including IPv4-mapped IPv6 `::ffff:a.b.c.d`) or 16 (IPv6). */
 function addressBytes(address: string): number[] | undefined {
   const bytes = parseIp(address);
-  if (bytes?.length === 16 && bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return bytes.slice(12);
+  if (bytes?.length === 16 && bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff)
+    return bytes.slice(12);
   return bytes;
 }
 

@@ -53,9 +53,13 @@ export function isUuid(value: string): boolean {
  */
 export function normalizeSessionUserId(value: string): string {
   const invalid = () =>
-    new ApiError('invalid_session_json', 'Give a user id (UUID) or the full JSON of an authenticated session with session.userId', {
-      field: 'session_user_id',
-    });
+    new ApiError(
+      'invalid_session_json',
+      'Give a user id (UUID) or the full JSON of an authenticated session with session.userId',
+      {
+        field: 'session_user_id',
+      },
+    );
   const trimmed = value.trim();
   if (isUuid(trimmed)) return trimmed.toLowerCase();
   if (!trimmed.startsWith('{') || trimmed.length > MAX_SESSION_JSON) throw invalid();
@@ -66,7 +70,8 @@ export function normalizeSessionUserId(value: string): string {
     throw invalid();
   }
   const session = parsed as { status?: unknown; session?: { userId?: unknown } } | null;
-  if (!session || typeof session !== 'object' || Array.isArray(session) || session.status !== 'authenticated') throw invalid();
+  if (!session || typeof session !== 'object' || Array.isArray(session) || session.status !== 'authenticated')
+    throw invalid();
   const userId = session.session && typeof session.session === 'object' ? session.session.userId : undefined;
   if (typeof userId !== 'string') throw invalid();
   const id = userId.trim();
@@ -79,9 +84,13 @@ export function normalizeSessionUserId(value: string): string {
 export function normalizeTelegramUsername(value: string): string {
   const name = value.trim().replace(/^@/, '');
   if (!TELEGRAM_RE.test(name)) {
-    throw new ApiError('invalid_telegram_username', 'A Telegram username has 5-32 letters, digits or underscores and starts with a letter', {
-      field: 'telegram_username',
-    });
+    throw new ApiError(
+      'invalid_telegram_username',
+      'A Telegram username has 5-32 letters, digits or underscores and starts with a letter',
+      {
+        field: 'telegram_username',
+      },
+    );
   }
   return name;
 }
@@ -93,7 +102,8 @@ function normalizeField(field: RedeemFieldDef, value: string): string {
   const trimmed = field.type === 'password' ? value : value.trim();
   switch (kind) {
     case 'uuid':
-      if (!isUuid(trimmed)) throw new ApiError('invalid_account_id', `${field.key} must be a UUID`, { field: field.key });
+      if (!isUuid(trimmed))
+        throw new ApiError('invalid_account_id', `${field.key} must be a UUID`, { field: field.key });
       return trimmed.toLowerCase();
     case 'telegram':
       return normalizeTelegramUsername(trimmed);
@@ -121,11 +131,16 @@ function normalizeField(field: RedeemFieldDef, value: string): string {
  */
 export function validateRedeemInfo(fields: readonly RedeemFieldDef[], input: unknown): ValidatedRedeemInfo {
   const info = input ?? {};
-  if (typeof info !== 'object' || Array.isArray(info)) throw new ApiError('invalid_input', 'redeemInfo must be an object of strings');
+  if (typeof info !== 'object' || Array.isArray(info))
+    throw new ApiError('invalid_input', 'redeemInfo must be an object of strings');
   const known = new Map(fields.map((f) => [f.key, f]));
   for (const [key, value] of Object.entries(info)) {
-    if (!known.has(key)) throw new ApiError('invalid_input', `redeemInfo has an unknown field: ${key.slice(0, 64)}`, { field: key.slice(0, 64) });
-    if (typeof value !== 'string') throw new ApiError('invalid_input', `redeemInfo.${key} must be a string`, { field: key });
+    if (!known.has(key))
+      throw new ApiError('invalid_input', `redeemInfo has an unknown field: ${key.slice(0, 64)}`, {
+        field: key.slice(0, 64),
+      });
+    if (typeof value !== 'string')
+      throw new ApiError('invalid_input', `redeemInfo.${key} must be a string`, { field: key });
   }
   const values = info as Record<string, string>;
   const result: ValidatedRedeemInfo = { stored: {}, secrets: {} };
@@ -148,7 +163,10 @@ export function validateRedeemInfo(fields: readonly RedeemFieldDef[], input: unk
 }
 
 /** The fields to show an end customer: English labels where a translation exists (spec 2.1). */
-export function displayFields(fields: readonly RedeemFieldDef[], fieldsEn: readonly RedeemFieldDef[]): RedeemFieldDef[] {
+export function displayFields(
+  fields: readonly RedeemFieldDef[],
+  fieldsEn: readonly RedeemFieldDef[],
+): RedeemFieldDef[] {
   const english = new Map(fieldsEn.map((f) => [f.key, f]));
   return fields.map((f) => {
     const en = english.get(f.key);
@@ -176,7 +194,9 @@ export const MAX_DELIVERABLE = 1000;
 
 export function maskDeliverable(text: string, sensitive: readonly string[] = []): string {
   let out = text;
-  const values = [...new Set(sensitive.filter((v) => v && v !== MASKED_SECRET && v.length >= 4))].sort((a, b) => b.length - a.length);
+  const values = [...new Set(sensitive.filter((v) => v && v !== MASKED_SECRET && v.length >= 4))].sort(
+    (a, b) => b.length - a.length,
+  );
   for (const v of values) out = out.replace(new RegExp(escapeRe(v), 'gi'), (m) => maskValue(m));
   out = out
     .replace(JWT_ANYWHERE, '[token]')

@@ -3,15 +3,7 @@
 // every resolved address, at configuration time and again on each delivery (DNS rebinding).
 
 export type AddressClass =
-  | 'public'
-  | 'loopback'
-  | 'private'
-  | 'link_local'
-  | 'metadata'
-  | 'unspecified'
-  | 'shared'
-  | 'multicast'
-  | 'reserved';
+  'public' | 'loopback' | 'private' | 'link_local' | 'metadata' | 'unspecified' | 'shared' | 'multicast' | 'reserved';
 
 export interface UrlPolicy {
   /** WEBHOOK_ALLOW_INSECURE_URLS: admits http:// and loopback, for local development and tests. */
@@ -19,8 +11,7 @@ export interface UrlPolicy {
 }
 
 export type UrlCheck =
-  | { ok: true; url: URL; href: string; host: string; isIp: boolean }
-  | { ok: false; reason: string };
+  { ok: true; url: URL; href: string; host: string; isIp: boolean } | { ok: false; reason: string };
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
@@ -46,7 +37,8 @@ export function addressAllowed(c: AddressClass, policy: UrlPolicy): boolean {
 
 /** Checks the URL itself: scheme, credentials, and the host when it is an IP literal or a localhost name. */
 export function checkWebhookUrl(raw: string, policy: UrlPolicy): UrlCheck {
-  if (raw.length > MAX_WEBHOOK_URL_LENGTH) return { ok: false, reason: `url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` };
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH)
+    return { ok: false, reason: `url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` };
   let url: URL;
   try {
     url = new URL(raw);
@@ -59,7 +51,8 @@ export function checkWebhookUrl(raw: string, policy: UrlPolicy): UrlCheck {
   if (url.username || url.password) return { ok: false, reason: 'url must not contain credentials' };
   // WHATWG drops the scheme's default port, so an https URL on 443 has none; a receiver on any
   // other port (22, 0, an internal admin port) is refused outside local development.
-  if (url.port !== '' && !policy.allowInsecure) return { ok: false, reason: 'url must use the default https port (443)' };
+  if (url.port !== '' && !policy.allowInsecure)
+    return { ok: false, reason: 'url must use the default https port (443)' };
   // WHATWG parsing already normalized odd IPv4 spellings (0x7f.1, 2130706433) to dotted quads.
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname.replace(/\.$/, '').toLowerCase();
   if (!host) return { ok: false, reason: 'url must name a host' };
@@ -112,7 +105,8 @@ function classifyV4(b: number[]): AddressClass {
 }
 
 type V6Rule = [prefix: number[], bits: number, cls: AddressClass | 'embedded'];
-const v6 = (...words: number[]) => words.flatMap((w) => [w >> 8, w & 0xff]).concat(new Array(16 - words.length * 2).fill(0));
+const v6 = (...words: number[]) =>
+  words.flatMap((w) => [w >> 8, w & 0xff]).concat(new Array(16 - words.length * 2).fill(0));
 const V6_RULES: V6Rule[] = [
   [v6(0, 0, 0, 0, 0, 0, 0, 0), 128, 'unspecified'],
   [v6(0, 0, 0, 0, 0, 0, 0, 1), 128, 'loopback'],

@@ -37,11 +37,19 @@ const malformedForms = new WeakSet<object>();
  */
 export function cleanForms(limit: string): RequestHandler[] {
   return [
-    express.urlencoded({ extended: false, limit, parameterLimit: 20, verify: (req, _res, raw) => {
-      if (!isUtf8Form(raw)) malformedForms.add(req);
-    } }),
+    express.urlencoded({
+      extended: false,
+      limit,
+      parameterLimit: 20,
+      verify: (req, _res, raw) => {
+        if (!isUtf8Form(raw)) malformedForms.add(req);
+      },
+    }),
     (req, _res, next) => {
-      if (malformedForms.has(req)) throw new ApiError('invalid_input', 'The form is not valid percent-encoded UTF-8', { issues: [{ path: 'body', message: 'is not valid percent-encoded UTF-8' }] });
+      if (malformedForms.has(req))
+        throw new ApiError('invalid_input', 'The form is not valid percent-encoded UTF-8', {
+          issues: [{ path: 'body', message: 'is not valid percent-encoded UTF-8' }],
+        });
       assertCleanInput({ body: req.body });
       next();
     },
@@ -61,8 +69,13 @@ export function secureCookies(publicBaseUrl: string): boolean {
  * label), so `npm start` needs no setup and production, which refuses the built-in CURSOR_SECRET,
  * never signs sessions with a known key.
  */
-export function derivedSessionSecret(config: Pick<Config, 'SESSION_SECRET' | 'CURSOR_SECRET'>, purpose: string): string {
-  return Buffer.from(hkdfSync('sha256', config.SESSION_SECRET ?? config.CURSOR_SECRET, '', purpose, 32)).toString('hex');
+export function derivedSessionSecret(
+  config: Pick<Config, 'SESSION_SECRET' | 'CURSOR_SECRET'>,
+  purpose: string,
+): string {
+  return Buffer.from(hkdfSync('sha256', config.SESSION_SECRET ?? config.CURSOR_SECRET, '', purpose, 32)).toString(
+    'hex',
+  );
 }
 
 export interface AreaSessions {
@@ -81,13 +94,17 @@ export interface AreaSessions {
  * A session row is written only once it holds something (a CSRF token, a signed-in user); the
  * cookie is HttpOnly, limited to the area's path, and Secure except on loopback http.
  */
-export function postgresSessions(ctx: { orm: Orm; config: Config; logger: Logger }, area: AreaSessions): RequestHandler {
+export function postgresSessions(
+  ctx: { orm: Orm; config: Config; logger: Logger },
+  area: AreaSessions,
+): RequestHandler {
   const PgStore = connectPgSimple(session);
   const store = new PgStore({
     pgPromise: sessionStorePool(ctx.orm),
     tableName: area.table,
     createTableIfMissing: false,
-    errorLog: (...args: unknown[]) => ctx.logger.warn({ err: args.find((a) => a instanceof Error), table: area.table }, 'session store'),
+    errorLog: (...args: unknown[]) =>
+      ctx.logger.warn({ err: args.find((a) => a instanceof Error), table: area.table }, 'session store'),
   });
   return session({
     name: area.cookie,
@@ -97,17 +114,28 @@ export function postgresSessions(ctx: { orm: Orm; config: Config; logger: Logger
     saveUninitialized: false,
     rolling: true,
     unset: 'destroy',
-    cookie: { path: area.path, httpOnly: true, sameSite: area.sameSite, secure: secureCookies(ctx.config.publicBaseUrl), maxAge: area.anonymousTtlMs },
+    cookie: {
+      path: area.path,
+      httpOnly: true,
+      sameSite: area.sameSite,
+      secure: secureCookies(ctx.config.publicBaseUrl),
+      maxAge: area.anonymousTtlMs,
+    },
   });
 }
 
-const done = (fn: (cb: (err?: unknown) => void) => void) => new Promise<void>((ok, fail) => fn((err) => (err ? fail(err) : ok())));
+const done = (fn: (cb: (err?: unknown) => void) => void) =>
+  new Promise<void>((ok, fail) => fn((err) => (err ? fail(err) : ok())));
 
 /**
  * Signs someone in on a new session id: the old session (and any id an attacker planted before
  * sign-in) is destroyed, so session fixation gets nothing.
  */
-export async function startSessionAs(req: Request, fill: (s: Request['session']) => void, ttlSeconds: number): Promise<void> {
+export async function startSessionAs(
+  req: Request,
+  fill: (s: Request['session']) => void,
+  ttlSeconds: number,
+): Promise<void> {
   await done((cb) => req.session.regenerate(cb));
   fill(req.session);
   req.session.cookie.maxAge = ttlSeconds * 1000;

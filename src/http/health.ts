@@ -13,7 +13,13 @@ async function answers(probe: () => Promise<unknown>): Promise<boolean> {
     timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
   });
   try {
-    return await Promise.race([probe().then(() => true, () => false), timeout]);
+    return await Promise.race([
+      probe().then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -31,7 +37,11 @@ type HealthContext = Pick<AppContext, 'orm' | 'temporal' | 'worker'> & { provide
 async function parts(ctx: HealthContext) {
   const [database, temporal, chains] = await Promise.all([
     answers(() => pingDatabase(ctx.orm)),
-    answers(() => ctx.temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () => ctx.temporal.connection.healthService.check({}))),
+    answers(() =>
+      ctx.temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () =>
+        ctx.temporal.connection.healthService.check({}),
+      ),
+    ),
     ctx.providers?.evm?.health(),
   ]);
   const worker = ctx.worker?.health() ?? null;
@@ -72,6 +82,13 @@ export function readyz(ctx: HealthContext): RequestHandler {
     const { blocking, ...p } = await parts(ctx);
     res.set('Cache-Control', 'no-store');
     if (blocking.length === 0) return void res.json({ ready: true, ...p });
-    res.status(503).json(errorBody(new ApiError('service_unavailable', `Not ready: ${blocking.join(', ')} unavailable`, { ready: false, ...p }), res.locals.requestId));
+    res
+      .status(503)
+      .json(
+        errorBody(
+          new ApiError('service_unavailable', `Not ready: ${blocking.join(', ')} unavailable`, { ready: false, ...p }),
+          res.locals.requestId,
+        ),
+      );
   };
 }

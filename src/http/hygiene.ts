@@ -43,7 +43,10 @@ export function assertCleanInput(parts: Record<string, unknown>, opts: { ids?: b
  * them (addRoute, MCP, the pages, the payment callback).
  */
 export const cleanRequest: RequestHandler = (req, _res, next) => {
-  const segments = req.path.split('/').filter(Boolean).map((s) => percentDecoded(s, 'path'));
+  const segments = req.path
+    .split('/')
+    .filter(Boolean)
+    .map((s) => percentDecoded(s, 'path'));
   // The query parser quietly turns bytes that are not UTF-8 into U+FFFD; they are refused instead.
   const rawQuery = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1) : '';
   for (const part of rawQuery.split(/[&=]/)) percentDecoded(part.replace(/\+/g, ' '), 'query');

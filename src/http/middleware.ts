@@ -8,7 +8,13 @@ import { isTemporalUnavailable } from '../temporal/errors';
 import { PlacementRefused, type PlacementKind } from '../services/admission';
 import { authenticate, type Principal } from '../services/accounts';
 import { assertKeyUsable } from '../services/key-access';
-import { hitRateLimit, pruneSometimes, rateLimitResult, rateWindow, type RateLimitResult } from '../services/rate-limit';
+import {
+  hitRateLimit,
+  pruneSometimes,
+  rateLimitResult,
+  rateWindow,
+  type RateLimitResult,
+} from '../services/rate-limit';
 import { timed } from '../metrics/server-timing';
 import type { AppContext } from './context';
 import { dependencyOf, outageLogOf, type OutageLog } from './outage-log';
@@ -74,7 +80,9 @@ export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
     const found = !match
       ? undefined
       : window
-        ? await timed('auth', () => authenticate(em, match[1], { bucketPrefix: `${budget!.name}:`, windowStart: window.start }))
+        ? await timed('auth', () =>
+            authenticate(em, match[1], { bucketPrefix: `${budget!.name}:`, windowStart: window.start }),
+          )
         : await timed('auth', () => authenticate(em, match[1]));
     if (!found) throw new ApiError('unauthorized', 'Missing or invalid API key');
     const { hits, ...principal } = found as Principal & { hits?: number };
@@ -117,7 +125,9 @@ export function rateLimit(
   return async (req, res, next) => {
     if (opts.methods && !opts.methods.includes(req.method)) return next();
     const who = opts.per === 'ip' ? (req.ip ?? 'unknown') : res.locals.principal.apiKeyId;
-    const result = await timed('rate', () => hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${who}`, opts.limit, opts.windowSeconds));
+    const result = await timed('rate', () =>
+      hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${who}`, opts.limit, opts.windowSeconds),
+    );
     enforceBudget(res, opts, result);
     next();
   };
@@ -148,7 +158,8 @@ export function errorHandler(ctx: AppContext, outage: OutageLog = outageLogOf(ct
     // line when it begins and one info line when it ends (./outage-log), not a line per request.
     // A placement refused by admission control is no outage and no fault: its metrics count it.
     if (!(err instanceof PlacementRefused)) {
-      if (apiError.code === 'service_unavailable') outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
+      if (apiError.code === 'service_unavailable')
+        outage.deferred(dependencyOf(err), { err, requestId: res.locals.requestId });
       else if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'request failed');
     }
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.setHeader(k, v);
@@ -166,11 +177,17 @@ export function toApiError(err: unknown): ApiError {
   const e = err as { type?: string; status?: number };
   if (e?.type === 'entity.parse.failed') return new ApiError('invalid_input', 'Malformed JSON body');
   if (e?.type === 'entity.too.large') return new ApiError('invalid_input', 'Request body too large');
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new ApiError('invalid_input', 'Invalid request');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500)
+    return new ApiError('invalid_input', 'Invalid request');
   if (isDatabaseUnavailable(err) || isTemporalUnavailable(err)) {
-    return new ApiError('service_unavailable', 'A service this request needs is briefly unavailable; retry the same request', undefined, {
-      'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
-    });
+    return new ApiError(
+      'service_unavailable',
+      'A service this request needs is briefly unavailable; retry the same request',
+      undefined,
+      {
+        'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS),
+      },
+    );
   }
   return new ApiError('internal_error', 'Internal error; report the requestId to support');
 }

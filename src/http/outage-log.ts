@@ -51,12 +51,18 @@ export class OutageLog {
     if (!outage) {
       outage = { since: now, deferred: 0, unlogged: 0, lastLineAt: 0, lastProbeAt: now, probing: false };
       this.outages.set(dependency, outage);
-      this.deps.logger.error({ dependency }, `${dependency} is unavailable: requests that need it are answered 503 (retryable) until it is back`);
+      this.deps.logger.error(
+        { dependency },
+        `${dependency} is unavailable: requests that need it are answered 503 (retryable) until it is back`,
+      );
     }
     outage.deferred++;
     outage.unlogged++;
     if (now - outage.lastLineAt < SAMPLE_MS) return;
-    this.deps.logger.warn({ dependency, deferred: outage.unlogged, err: fields.err, requestId: fields.requestId }, 'requests deferred: a dependency is unavailable');
+    this.deps.logger.warn(
+      { dependency, deferred: outage.unlogged, err: fields.err, requestId: fields.requestId },
+      'requests deferred: a dependency is unavailable',
+    );
     outage.lastLineAt = now;
     outage.unlogged = 0;
   }
@@ -96,7 +102,10 @@ export function outageLogOf(ctx: Pick<AppContext, 'logger' | 'orm' | 'temporal'>
     logger: ctx.logger,
     probes: {
       database: () => pingDatabase(ctx.orm),
-      temporal: () => ctx.temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () => ctx.temporal.connection.healthService.check({})),
+      temporal: () =>
+        ctx.temporal.connection.withDeadline(Date.now() + PROBE_TIMEOUT_MS, () =>
+          ctx.temporal.connection.healthService.check({}),
+        ),
     },
   });
 }

@@ -10,7 +10,11 @@ import { ErrorBody, ERROR_MEANING, errorExample, HEADERS, type HeaderName } from
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 
-export interface RouteDef<P extends ZodObject | undefined, Q extends ZodObject | undefined, B extends ZodType | undefined> {
+export interface RouteDef<
+  P extends ZodObject | undefined,
+  Q extends ZodObject | undefined,
+  B extends ZodType | undefined,
+> {
   method: Method;
   /** Express-style path relative to the router's mount point, e.g. `/orders/:id`. */
   path: string;
@@ -57,7 +61,16 @@ export interface RouteInput<P, Q, B> {
 
 /** What any operation may answer, besides its own errors. */
 const COMMON_ERRORS: Record<'api' | 'admin' | 'link', ErrorCode[]> = {
-  api: ['invalid_input', 'unauthorized', 'insufficient_scope', 'ip_not_allowed', 'key_expired', 'rate_limited', 'internal_error', 'service_unavailable'],
+  api: [
+    'invalid_input',
+    'unauthorized',
+    'insufficient_scope',
+    'ip_not_allowed',
+    'key_expired',
+    'rate_limited',
+    'internal_error',
+    'service_unavailable',
+  ],
   admin: ['invalid_input', 'unauthorized', 'internal_error', 'service_unavailable'],
   link: ['invalid_input', 'internal_error', 'service_unavailable'],
 };
@@ -88,8 +101,14 @@ function responsesOf(def: RouteDef<ZodObject | undefined, ZodObject | undefined,
       headers: headersOf([...limits, ...(def.responseHeaders ?? [])]),
       content: def.csv ? { 'text/csv': { schema: def.response } } : { 'application/json': { schema: def.response } },
     },
-    ...Object.fromEntries([...byStatus].sort(([a], [b]) => a - b).map(([status, list]) => [status, errorResponse(status, list)])),
-    default: { description: 'Any other error, with the same body', headers: headersOf([]), content: { 'application/json': { schema: ErrorBody } } },
+    ...Object.fromEntries(
+      [...byStatus].sort(([a], [b]) => a - b).map(([status, list]) => [status, errorResponse(status, list)]),
+    ),
+    default: {
+      description: 'Any other error, with the same body',
+      headers: headersOf([]),
+      content: { 'application/json': { schema: ErrorBody } },
+    },
   };
 }
 
@@ -101,7 +120,11 @@ function scopeOf(def: { method: Method; scope?: KeyScope }): KeyScope | 'every' 
  * Registers a route once: its zod schemas parse the request and describe it in the OpenAPI
  * document, and the handler's return value is the 200 body.
  */
-export function addRoute<P extends ZodObject | undefined, Q extends ZodObject | undefined, B extends ZodType | undefined>(
+export function addRoute<
+  P extends ZodObject | undefined,
+  Q extends ZodObject | undefined,
+  B extends ZodType | undefined,
+>(
   router: Router,
   registry: OpenAPIRegistry,
   mount: string,

@@ -75,7 +75,14 @@ export const Availability = z
 export const Balance = z.object({ balance: Decimal, currency: z.string() }).openapi('Balance');
 
 const OrderStatus = z.enum(['pending', 'paid', 'delivered', 'expired', 'refunded']);
-const FulfillmentStatus = z.enum(['awaiting_payment', 'processing', 'needs_attention', 'delivered', 'expired', 'refunded']);
+const FulfillmentStatus = z.enum([
+  'awaiting_payment',
+  'processing',
+  'needs_attention',
+  'delivered',
+  'expired',
+  'refunded',
+]);
 
 export const OrderCreate = z
   .object({

@@ -15,10 +15,19 @@ const envelope = <E extends string>(event: E, eventId: z.ZodString) => ({
 });
 
 // Event id shapes (spec 6): attention and redemption events have fixed shapes, others `evt_`.
-const EVT_ID = z.string().regex(/^evt_[A-Za-z0-9_-]+$/).openapi({ example: 'evt_6f1c2a9e0b4d4f8a' });
-const ATTENTION_ID = z.string().regex(/^order:[^:]+:order\.delivery_attention$/).openapi({ example: 'order:ord_01H8X:order.delivery_attention' });
+const EVT_ID = z
+  .string()
+  .regex(/^evt_[A-Za-z0-9_-]+$/)
+  .openapi({ example: 'evt_6f1c2a9e0b4d4f8a' });
+const ATTENTION_ID = z
+  .string()
+  .regex(/^order:[^:]+:order\.delivery_attention$/)
+  .openapi({ example: 'order:ord_01H8X:order.delivery_attention' });
 const redemptionId = (event: string) =>
-  z.string().regex(new RegExp(`^redemption:[^:]+:\\d+:${event.replace('.', '\\.')}$`)).openapi({ example: `redemption:red_01H8X:1:${event}` });
+  z
+    .string()
+    .regex(new RegExp(`^redemption:[^:]+:\\d+:${event.replace('.', '\\.')}$`))
+    .openapi({ example: `redemption:red_01H8X:1:${event}` });
 
 const DeliveryType = z.enum(['redemption', 'direct_code']);
 
@@ -30,7 +39,10 @@ export const OrderDeliveredEvent = z
     productId: z.string(),
     qty: z.number().int(),
     codes: z.array(z.string()).describe('Every code of the order; for direct_code the gift card codes'),
-    redeemUrl: z.string().nullable().describe('Give each code together with it (redemption products); null for direct_code'),
+    redeemUrl: z
+      .string()
+      .nullable()
+      .describe('Give each code together with it (redemption products); null for direct_code'),
     deliveryType: DeliveryType,
   })
   .openapi('OrderDeliveredEvent');
@@ -107,7 +119,10 @@ export const ExportReadyEvent = z
     rows: z.number().int().min(0),
     expiresAt: z.number().int().describe('Unix seconds when the download link stops working'),
   })
-  .openapi('ExportReadyEvent', { description: 'The file is ready: GET /exports/{exportId} gives its downloadUrl (the link itself is never sent in an event)' });
+  .openapi('ExportReadyEvent', {
+    description:
+      'The file is ready: GET /exports/{exportId} gives its downloadUrl (the link itself is never sent in an event)',
+  });
 
 export const BatchCompletedEvent = z
   .object({
@@ -118,7 +133,9 @@ export const BatchCompletedEvent = z
     placed: z.number().int().min(0),
     rejected: z.number().int().min(0),
   })
-  .openapi('BatchCompletedEvent', { description: 'Every line has its outcome: GET /batches/{batchId}/lines lists them' });
+  .openapi('BatchCompletedEvent', {
+    description: 'Every line has its outcome: GET /batches/{batchId}/lines lists them',
+  });
 
 const ProductChange = z.enum(['price', 'inStock', 'available', 'stock', 'availabilityStatus', 'deliveryMode']);
 
@@ -126,7 +143,10 @@ export const ProductUpdatedEvent = z
   .object({
     ...envelope('product.updated', EVT_ID),
     productId: z.string(),
-    changed: z.array(ProductChange).min(1).describe('What changed for this account since the last announcement (or since before the change)'),
+    changed: z
+      .array(ProductChange)
+      .min(1)
+      .describe('What changed for this account since the last announcement (or since before the change)'),
     price: Decimal.describe("The unit price at the account's level"),
     currency: z.enum(['USDT', 'USDC']),
     ...productAvailability,
@@ -137,7 +157,7 @@ export const BalanceLowEvent = z
   .object({
     ...envelope('balance.low', EVT_ID),
     balance: Decimal.describe('The balance after the change that took it below the threshold'),
-    threshold: Decimal.describe('The endpoint\'s balanceLowThreshold'),
+    threshold: Decimal.describe("The endpoint's balanceLowThreshold"),
     currency: z.literal('USDT'),
     transactionType: z.enum(['topup', 'purchase', 'refund', 'adjust']).describe('The ledger row of that change'),
     orderId: z.string().nullable(),
@@ -145,38 +165,66 @@ export const BalanceLowEvent = z
   .openapi('BalanceLowEvent');
 
 const OPT_IN = 'Opt-in (extension beyond spec 1.4.0): sent only to an endpoint whose `events` list names it. ';
-const ON_REQUEST = 'Extension beyond spec 1.4.0, sent like the spec\'s events (to an endpoint without an `events` list, or whose list names it), ' +
+const ON_REQUEST =
+  "Extension beyond spec 1.4.0, sent like the spec's events (to an endpoint without an `events` list, or whose list names it), " +
   'and only to an account that asked for it: ';
 
 /** Every event body, by its `event` name. */
 export const WEBHOOK_EVENTS = {
-  'order.delivered': { schema: OrderDeliveredEvent, operationId: 'orderDelivered', summary: 'An order reached delivered: all codes are ready' },
+  'order.delivered': {
+    schema: OrderDeliveredEvent,
+    operationId: 'orderDelivered',
+    summary: 'An order reached delivered: all codes are ready',
+  },
   'order.delivery_attention': {
-    schema: OrderDeliveryAttentionEvent, operationId: 'orderDeliveryAttention',
+    schema: OrderDeliveryAttentionEvent,
+    operationId: 'orderDeliveryAttention',
     summary: 'A direct-code order first entered needs_attention (sent once per order)',
   },
-  'topup.credited': { schema: TopupCreditedEvent, operationId: 'topupCredited', summary: 'A top-up was confirmed and credited' },
-  'redemption.fulfilled': { schema: RedemptionFulfilledEvent, operationId: 'redemptionFulfilled', summary: 'A redemption attempt reached fulfilled (once per attempt)' },
-  'redemption.failed': { schema: RedemptionFailedEvent, operationId: 'redemptionFailed', summary: 'A redemption attempt reached failed (once per attempt)' },
+  'topup.credited': {
+    schema: TopupCreditedEvent,
+    operationId: 'topupCredited',
+    summary: 'A top-up was confirmed and credited',
+  },
+  'redemption.fulfilled': {
+    schema: RedemptionFulfilledEvent,
+    operationId: 'redemptionFulfilled',
+    summary: 'A redemption attempt reached fulfilled (once per attempt)',
+  },
+  'redemption.failed': {
+    schema: RedemptionFailedEvent,
+    operationId: 'redemptionFailed',
+    summary: 'A redemption attempt reached failed (once per attempt)',
+  },
   'webhook.test': { schema: WebhookTestEvent, operationId: 'webhookTest', summary: 'Sent by POST /webhook/test' },
   'export.ready': {
-    schema: ExportReadyEvent, operationId: 'exportReady', summary: 'An export job wrote its file',
+    schema: ExportReadyEvent,
+    operationId: 'exportReady',
+    summary: 'An export job wrote its file',
     extra: ON_REQUEST + 'one per export job (POST /exports), once its file is ready.',
   },
   'batch.completed': {
-    schema: BatchCompletedEvent, operationId: 'batchCompleted', summary: 'Every line of a batch was placed or refused',
+    schema: BatchCompletedEvent,
+    operationId: 'batchCompleted',
+    summary: 'Every line of a batch was placed or refused',
     extra: ON_REQUEST + 'one per batch (POST /batches), once every line has its outcome.',
   },
   'product.updated': {
-    schema: ProductUpdatedEvent, operationId: 'productUpdated',
+    schema: ProductUpdatedEvent,
+    operationId: 'productUpdated',
     summary: "A product's price at the account's level, its stock or its availability changed",
-    extra: OPT_IN + 'Changes to one product within a minute (PRODUCT_UPDATE_COALESCE_SECONDS) are announced as one event, and none when they cancel out. ' +
+    extra:
+      OPT_IN +
+      'Changes to one product within a minute (PRODUCT_UPDATE_COALESCE_SECONDS) are announced as one event, and none when they cancel out. ' +
       'Triggered by price changes and stock imports; read GET /products/{id} for the state now.',
   },
   'balance.low': {
-    schema: BalanceLowEvent, operationId: 'balanceLow',
-    summary: 'The balance fell below the endpoint\'s balanceLowThreshold',
-    extra: OPT_IN + 'Once per crossing: written with the ledger row that takes the balance from the threshold or above to below it; ' +
+    schema: BalanceLowEvent,
+    operationId: 'balanceLow',
+    summary: "The balance fell below the endpoint's balanceLowThreshold",
+    extra:
+      OPT_IN +
+      'Once per crossing: written with the ledger row that takes the balance from the threshold or above to below it; ' +
       'the next one comes only after the balance has been back at or above the threshold.',
   },
 } as const satisfies Record<string, { schema: z.ZodType; operationId: string; summary: string; extra?: string }>;
@@ -185,8 +233,16 @@ export type WebhookEventName = keyof typeof WEBHOOK_EVENTS;
 
 /** One body schema that accepts any event (a receiver's first check). */
 export const WebhookEvent = z.discriminatedUnion('event', [
-  OrderDeliveredEvent, OrderDeliveryAttentionEvent, TopupCreditedEvent, RedemptionFulfilledEvent, RedemptionFailedEvent, WebhookTestEvent,
-  ExportReadyEvent, BatchCompletedEvent, ProductUpdatedEvent, BalanceLowEvent,
+  OrderDeliveredEvent,
+  OrderDeliveryAttentionEvent,
+  TopupCreditedEvent,
+  RedemptionFulfilledEvent,
+  RedemptionFailedEvent,
+  WebhookTestEvent,
+  ExportReadyEvent,
+  BatchCompletedEvent,
+  ProductUpdatedEvent,
+  BalanceLowEvent,
 ]);
 
 export const SIGNATURE_HEADERS = {
@@ -197,12 +253,18 @@ export const SIGNATURE_HEADERS = {
 } as const;
 
 const DeliveryHeaders = z.object({
-  [SIGNATURE_HEADERS.signature]: z.string().regex(/^sha256=[0-9a-f]{64}$/).describe(
-    '`sha256=` + hex HMAC-SHA256 of the raw body, keyed with the signing secret from PUT /webhook. Verify it against the raw body before trusting a delivery.',
-  ),
+  [SIGNATURE_HEADERS.signature]: z
+    .string()
+    .regex(/^sha256=[0-9a-f]{64}$/)
+    .describe(
+      '`sha256=` + hex HMAC-SHA256 of the raw body, keyed with the signing secret from PUT /webhook. Verify it against the raw body before trusting a delivery.',
+    ),
   [SIGNATURE_HEADERS.eventId]: z.string().describe('Stable across redeliveries of one event'),
   [SIGNATURE_HEADERS.deliveryId]: z.string().describe('Unique per attempt'),
-  [SIGNATURE_HEADERS.timestamp]: z.string().regex(/^\d+$/).describe('Unix seconds of the event; usable to reject stale replays'),
+  [SIGNATURE_HEADERS.timestamp]: z
+    .string()
+    .regex(/^\d+$/)
+    .describe('Unix seconds of the event; usable to reject stale replays'),
 });
 
 const DELIVERY_RULES =
@@ -222,7 +284,10 @@ export function registerWebhooks(registry: OpenAPIRegistry): void {
       summary: e.summary,
       description: 'extra' in e ? `${e.extra}\n\n${DELIVERY_RULES}` : DELIVERY_RULES,
       security: [],
-      request: { headers: DeliveryHeaders, body: { required: true, content: { 'application/json': { schema: e.schema } } } },
+      request: {
+        headers: DeliveryHeaders,
+        body: { required: true, content: { 'application/json': { schema: e.schema } } },
+      },
       responses: {
         200: { description: 'Any 2xx within 5 seconds acknowledges the delivery' },
         default: { description: 'Anything else (timeouts and 3xx included) is retried' },

@@ -18,7 +18,9 @@ export function mcpRoutes(ctx: AppContext): Router {
     // JSON-RPC 2.0: an empty batch is an Invalid Request, answered with one error object. The
     // transport would take it as "nothing to answer" and send an empty 202.
     if (Array.isArray(req.body) && req.body.length === 0) {
-      res.status(400).json({ jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: empty batch' }, id: null });
+      res
+        .status(400)
+        .json({ jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: empty batch' }, id: null });
       return;
     }
     const server = createMcpServer({ ctx, principal: res.locals.principal, requestId: res.locals.requestId });
@@ -35,7 +37,11 @@ export function mcpRoutes(ctx: AppContext): Router {
   // Stateless: there is no session to stream from (GET) or to end (DELETE).
   router.all('/', (_req, res) => {
     res.status(405).setHeader('Allow', 'POST');
-    res.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: send JSON-RPC requests with POST' }, id: null });
+    res.json({
+      jsonrpc: '2.0',
+      error: { code: -32000, message: 'Method not allowed: send JSON-RPC requests with POST' },
+      id: null,
+    });
   });
   return router;
 }

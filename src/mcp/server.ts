@@ -1,5 +1,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult, type ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  McpError,
+  type CallToolResult,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z, type ZodObject } from 'zod';
 import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from '../http/context';
@@ -7,7 +13,16 @@ import { toApiError } from '../http/middleware';
 import { CreateOrderBody } from '../http/routers/orders';
 import { TopupBody, TopupResult } from '../http/routers/topups';
 import { assertCleanInput, IdString } from '../http/hygiene';
-import { Availability, Balance, Cursor as CursorParam, OrderCreate, OrderDetail, OrderSummary, Product, Transaction } from '../http/schemas';
+import {
+  Availability,
+  Balance,
+  Cursor as CursorParam,
+  OrderCreate,
+  OrderDetail,
+  OrderSummary,
+  Product,
+  Transaction,
+} from '../http/schemas';
 import type { KeyScope } from '../domain/key-scopes';
 import type { Principal } from '../services/accounts';
 import { assertScope } from '../services/key-access';
@@ -43,10 +58,17 @@ const tool = <I extends ZodObject>(def: Tool<I>): Tool => def as unknown as Tool
 const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
 // Ordering and topping up create records and move money, but a repeated call with the same
 // idempotency id returns the first result instead of acting twice.
-const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true };
+const WRITE: ToolAnnotations = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: true,
+};
 
 const Limit = z.number().int().min(1).max(100).default(50).describe('Page size, 1 to 100 (default 50).');
-const Cursor = CursorParam.describe('`nextCursor` from the previous page, passed back unchanged. Omit for the first page.');
+const Cursor = CursorParam.describe(
+  '`nextCursor` from the previous page, passed back unchanged. Omit for the first page.',
+);
 
 const ProductId = IdString(128).describe('A leaf product `id` from list_products (never a slug or productGroupId).');
 
@@ -60,7 +82,7 @@ const TOOLS: Tool[] = [
     name: 'list_products',
     title: 'List products',
     description:
-      'List every purchasable product with `price`, the unit price at the caller\'s current level (levels Lv1 to Lv5 set the price; ' +
+      "List every purchasable product with `price`, the unit price at the caller's current level (levels Lv1 to Lv5 set the price; " +
       '`retailPrice` is the Lv1 list price, for reference only). Order by the product `id`, never by `slug`. Gift-card denominations that ' +
       'share a `productGroupId` are separate leaf products: order the leaf `id`; a productGroupId is never a valid productId. ' +
       '`deliveryType=redemption` products yield platform codes that must be delivered to the end customer together with `redeemUrl`; ' +
@@ -91,7 +113,8 @@ const TOOLS: Tool[] = [
     output: Availability,
     annotations: READ,
     scope: 'read',
-    run: async ({ productId, qty }, { ctx, principal }) => checkAvailability(ctx.orm.em.fork(), productId, qty, principal.account.level),
+    run: async ({ productId, qty }, { ctx, principal }) =>
+      checkAvailability(ctx.orm.em.fork(), productId, qty, principal.account.level),
   }),
   tool({
     name: 'get_balance',
@@ -112,13 +135,21 @@ const TOOLS: Tool[] = [
       'Top up the prepaid balance through a hosted crypto checkout (USDT or USDC). Returns a pending top-up with `checkoutUrl` ' +
       '(alias `paymentUrl`): give it only to the person who will pay, never log or publish it. The balance is credited once the payment is ' +
       'confirmed; an unpaid top-up expires after about 15 minutes (a late payment is still credited). Follow it with get_order every 10 to 30 s. ' +
-      '`externalTopupId` is required and is your idempotency id. ' + RETRY_RULES + ' ' +
+      '`externalTopupId` is required and is your idempotency id. ' +
+      RETRY_RULES +
+      ' ' +
       'Limits: 20 top-up requests per hour per account (replays count, shared with REST: `rate_limited` with `details.retryAfter` seconds) ' +
       'and at most 5 unpaid top-ups at a time (`too_many_pending_topups`).',
     input: TopupBody.extend({
-      externalTopupId: IdString(64).describe('Your unique id for this top-up (max 64 characters), reused unchanged on retries.'),
-      amount: TopupBody.shape.amount.describe('Amount to credit, a Decimal string greater than 0 with at most 2 decimals, e.g. "50.00".'),
-      currency: TopupBody.shape.currency.describe('Payment currency, USDT (default) or USDC; both credit the USDT balance 1:1.'),
+      externalTopupId: IdString(64).describe(
+        'Your unique id for this top-up (max 64 characters), reused unchanged on retries.',
+      ),
+      amount: TopupBody.shape.amount.describe(
+        'Amount to credit, a Decimal string greater than 0 with at most 2 decimals, e.g. "50.00".',
+      ),
+      currency: TopupBody.shape.currency.describe(
+        'Payment currency, USDT (default) or USDC; both credit the USDT balance 1:1.',
+      ),
     }),
     output: TopupResult,
     annotations: WRITE,
@@ -132,14 +163,20 @@ const TOOLS: Tool[] = [
           config: ctx.config,
           admission: ctx.admission,
         },
-        { accountId: principal.account.id, externalTopupId: args.externalTopupId, amount: args.amount, currency: args.currency, source: 'mcp' },
+        {
+          accountId: principal.account.id,
+          externalTopupId: args.externalTopupId,
+          amount: args.amount,
+          currency: args.currency,
+          source: 'mcp',
+        },
       ),
   }),
   tool({
     name: 'purchase_codes',
     title: 'Purchase codes',
     description:
-      'Place an order for `qty` units of one product at this account\'s level price (the same price as REST). ' +
+      "Place an order for `qty` units of one product at this account's level price (the same price as REST). " +
       '`payment=balance` (default) debits the balance at once: ordinary products come back `status=delivered` with `codes`; ' +
       '`direct_code` gift cards come back `status=paid` with `codes=[]` while procurement continues. ' +
       '`payment=intent` debits nothing and returns `status=pending` with `checkoutUrl` (alias `paymentUrl`) for a human payer: give it only ' +
@@ -148,23 +185,36 @@ const TOOLS: Tool[] = [
       'replacement order). Delivery: for `deliveryType=redemption` give each code to the end customer together with `redeemUrl`, never a code ' +
       'alone; for `direct_code` deliver the codes as they are. Pass the latest quoted price as `expectedUnitPrice` to get `price_changed` ' +
       '(current price in `details.actualUnitPrice`) instead of paying another price. `externalOrderId` is required and is your idempotency id. ' +
-      RETRY_RULES + ' (For orders the parameters compared are productId and qty.) ' +
+      RETRY_RULES +
+      ' (For orders the parameters compared are productId and qty.) ' +
       'After an unclear result you can also find the order with list_orders filtered by externalOrderId. `insufficient_balance`, ' +
       '`out_of_stock`, `insufficient_stock`, `stock_unavailable` and `fulfillment_unavailable` mean nothing was charged. ' +
       'The integration test product prod_api_order_test is REST only and is refused here with `api_test_balance_only`.',
     input: CreateOrderBody.extend({
-      externalOrderId: CreateOrderBody.shape.externalOrderId.describe('Your unique id for this order (max 64 characters), reused unchanged on retries.'),
+      externalOrderId: CreateOrderBody.shape.externalOrderId.describe(
+        'Your unique id for this order (max 64 characters), reused unchanged on retries.',
+      ),
       productId: ProductId,
       qty: CreateOrderBody.shape.qty.describe('Units to buy, 1 to 1000.'),
-      payment: CreateOrderBody.shape.payment.describe('`balance` (default) debits the prepaid balance; `intent` returns a hosted checkout link for a human payer.'),
-      expectedUnitPrice: CreateOrderBody.shape.expectedUnitPrice.describe('Optional price lock: the unit price you were quoted, e.g. "18.00".'),
+      payment: CreateOrderBody.shape.payment.describe(
+        '`balance` (default) debits the prepaid balance; `intent` returns a hosted checkout link for a human payer.',
+      ),
+      expectedUnitPrice: CreateOrderBody.shape.expectedUnitPrice.describe(
+        'Optional price lock: the unit price you were quoted, e.g. "18.00".',
+      ),
     }),
     output: OrderCreate,
     annotations: WRITE,
     scope: 'orders',
     run: async (args, { ctx, principal }) =>
       submitOrder(
-        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl: ctx.config.publicBaseUrl, config: ctx.config, admission: ctx.admission },
+        {
+          em: ctx.orm.em.fork(),
+          temporal: ctx.temporal,
+          baseUrl: ctx.config.publicBaseUrl,
+          config: ctx.config,
+          admission: ctx.admission,
+        },
         { ...args, accountId: principal.account.id, source: 'mcp' },
       ),
   }),
@@ -177,19 +227,22 @@ const TOOLS: Tool[] = [
       '`fulfillmentStatus` and `fulfilledQuantity`. This is the source of truth: poll it every 10 to 30 s while an order is pending or ' +
       'processing. An unknown id, or one of another account, returns `not_found`. Same as GET /wholesale/v1/orders/{id}.',
     input: z
-      .object({ orderId: IdString(128).describe('`orderId` from purchase_codes or create_topup, or `id` from list_orders.') })
+      .object({
+        orderId: IdString(128).describe('`orderId` from purchase_codes or create_topup, or `id` from list_orders.'),
+      })
       .strict(),
     output: OrderDetail,
     annotations: READ,
     scope: 'read',
-    run: async ({ orderId }, { ctx, principal }) => orderDetail(ctx.orm.em.fork(), principal.account.id, orderId, ctx.config.publicBaseUrl),
+    run: async ({ orderId }, { ctx, principal }) =>
+      orderDetail(ctx.orm.em.fork(), principal.account.id, orderId, ctx.config.publicBaseUrl),
   }),
   tool({
     name: 'list_orders',
     title: 'List orders',
     description:
       'List purchase and top-up orders, newest first, as summaries (never codes or payment links: use get_order for those). ' +
-      'Filter by `externalOrderId` (it also matches a top-up\'s externalTopupId) to recover an order after a timeout or an unclear result. ' +
+      "Filter by `externalOrderId` (it also matches a top-up's externalTopupId) to recover an order after a timeout or an unclear result. " +
       'While `hasMore` is true, pass `nextCursor` back as `cursor` for the next page; `invalid_cursor` means restart from the first page. ' +
       'Same as GET /wholesale/v1/orders.',
     input: z
@@ -204,7 +257,10 @@ const TOOLS: Tool[] = [
     scope: 'read',
     run: async (args, { ctx, principal }) => {
       const page = await listOrders(ctx.orm.em.fork(), {
-        ...args, accountId: principal.account.id, baseUrl: ctx.config.publicBaseUrl, cursorSecret: ctx.config.CURSOR_SECRET,
+        ...args,
+        accountId: principal.account.id,
+        baseUrl: ctx.config.publicBaseUrl,
+        cursorSecret: ctx.config.CURSOR_SECRET,
       });
       return { orders: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
@@ -227,7 +283,11 @@ const TOOLS: Tool[] = [
     annotations: READ,
     scope: 'read',
     run: async (args, { ctx, principal }) => {
-      const page = await listTransactions(ctx.orm.em.fork(), { ...args, accountId: principal.account.id, cursorSecret: ctx.config.CURSOR_SECRET });
+      const page = await listTransactions(ctx.orm.em.fork(), {
+        ...args,
+        accountId: principal.account.id,
+        cursorSecret: ctx.config.CURSOR_SECRET,
+      });
       return { transactions: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore };
     },
   }),
@@ -270,12 +330,17 @@ async function invoke(t: Tool, rawArgs: unknown, call: McpCall): Promise<CallToo
     const args = t.input.parse(rawArgs ?? {});
     const result = await t.run(args, call);
     ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name }, 'mcp tool');
-    return { structuredContent: result as Record<string, unknown>, content: [{ type: 'text', text: JSON.stringify(result) }] };
+    return {
+      structuredContent: result as Record<string, unknown>,
+      content: [{ type: 'text', text: JSON.stringify(result) }],
+    };
   } catch (err) {
     const apiError = toApiError(err);
     // Arguments and results may hold codes or checkout links: only the tool name and the outcome are logged.
-    if (apiError.status >= 500 && !(err instanceof PlacementRefused)) ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
-    else ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name, error: apiError.code }, 'mcp tool');
+    if (apiError.status >= 500 && !(err instanceof PlacementRefused))
+      ctx.logger.error({ err, requestId, tool: t.name }, 'mcp tool failed');
+    else
+      ctx.logger.info({ requestId, accountId: principal.account.id, tool: t.name, error: apiError.code }, 'mcp tool');
     return errorResult(apiError, requestId);
   }
 }
@@ -291,7 +356,13 @@ export function createMcpServer(call: McpCall): McpServer {
     byName.set(t.name, t);
     server.registerTool(
       t.name,
-      { title: t.title, description: t.description, inputSchema: t.input, outputSchema: t.output, annotations: t.annotations },
+      {
+        title: t.title,
+        description: t.description,
+        inputSchema: t.input,
+        outputSchema: t.output,
+        annotations: t.annotations,
+      },
       (args: unknown) => invoke(t, args, call),
     );
   }

@@ -16,7 +16,11 @@ const stateUp = new Gauge({
  * process exports them (one scrape target per process; the composition root says where the
  * Temporal runtime serves them, so this module need not know the Temporal side).
  */
-export function metricsEndpoint(deps: { orm: Orm; maxPendingTopups: number; coreMetricsUrl: () => string | undefined }): RequestHandler {
+export function metricsEndpoint(deps: {
+  orm: Orm;
+  maxPendingTopups: number;
+  coreMetricsUrl: () => string | undefined;
+}): RequestHandler {
   return async (_req, res) => {
     try {
       await readStateGauges(deps.orm.em.fork(), deps.maxPendingTopups);

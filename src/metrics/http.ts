@@ -10,8 +10,11 @@ export const httpMetrics: RequestHandler = (req, res, next) => {
   const stop = httpDuration.startTimer();
   res.on('finish', () => {
     const route: string =
-      res.locals.routeTemplate ?? (req.route?.path !== undefined ? `${req.baseUrl}${String(req.route.path)}` : `${req.baseUrl || ''}/*`);
-    const method = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'].includes(req.method) ? req.method : 'OTHER';
+      res.locals.routeTemplate ??
+      (req.route?.path !== undefined ? `${req.baseUrl}${String(req.route.path)}` : `${req.baseUrl || ''}/*`);
+    const method = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'].includes(req.method)
+      ? req.method
+      : 'OTHER';
     httpRequests.inc({ route, method, status: String(res.statusCode) });
     stop({ route, method });
   });

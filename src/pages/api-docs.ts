@@ -31,10 +31,20 @@ export function apiDocs(apiPrefix: string): Router {
   const router = Router();
   const bundle = readFileSync(REDOC_BUNDLE);
   router.get('/', (_req, res) => {
-    res.status(200).set({ ...DOCS_HEADERS, 'Content-Type': 'text/html; charset=utf-8' }).send(page(`${apiPrefix}/openapi.json`, `${apiPrefix}/docs/redoc.standalone.js`));
+    res
+      .status(200)
+      .set({ ...DOCS_HEADERS, 'Content-Type': 'text/html; charset=utf-8' })
+      .send(page(`${apiPrefix}/openapi.json`, `${apiPrefix}/docs/redoc.standalone.js`));
   });
   router.get('/redoc.standalone.js', (_req, res) => {
-    res.status(200).set({ 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=86400', 'X-Content-Type-Options': 'nosniff' }).send(bundle);
+    res
+      .status(200)
+      .set({
+        'Content-Type': 'text/javascript; charset=utf-8',
+        'Cache-Control': 'public, max-age=86400',
+        'X-Content-Type-Options': 'nosniff',
+      })
+      .send(bundle);
   });
   return router;
 }

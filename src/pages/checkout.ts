@@ -19,7 +19,15 @@ export function checkoutPages(deps: { orm: Orm; config: Config }): Router {
   pages.use(express.urlencoded({ extended: false }));
   pages.get('/:id', limit, async (req, res) => {
     const row = await findCheckout(orm.em.fork(), req.params.id);
-    if (!row) return sendPage(res, 404, page({ title: 'Checkout not found', body: html`<h1>Checkout not found</h1><p class="lead">This payment link is not valid.</p>` }));
+    if (!row)
+      return sendPage(
+        res,
+        404,
+        page({
+          title: 'Checkout not found',
+          body: html`<h1>Checkout not found</h1><p class="lead">This payment link is not valid.</p>`,
+        }),
+      );
     sendPage(res, 200, checkoutPage(row));
   });
   for (const action of ['pay', 'abandon'] as const) {
@@ -48,12 +56,14 @@ function checkoutPage(row: CheckoutRow): string {
       <dt>Status</dt><dd><span class="status ${row.status === 'paid' ? 'fulfilled' : row.status === 'abandoned' ? 'failed' : ''}" data-testid="status">${row.status}</span></dd>
     </dl>
     <p class="notice" data-testid="compliance">${COMPLIANCE_NOTICE}</p>
-    ${row.status === 'pending'
-      ? html`<form method="post" action="${row.id}/pay"><button type="submit" data-testid="pay">Pay ${amount} ${row.currency}</button></form>
+    ${
+      row.status === 'pending'
+        ? html`<form method="post" action="${row.id}/pay"><button type="submit" data-testid="pay">Pay ${amount} ${row.currency}</button></form>
              <form method="post" action="${row.id}/abandon"><button type="submit" class="secondary" data-testid="abandon" style="background:#5b6475">Abandon</button></form>`
-      : row.status === 'paid'
-        ? html`<p data-testid="result">Payment received. You can close this page.</p>`
-        : html`<p data-testid="result">This checkout was abandoned.</p>`}
+        : row.status === 'paid'
+          ? html`<p data-testid="result">Payment received. You can close this page.</p>`
+          : html`<p data-testid="result">This checkout was abandoned.</p>`
+    }
     <footer>Sandbox hosted checkout — no real funds move.</footer>`;
   return page({ title: `Pay ${amount} ${row.currency}`, body });
 }

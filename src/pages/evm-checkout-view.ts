@@ -15,14 +15,21 @@ const FINAL: ReadonlySet<CheckoutView['status']> = new Set(['paid', 'closed']);
 /** While these last the page asks for money; past them it must not show where to send any. */
 const PAYABLE: ReadonlySet<CheckoutView['status']> = new Set(['waiting', 'confirming', 'partly_paid']);
 
-const STATUS_CLASS: Partial<Record<CheckoutView['status'], string>> = { paid: 'fulfilled', expired: 'failed', closed: 'failed' };
+const STATUS_CLASS: Partial<Record<CheckoutView['status'], string>> = {
+  paid: 'fulfilled',
+  expired: 'failed',
+  closed: 'failed',
+};
 
 /**
  * The option the query names (`?chain=<chainId>&token=<symbol>`), else the order currency's token
  * on the first chain that has it. A query naming nothing offered is not an error: a hand-edited or
  * outdated link still shows a way to pay.
  */
-export function selectOption(view: CheckoutView, query: { chain?: unknown; token?: unknown }): CheckoutOption | undefined {
+export function selectOption(
+  view: CheckoutView,
+  query: { chain?: unknown; token?: unknown },
+): CheckoutOption | undefined {
   const named = view.options.find((o) => String(o.chainId) === query.chain && o.token === query.token);
   return named ?? view.options.find((o) => o.token === view.currency) ?? view.options[0];
 }
@@ -82,14 +89,18 @@ export function checkoutPage({ base, view, selected, now }: CheckoutPageInput): 
   ${final ? '' : html`data-poll-url="${base}/${encodeURIComponent(view.id)}/status.json"`}>
   <span class="status ${STATUS_CLASS[view.status] ?? ''}">${view.status}</span>
   <span>${statusLine(view)}</span>
-  ${payable && secondsLeft !== undefined
-    ? html`<p class="hint">Time left: <span data-testid="time-left" data-seconds-left="${secondsLeft}">${secondsLeftText(secondsLeft)}</span></p>`
-    : ''}
+  ${
+    payable && secondsLeft !== undefined
+      ? html`<p class="hint">Time left: <span data-testid="time-left" data-seconds-left="${secondsLeft}">${secondsLeftText(secondsLeft)}</span></p>`
+      : ''
+  }
 </div>
 ${payable && selected ? paymentDetails(view, selected) : ''}
-${view.transfers.length > 0
-  ? html`<h2>Transfers</h2><ul class="transfers" data-testid="transfers">${view.transfers.map((t) => html`<li>${transferText(t)}</li>`)}</ul>`
-  : ''}
+${
+  view.transfers.length > 0
+    ? html`<h2>Transfers</h2><ul class="transfers" data-testid="transfers">${view.transfers.map((t) => html`<li>${transferText(t)}</li>`)}</ul>`
+    : ''
+}
 <p class="notice" data-testid="compliance">${COMPLIANCE_NOTICE}</p>
 ${final ? '' : html`<footer>This page updates by itself. Keep it open until the payment shows as paid.</footer>`}`;
   return page({
@@ -121,9 +132,11 @@ function paymentDetails(view: CheckoutView, selected: NonNullable<CheckoutPageIn
   <dt>Network</dt><dd data-testid="chain">${option.chainName} (chain id ${option.chainId})</dd>
   <dt>Token contract</dt><dd class="code" data-testid="token-address">${option.tokenAddress}</dd>
 </dl>
-<p class="hint">Send only ${option.token} on ${option.chainName}. ${option.kind === 'tron'
-    ? 'The QR code holds the address only (what TRON wallets read): enter the amount and pick the token yourself.'
-    : 'Not every wallet reads the whole QR code: check the network, the token contract and the amount before you confirm.'}</p>`;
+<p class="hint">Send only ${option.token} on ${option.chainName}. ${
+    option.kind === 'tron'
+      ? 'The QR code holds the address only (what TRON wallets read): enter the amount and pick the token yourself.'
+      : 'Not every wallet reads the whole QR code: check the network, the token contract and the amount before you confirm.'
+  }</p>`;
 }
 
 // The page's own additions to the shared stylesheet: long hex strings wrap instead of overflowing.

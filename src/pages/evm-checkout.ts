@@ -31,7 +31,12 @@ export function evmCheckoutPages(ctx: AppContext): Router {
   const pages = Router();
 
   pages.get('/assets/checkout.js', (_req, res) => {
-    res.set({ 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' })
+    res
+      .set({
+        'Content-Type': 'text/javascript; charset=utf-8',
+        'Cache-Control': 'public, max-age=300',
+        'X-Content-Type-Options': 'nosniff',
+      })
       .send(CHECKOUT_SCRIPT);
   });
 
@@ -44,7 +49,15 @@ export function evmCheckoutPages(ctx: AppContext): Router {
 
   pages.get('/:id', limit, async (req, res) => {
     const view = await checkoutView(ctx.orm.em.fork(), req.params.id, evm.chains);
-    if (!view) return sendPage(res, 404, page({ title: 'Checkout not found', body: html`<h1>Checkout not found</h1><p class="lead">This payment link is not valid.</p>` }));
+    if (!view)
+      return sendPage(
+        res,
+        404,
+        page({
+          title: 'Checkout not found',
+          body: html`<h1>Checkout not found</h1><p class="lead">This payment link is not valid.</p>`,
+        }),
+      );
     const option = selectOption(view, req.query);
     const selected = option && { option, decimals: decimalsOf(option), qrSvg: await qrSvg(option.uri) };
     sendPage(res, 200, checkoutPage({ base: req.baseUrl, view, selected, now: Date.now() }));

@@ -87,5 +87,8 @@ export const PAGE_HEADERS: Record<string, string> = {
 };
 
 export function sendPage(res: Response, status: number, body: string, headers: Record<string, string> = {}): void {
-  res.status(status).set({ ...PAGE_HEADERS, ...headers, 'Content-Type': 'text/html; charset=utf-8' }).send(body);
+  res
+    .status(status)
+    .set({ ...PAGE_HEADERS, ...headers, 'Content-Type': 'text/html; charset=utf-8' })
+    .send(body);
 }

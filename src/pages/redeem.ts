@@ -87,7 +87,8 @@ function messageFor(err: ApiError, fields: RedeemFieldDef[] = []): string {
   }
 }
 
-const errorBox = (message?: string) => (message ? html`<p class="error" role="alert" id="form-error">${message}</p>` : undefined);
+const errorBox = (message?: string) =>
+  message ? html`<p class="error" role="alert" id="form-error">${message}</p>` : undefined;
 
 function codeForm(base: string, opts: { code?: string; error?: string; notice?: SafeHtml } = {}): string {
   return page({
@@ -123,7 +124,14 @@ function control(field: RedeemFieldDef, value: string, invalid: boolean): SafeHt
 
 function fieldsForm(
   base: string,
-  opts: { code: string; productName: string; fields: RedeemFieldDef[]; values?: Record<string, string>; error?: ApiError; retry?: boolean },
+  opts: {
+    code: string;
+    productName: string;
+    fields: RedeemFieldDef[];
+    values?: Record<string, string>;
+    error?: ApiError;
+    retry?: boolean;
+  },
 ): string {
   const invalidKey = opts.error?.details?.field;
   return page({
@@ -165,12 +173,14 @@ function statusPage(base: string, view: RedemptionView & { productName: string }
   <ol class="steps">${steps.map(
     (s, i) => html`<li class="${i < reached ? 'done' : i === reached ? 'current' : ''}">${STATUS_LABEL[s]}</li>`,
   )}</ol>
-  ${status === 'fulfilled'
-    ? html`<div class="notice" id="deliverable"><strong>Your code has been redeemed.</strong><br>${view.deliverable}</div>`
-    : status === 'failed'
-      ? html`<p class="error">${failureText} Your code can be used again with corrected details.</p>
+  ${
+    status === 'fulfilled'
+      ? html`<div class="notice" id="deliverable"><strong>Your code has been redeemed.</strong><br>${view.deliverable}</div>`
+      : status === 'failed'
+        ? html`<p class="error">${failureText} Your code can be used again with corrected details.</p>
   <a class="button" href="${base}">Try again</a>`
-      : html`<p class="hint">This usually takes a few minutes. This page updates by itself; you can also come back to it later.</p>`}
+        : html`<p class="hint">This usually takes a few minutes. This page updates by itself; you can also come back to it later.</p>`
+  }
 </div>`,
   });
 }
@@ -193,14 +203,18 @@ export function redeemSite(ctx: AppContext): Router {
   });
 
   // Per-IP budgets (the site has no key): form posts, and the status page's polling.
-  const perIp = (name: string, limit: number): RequestHandler => async (req, _res, next) => {
-    const result = await hitRateLimit(ctx.orm.em.fork(), `${name}:${req.ip ?? 'unknown'}`, limit, 60);
-    if (!result.allowed) {
-      rateLimited.inc({ limit: name });
-      throw new ApiError('rate_limited', 'Too many requests from this address', undefined, { 'Retry-After': String(result.retryAfter) });
-    }
-    next();
-  };
+  const perIp =
+    (name: string, limit: number): RequestHandler =>
+    async (req, _res, next) => {
+      const result = await hitRateLimit(ctx.orm.em.fork(), `${name}:${req.ip ?? 'unknown'}`, limit, 60);
+      if (!result.allowed) {
+        rateLimited.inc({ limit: name });
+        throw new ApiError('rate_limited', 'Too many requests from this address', undefined, {
+          'Retry-After': String(result.retryAfter),
+        });
+      }
+      next();
+    };
   const postLimit = perIp('site', ctx.config.SITE_RATE_LIMIT_PER_MINUTE);
   const pollLimit = perIp('site-status', ctx.config.SITE_RATE_LIMIT_PER_MINUTE * 4);
   const str = (v: unknown) => (typeof v === 'string' ? v : '');
@@ -216,11 +230,15 @@ export function redeemSite(ctx: AppContext): Router {
         return res.redirect(303, `${req.baseUrl}/status/${redemption.redemptionId}`);
       }
       if (found.held) {
-        return sendPage(res, 409, codeForm(req.baseUrl, {
-          code: found.code,
-          error: messageFor(new ApiError('retry_conflict', '')),
-          notice: html`<p><a href="${req.baseUrl}/status/${redemption.redemptionId}">See the previous attempt</a></p>`,
-        }));
+        return sendPage(
+          res,
+          409,
+          codeForm(req.baseUrl, {
+            code: found.code,
+            error: messageFor(new ApiError('retry_conflict', '')),
+            notice: html`<p><a href="${req.baseUrl}/status/${redemption.redemptionId}">See the previous attempt</a></p>`,
+          }),
+        );
       }
       sendPage(res, 200, fieldsForm(req.baseUrl, { ...found, retry: redemption.status === 'failed' }));
     } catch (err) {
@@ -242,12 +260,24 @@ export function redeemSite(ctx: AppContext): Router {
     } catch (err) {
       const apiError = toApiError(err);
       if (apiError.status >= 500 && apiError.code !== 'session_validation_unavailable') throw err;
-      if (apiError.code === 'invalid_code' || apiError.code === 'test_code_only' || apiError.code === 'already_redeemed') {
+      if (
+        apiError.code === 'invalid_code' ||
+        apiError.code === 'test_code_only' ||
+        apiError.code === 'already_redeemed'
+      ) {
         return sendPage(res, apiError.status, codeForm(req.baseUrl, { code, error: messageFor(apiError) }));
       }
       const { productName, fields } = await productFieldsForCode(ctx.orm.em.fork(), code);
-      const values = Object.fromEntries(Object.entries(redeemInfo).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
-      sendPage(res, apiError.status, fieldsForm(req.baseUrl, { code, productName, fields, values, error: apiError }), apiError.headers);
+      const values = Object.fromEntries(Object.entries(redeemInfo).filter(([, v]) => typeof v === 'string')) as Record<
+        string,
+        string
+      >;
+      sendPage(
+        res,
+        apiError.status,
+        fieldsForm(req.baseUrl, { code, productName, fields, values, error: apiError }),
+        apiError.headers,
+      );
     }
   });
 
@@ -268,19 +298,31 @@ export function redeemSite(ctx: AppContext): Router {
   });
 
   router.get('/assets/status.js', (_req, res) => {
-    res.set({ 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' })
+    res
+      .set({
+        'Content-Type': 'text/javascript; charset=utf-8',
+        'Cache-Control': 'public, max-age=300',
+        'X-Content-Type-Options': 'nosniff',
+      })
       .send(STATUS_SCRIPT);
   });
 
   // Errors the handlers did not turn into a form: a plain page (or JSON for the status poll).
   router.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const apiError = toApiError(err);
-    if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, 'redemption site request failed');
+    if (apiError.status >= 500)
+      ctx.logger.error({ err, requestId: res.locals.requestId }, 'redemption site request failed');
     if (req.path.endsWith('/json')) {
-      res.status(apiError.status).set(apiError.headers ?? {}).json(errorBody(apiError, res.locals.requestId));
+      res
+        .status(apiError.status)
+        .set(apiError.headers ?? {})
+        .json(errorBody(apiError, res.locals.requestId));
       return;
     }
-    const message = apiError.code === 'not_found' ? 'This page does not exist. Check the link, or enter your code again.' : messageFor(apiError);
+    const message =
+      apiError.code === 'not_found'
+        ? 'This page does not exist. Check the link, or enter your code again.'
+        : messageFor(apiError);
     sendPage(res, apiError.status, codeForm(req.baseUrl, { error: message }), apiError.headers);
   });
   return router;

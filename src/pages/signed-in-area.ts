@@ -14,9 +14,11 @@ import { html, sendPage, type SafeHtml } from './layout';
 
 export const csrfField = (token: string) => html`<input type="hidden" name="_csrf" value="${token}">`;
 
-export const errorBox = (message?: string) => (message ? html`<p class="error" role="alert" data-testid="error">${message}</p>` : undefined);
+export const errorBox = (message?: string) =>
+  message ? html`<p class="error" role="alert" data-testid="error">${message}</p>` : undefined;
 
-export const noticeBox = (message?: string | SafeHtml) => (message ? html`<p class="notice" role="status" data-testid="notice">${message}</p>` : undefined);
+export const noticeBox = (message?: string | SafeHtml) =>
+  message ? html`<p class="notice" role="status" data-testid="notice">${message}</p>` : undefined;
 
 /** A page of the area outside its sign-in (its frame, without the navigation of the signed in). */
 export type PublicPage = (opts: { title: string; body: SafeHtml }) => string;
@@ -25,17 +27,20 @@ export type PublicPage = (opts: { title: string; body: SafeHtml }) => string;
  * The sign-in page: email and password, and for the console a code from an authenticator app (or
  * a recovery code) in the same form, so there is no half-signed-in state.
  */
-export function signInPage(frame: PublicPage, opts: {
-  heading: string;
-  lead: SafeHtml | string;
-  action: string;
-  csrf: string;
-  email?: string;
-  error?: string;
-  notice?: string;
-  withCode?: boolean;
-  after?: SafeHtml;
-}): string {
+export function signInPage(
+  frame: PublicPage,
+  opts: {
+    heading: string;
+    lead: SafeHtml | string;
+    action: string;
+    csrf: string;
+    email?: string;
+    error?: string;
+    notice?: string;
+    withCode?: boolean;
+    after?: SafeHtml;
+  },
+): string {
   const code = opts.withCode
     ? html`
   <label for="code">Code <span class="hint">(from your authenticator app, or a recovery code)</span></label>
@@ -109,24 +114,43 @@ export function signedInArea(ctx: AppContext, plan: AreaPlan): Router {
   plan.rooms(router);
 
   router.use((_req, res) => {
-    sendPage(res, 404, plan.frame({ title: 'Not found', body: html`<h1>Not found</h1><p class="error" data-testid="error">${plan.notFound}</p>${plan.back}` }));
+    sendPage(
+      res,
+      404,
+      plan.frame({
+        title: 'Not found',
+        body: html`<h1>Not found</h1><p class="error" data-testid="error">${plan.notFound}</p>${plan.back}`,
+      }),
+    );
   });
   router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (err === invalidCsrfTokenError) {
-      return sendPage(res, 403, plan.frame({
-        title: 'Form expired',
-        body: html`<h1>This form has expired</h1><p class="error" data-testid="error">The form was not sent from this page, or your session ended. Nothing was changed. ${plan.retry}</p>${plan.back}`,
-      }));
+      return sendPage(
+        res,
+        403,
+        plan.frame({
+          title: 'Form expired',
+          body: html`<h1>This form has expired</h1><p class="error" data-testid="error">The form was not sent from this page, or your session ended. Nothing was changed. ${plan.retry}</p>${plan.back}`,
+        }),
+      );
     }
     const refused = plan.refusal?.(err);
     if (refused) return sendPage(res, 403, plan.frame(refused));
     const apiError = toApiError(err);
-    if (apiError.status >= 500) ctx.logger.error({ err, requestId: res.locals.requestId }, `${plan.name} request failed`);
-    const requestId = plan.showRequestId ? html`\n<p class="muted">Request id <span class="code">${res.locals.requestId}</span></p>` : '';
-    sendPage(res, apiError.status, plan.frame({
-      title: 'Something went wrong',
-      body: html`<h1>${apiError.status === 404 ? 'Not found' : 'That did not work'}</h1><p class="error" data-testid="error">${plan.plainMessage(apiError)}</p>${requestId}${plan.back}`,
-    }), apiError.headers);
+    if (apiError.status >= 500)
+      ctx.logger.error({ err, requestId: res.locals.requestId }, `${plan.name} request failed`);
+    const requestId = plan.showRequestId
+      ? html`\n<p class="muted">Request id <span class="code">${res.locals.requestId}</span></p>`
+      : '';
+    sendPage(
+      res,
+      apiError.status,
+      plan.frame({
+        title: 'Something went wrong',
+        body: html`<h1>${apiError.status === 404 ? 'Not found' : 'That did not work'}</h1><p class="error" data-testid="error">${plan.plainMessage(apiError)}</p>${requestId}${plan.back}`,
+      }),
+      apiError.headers,
+    );
   });
   return router;
 }

@@ -1,8 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { UpstreamUnavailableError, type RedemptionUpstream, type UpstreamStatus, type UpstreamSubmission } from './redemption-upstream';
-import { ErrorAnswer, PATHS, SessionCheckAnswer, signedHeaders, StatusAnswer, SubmissionAnswer } from './upstream-protocol';
+import {
+  UpstreamUnavailableError,
+  type RedemptionUpstream,
+  type UpstreamStatus,
+  type UpstreamSubmission,
+} from './redemption-upstream';
+import {
+  ErrorAnswer,
+  PATHS,
+  SessionCheckAnswer,
+  signedHeaders,
+  StatusAnswer,
+  SubmissionAnswer,
+} from './upstream-protocol';
 
 // REDEMPTION_UPSTREAM=http (and the sandbox, which speaks the same protocol): the RedemptionUpstream
 // port over the partner protocol of docs/redemption-upstream.md. Every request is signed; every
@@ -31,13 +43,22 @@ export class HttpRedemptionUpstream implements RedemptionUpstream {
   }
 
   async validateSession(input: { productId: string; userId: string }): Promise<'valid' | 'invalid'> {
-    const answer = await this.call('session_check', 'POST', PATHS.sessionCheck, SessionCheckAnswer, { productId: input.productId, userId: input.userId });
+    const answer = await this.call('session_check', 'POST', PATHS.sessionCheck, SessionCheckAnswer, {
+      productId: input.productId,
+      userId: input.userId,
+    });
     return answer.verdict;
   }
 
   async submit(submission: UpstreamSubmission): Promise<{ ref: string }> {
     const { key, productId, productName, redeemInfo, manual } = submission;
-    const answer = await this.call('submit', 'POST', PATHS.submissions, SubmissionAnswer, { key, productId, productName, redeemInfo, manual });
+    const answer = await this.call('submit', 'POST', PATHS.submissions, SubmissionAnswer, {
+      key,
+      productId,
+      productName,
+      redeemInfo,
+      manual,
+    });
     return { ref: answer.ref };
   }
 
@@ -45,10 +66,21 @@ export class HttpRedemptionUpstream implements RedemptionUpstream {
     return this.call('status', 'GET', PATHS.submission(ref), StatusAnswer);
   }
 
-  private async call<T extends z.ZodType>(operation: Operation, method: 'GET' | 'POST', path: string, answer: T, payload?: unknown): Promise<z.infer<T>> {
+  private async call<T extends z.ZodType>(
+    operation: Operation,
+    method: 'GET' | 'POST',
+    path: string,
+    answer: T,
+    payload?: unknown,
+  ): Promise<z.infer<T>> {
     const body = payload === undefined ? '' : JSON.stringify(payload);
     // A fresh nonce per request, retries included: the partner refuses a nonce it has seen.
-    const headers = signedHeaders(this.settings.secret, { nonce: randomBytes(18).toString('base64url'), method, path, body });
+    const headers = signedHeaders(this.settings.secret, {
+      nonce: randomBytes(18).toString('base64url'),
+      method,
+      path,
+      body,
+    });
     const started = Date.now();
     let res: Response;
     let text: string;
@@ -63,8 +95,13 @@ export class HttpRedemptionUpstream implements RedemptionUpstream {
       text = await res.text();
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError';
-      this.log.warn({ operation, ms: Date.now() - started, reason: timedOut ? 'timeout' : 'network' }, 'redemption upstream did not answer');
-      throw new UpstreamUnavailableError(`redemption upstream ${operation}: ${timedOut ? `no answer within ${this.settings.timeoutMs} ms` : 'connection failed'}`);
+      this.log.warn(
+        { operation, ms: Date.now() - started, reason: timedOut ? 'timeout' : 'network' },
+        'redemption upstream did not answer',
+      );
+      throw new UpstreamUnavailableError(
+        `redemption upstream ${operation}: ${timedOut ? `no answer within ${this.settings.timeoutMs} ms` : 'connection failed'}`,
+      );
     }
     if (res.status < 200 || res.status > 299) {
       // Only the protocol's error code is kept: a partner's message could echo what it was sent.
@@ -72,7 +109,9 @@ export class HttpRedemptionUpstream implements RedemptionUpstream {
       // A 4xx means the two sides disagree (a wrong secret, a clock off): someone must look.
       const level = res.status >= 500 ? 'warn' : 'error';
       this.log[level]({ operation, status: res.status, error: code }, 'redemption upstream refused the request');
-      throw new UpstreamUnavailableError(`redemption upstream ${operation}: HTTP ${res.status}${code ? ` ${code}` : ''}`);
+      throw new UpstreamUnavailableError(
+        `redemption upstream ${operation}: HTTP ${res.status}${code ? ` ${code}` : ''}`,
+      );
     }
     const parsed = answer.safeParse(parseJson(text));
     if (!parsed.success) {

@@ -37,7 +37,12 @@ export interface Providers {
  * `evmCheckouts`: where the EVM adapter's port opens and reads its checkouts (the checkout's
  * service, which sits above the providers and is handed in by the caller).
  */
-export function createProviders(deps: { orm: Orm; config: Config; temporal: TemporalHandle; evmCheckouts?: (evm: EvmPaymentProvider) => CheckoutBook }): Providers {
+export function createProviders(deps: {
+  orm: Orm;
+  config: Config;
+  temporal: TemporalHandle;
+  evmCheckouts?: (evm: EvmPaymentProvider) => CheckoutBook;
+}): Providers {
   const { config } = deps;
   configureSandboxes(config);
   const evm = config.PAYMENT_PROVIDER === 'evm' ? evmProvider(deps) : undefined;
@@ -62,7 +67,11 @@ function upstreamOf({ orm, config }: { orm: Orm; config: Config }): RedemptionUp
     case 'sandbox':
     case 'http':
       return new HttpRedemptionUpstream(
-        { baseUrl: config.redemptionUpstreamUrl, secret: config.redemptionUpstreamSecret, timeoutMs: config.REDEMPTION_UPSTREAM_TIMEOUT_MS },
+        {
+          baseUrl: config.redemptionUpstreamUrl,
+          secret: config.redemptionUpstreamSecret,
+          timeoutMs: config.REDEMPTION_UPSTREAM_TIMEOUT_MS,
+        },
         createLogger(config.LOG_LEVEL).child({ upstream: config.REDEMPTION_UPSTREAM }),
       );
     case 'operators':
@@ -86,7 +95,9 @@ function supplierOf({ orm, config }: { orm: Orm; config: Config }): Supplier {
 /** Reloadly's gift-card API; loadConfig has checked that the credentials and the product map are there. */
 function reloadlySupplier(config: Config): ReloadlySupplier {
   if (!config.RELOADLY_CLIENT_ID || !config.RELOADLY_CLIENT_SECRET) {
-    throw new ConfigError('Invalid configuration:\n  RELOADLY_CLIENT_ID, RELOADLY_CLIENT_SECRET: required with SUPPLIER_PROVIDER=reloadly');
+    throw new ConfigError(
+      'Invalid configuration:\n  RELOADLY_CLIENT_ID, RELOADLY_CLIENT_SECRET: required with SUPPLIER_PROVIDER=reloadly',
+    );
   }
   const settings = reloadlySettings({
     env: config.RELOADLY_ENV,
@@ -101,11 +112,17 @@ function reloadlySupplier(config: Config): ReloadlySupplier {
   return new ReloadlySupplier(settings, createLogger(config.LOG_LEVEL).child({ supplier: 'reloadly' }));
 }
 
-function evmProvider(deps: { config: Config; evmCheckouts?: (evm: EvmPaymentProvider) => CheckoutBook }): EvmPaymentProvider {
+function evmProvider(deps: {
+  config: Config;
+  evmCheckouts?: (evm: EvmPaymentProvider) => CheckoutBook;
+}): EvmPaymentProvider {
   if (deps.config.evmChains.length === 0) {
-    throw new ConfigError('Invalid configuration:\n  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)');
+    throw new ConfigError(
+      'Invalid configuration:\n  EVM_CHAINS: required with PAYMENT_PROVIDER=evm (the chains a payer may pay on, see the README)',
+    );
   }
-  if (!deps.evmCheckouts) throw new Error('PAYMENT_PROVIDER=evm needs the checkout service (createProviders: evmCheckouts)');
+  if (!deps.evmCheckouts)
+    throw new Error('PAYMENT_PROVIDER=evm needs the checkout service (createProviders: evmCheckouts)');
   return new EvmPaymentProvider({ config: deps.config, chains: deps.config.evmChains, book: deps.evmCheckouts });
 }
 

@@ -1,4 +1,9 @@
-import { UpstreamUnavailableError, type RedemptionUpstream, type UpstreamStatus, type UpstreamSubmission } from './redemption-upstream';
+import {
+  UpstreamUnavailableError,
+  type RedemptionUpstream,
+  type UpstreamStatus,
+  type UpstreamSubmission,
+} from './redemption-upstream';
 import { SupplierPermanentError, type ProcureResult, type Supplier } from './supplier';
 
 // What a deployment runs where it has no outside party of a kind (SUPPLIER_PROVIDER=none,
@@ -22,7 +27,8 @@ export class OperatorOnlyUpstream implements RedemptionUpstream {
   }
 
   async submit(submission: UpstreamSubmission): Promise<{ ref: string }> {
-    if (!submission.manual) throw new UpstreamUnavailableError('no redemption upstream is configured (REDEMPTION_UPSTREAM=none)');
+    if (!submission.manual)
+      throw new UpstreamUnavailableError('no redemption upstream is configured (REDEMPTION_UPSTREAM=none)');
     return { ref: `operator:${submission.key}` };
   }
 

@@ -1,7 +1,12 @@
 import type { Orm } from '../db/orm';
 import { decisionOf, enqueueAttempt } from '../db/operator-queue-store';
 import { attemptRow } from '../db/redemption-attempts-store';
-import type { RedemptionUpstream, UpstreamFailureCode, UpstreamStatus, UpstreamSubmission } from './redemption-upstream';
+import type {
+  RedemptionUpstream,
+  UpstreamFailureCode,
+  UpstreamStatus,
+  UpstreamSubmission,
+} from './redemption-upstream';
 
 // REDEMPTION_UPSTREAM=operators: the upstream is people working a durable queue in Postgres
 // (src/services/operator-queue.ts). A submission of any product becomes a queue row; its status
@@ -36,7 +41,11 @@ export class OperatorQueueUpstream implements RedemptionUpstream {
     const decided = await decisionOf(em, attempt);
     if (!decided?.outcome) return { state: 'processing' };
     if (decided.outcome === 'failed') {
-      return { state: 'failed', failureCode: decided.failure_code as UpstreamFailureCode, holdsResources: decided.holds_resources };
+      return {
+        state: 'failed',
+        failureCode: decided.failure_code as UpstreamFailureCode,
+        holdsResources: decided.holds_resources,
+      };
     }
     // The holder's deliverable waits on the attempt row (masked), where the fulfil put it.
     const row = await attemptRow(em, attempt);

@@ -48,5 +48,10 @@ export const COMPLIANCE_NOTICE =
   'Pay only from a wallet with no direct or indirect fund flows to sanctioned platforms. Any freeze, hold or loss caused by such ' +
   'addresses is borne by the payer. This service has no association with those entities.';
 
-export const providerError = () => new ApiError('payment_provider_error', 'The payment provider failed; no order was created, retry with the same id');
-export const providerTimeout = () => new ApiError('payment_provider_timeout', 'The payment provider timed out; no order was created, retry with the same id');
+export const providerError = () =>
+  new ApiError('payment_provider_error', 'The payment provider failed; no order was created, retry with the same id');
+export const providerTimeout = () =>
+  new ApiError(
+    'payment_provider_timeout',
+    'The payment provider timed out; no order was created, retry with the same id',
+  );

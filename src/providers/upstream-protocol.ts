@@ -28,7 +28,13 @@ const SIGNATURE = /^v1=[0-9a-f]{64}$/;
  * What is signed: the timestamp, the nonce, the method, the path relative to the base URL exactly
  * as sent (percent-encoded, with its query string) and the raw body (empty for GET), joined by "\n".
  */
-export function canonicalRequest(r: { timestamp: string; nonce: string; method: string; path: string; body: string | Buffer }): Buffer {
+export function canonicalRequest(r: {
+  timestamp: string;
+  nonce: string;
+  method: string;
+  path: string;
+  body: string | Buffer;
+}): Buffer {
   const head = Buffer.from(`${r.timestamp}\n${r.nonce}\n${r.method.toUpperCase()}\n${r.path}\n`, 'utf8');
   return Buffer.concat([head, typeof r.body === 'string' ? Buffer.from(r.body, 'utf8') : r.body]);
 }
@@ -38,7 +44,10 @@ export function signature(secret: string, canonical: Buffer): string {
 }
 
 /** The three headers of a signed request. */
-export function signedHeaders(secret: string, r: { nonce: string; method: string; path: string; body: string; now?: number }): Record<string, string> {
+export function signedHeaders(
+  secret: string,
+  r: { nonce: string; method: string; path: string; body: string; now?: number },
+): Record<string, string> {
   const timestamp = String(Math.floor((r.now ?? Date.now()) / 1000));
   return {
     [HEADERS.timestamp]: timestamp,
@@ -81,7 +90,9 @@ export function verifyRequest(
   const nonce = r.header(HEADERS.nonce) ?? '';
   const given = r.header(HEADERS.signature) ?? '';
   if (!/^\d{1,12}$/.test(timestamp) || !NONCE.test(nonce) || !SIGNATURE.test(given)) return 'invalid_signature';
-  const expected = Buffer.from(signature(secret, canonicalRequest({ timestamp, nonce, method: r.method, path: r.path, body: r.body })));
+  const expected = Buffer.from(
+    signature(secret, canonicalRequest({ timestamp, nonce, method: r.method, path: r.path, body: r.body })),
+  );
   if (!timingSafeEqual(Buffer.from(given), expected)) return 'invalid_signature';
   const nowSeconds = Math.floor(now / 1000);
   if (Math.abs(nowSeconds - Number(timestamp)) > MAX_SKEW_SECONDS) return 'stale_timestamp';
@@ -101,7 +112,9 @@ export const SubmissionRequest = z.strictObject({
   key: Text(200),
   productId: Text(200),
   productName: Text(500),
-  redeemInfo: z.record(z.string().max(200), z.string().max(4096)).refine((v) => Object.keys(v).length <= 64, 'at most 64 fields'),
+  redeemInfo: z
+    .record(z.string().max(200), z.string().max(4096))
+    .refine((v) => Object.keys(v).length <= 64, 'at most 64 fields'),
   manual: z.boolean(),
 });
 export const SubmissionAnswer = z.object({ ref: Ref });
@@ -109,9 +122,21 @@ export const SubmissionAnswer = z.object({ ref: Ref });
 export const StatusAnswer = z.discriminatedUnion('state', [
   z.object({ state: z.literal('processing') }),
   z.object({ state: z.literal('fulfilled'), deliverable: z.string().max(4000) }),
-  z.object({ state: z.literal('failed'), failureCode: z.enum(['fulfillment_failed', 'rejected_by_operator']), holdsResources: z.boolean() }),
+  z.object({
+    state: z.literal('failed'),
+    failureCode: z.enum(['fulfillment_failed', 'rejected_by_operator']),
+    holdsResources: z.boolean(),
+  }),
 ]);
 
-export const ERROR_CODES = ['invalid_request', 'invalid_signature', 'stale_timestamp', 'replayed_request', 'unknown_ref', 'key_conflict', 'unavailable'] as const;
+export const ERROR_CODES = [
+  'invalid_request',
+  'invalid_signature',
+  'stale_timestamp',
+  'replayed_request',
+  'unknown_ref',
+  'key_conflict',
+  'unavailable',
+] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export const ErrorAnswer = z.object({ error: z.enum(ERROR_CODES), message: z.string().max(1000) });

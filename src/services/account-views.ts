@@ -20,7 +20,11 @@ export interface AccountSummary {
   next: { level: number; threshold: string; remaining: string } | null;
 }
 
-export async function accountSummary(em: EntityManager, accountId: string, thresholds: readonly Cents[]): Promise<AccountSummary> {
+export async function accountSummary(
+  em: EntityManager,
+  accountId: string,
+  thresholds: readonly Cents[],
+): Promise<AccountSummary> {
   const row = await accountSummaryRow(em, accountId);
   if (!row) throw new ApiError('not_found', 'Account not found');
   const progress = fromDb(row.cumulative_spending) + fromDb(row.balance);
@@ -33,7 +37,14 @@ export async function accountSummary(em: EntityManager, accountId: string, thres
     level: row.level,
     cumulativeSpending: toDecimal(fromDb(row.cumulative_spending)),
     progress: toDecimal(progress),
-    next: threshold === undefined ? null : { level: row.level + 1, threshold: toDecimal(threshold), remaining: toDecimal(Math.max(0, threshold - progress)) },
+    next:
+      threshold === undefined
+        ? null
+        : {
+            level: row.level + 1,
+            threshold: toDecimal(threshold),
+            remaining: toDecimal(Math.max(0, threshold - progress)),
+          },
   };
 }
 

@@ -105,7 +105,11 @@ export async function issueApiKey(
 }
 
 /** The CLI's and tests' way to a key: unnamed, no cap. */
-export async function createApiKey(em: EntityManager, accountId: string, limits: KeyLimits = NO_LIMITS): Promise<string> {
+export async function createApiKey(
+  em: EntityManager,
+  accountId: string,
+  limits: KeyLimits = NO_LIMITS,
+): Promise<string> {
   const account = await em.findOne(AccountSchema, { id: accountId });
   if (!account) throw new Error(`unknown account ${accountId}`);
   return (await issueApiKey(em, accountId, null, limits)).apiKey;
@@ -122,7 +126,11 @@ export async function createNamedApiKey(
     // The account row serializes concurrent creations, so the cap holds.
     await lockAccountRow(tx, accountId);
     if ((await countUsableKeys(tx, accountId)) >= MAX_ACTIVE_KEYS) {
-      throw new ApiError('invalid_input', `An account can hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`, { field: 'name' });
+      throw new ApiError(
+        'invalid_input',
+        `An account can hold at most ${MAX_ACTIVE_KEYS} active keys; revoke one first`,
+        { field: 'name' },
+      );
     }
     return issueApiKey(tx, accountId, name, limits);
   });
@@ -138,7 +146,11 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const keyNotFound = (keyId: string) => new ApiError('not_found', `Key ${keyId} not found`);
 
 /** Locks one of the account's usable keys; another account's key, or a dead one, is not found. */
-async function lockUsableKey(em: EntityManager, accountId: string, keyId: string): Promise<KeyRow & { replaced_by: string | null }> {
+async function lockUsableKey(
+  em: EntityManager,
+  accountId: string,
+  keyId: string,
+): Promise<KeyRow & { replaced_by: string | null }> {
   // Key ids are uuids; anything else names no key (and must not reach a uuid column as text).
   if (!UUID_RE.test(keyId)) throw keyNotFound(keyId);
   const row = await lockUsableKeyRow(em, accountId, keyId);
@@ -169,7 +181,8 @@ export async function rotateApiKey(
 ): Promise<{ apiKey: string; key: KeyView; oldKeyExpiresAt: Date }> {
   return em.transactional(async (tx) => {
     const old = await lockUsableKey(tx, accountId, keyId);
-    if (old.replaced_by) throw new ApiError('invalid_input', 'This key was already rotated; rotate its replacement instead');
+    if (old.replaced_by)
+      throw new ApiError('invalid_input', 'This key was already rotated; rotate its replacement instead');
     if (old.expired) throw new ApiError('invalid_input', 'This key has expired; make a new key instead');
     const created = await issueApiKey(tx, accountId, old.name, {
       scopes: old.scopes as KeyScope[] | null,
@@ -192,8 +205,16 @@ export interface Principal extends KeyGrant {
  * statement, and `hits` is the window's count with it.
  */
 export async function authenticate(em: EntityManager, presented: string): Promise<Principal | undefined>;
-export async function authenticate(em: EntityManager, presented: string, hit: KeyHitWindow): Promise<(Principal & { hits: number }) | undefined>;
-export async function authenticate(em: EntityManager, presented: string, hit?: KeyHitWindow): Promise<(Principal & { hits?: number }) | undefined> {
+export async function authenticate(
+  em: EntityManager,
+  presented: string,
+  hit: KeyHitWindow,
+): Promise<(Principal & { hits: number }) | undefined>;
+export async function authenticate(
+  em: EntityManager,
+  presented: string,
+  hit?: KeyHitWindow,
+): Promise<(Principal & { hits?: number }) | undefined> {
   if (!presented.startsWith(KEY_PREFIX) || presented.length > 200) return undefined;
   const hash = hashApiKey(presented);
   const key = await usableKeyByHash(em, hash, LAST_USED_RESOLUTION_SECONDS, hit);
@@ -201,5 +222,12 @@ export async function authenticate(em: EntityManager, presented: string, hit?: K
   if (!key || !timingSafeEqual(Buffer.from(key.key_hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
   const account = em.map(AccountSchema, key.account);
   if (key.stale) await touchKeyLastUsed(em, key.id);
-  return { account, apiKeyId: key.id, scopes: key.scopes, cidrs: key.cidrs, expired: key.expired, ...(hit ? { hits: key.hits ?? 0 } : {}) };
+  return {
+    account,
+    apiKeyId: key.id,
+    scopes: key.scopes,
+    cidrs: key.cidrs,
+    expired: key.expired,
+    ...(hit ? { hits: key.hits ?? 0 } : {}),
+  };
 }

@@ -36,7 +36,10 @@ export class AdaptiveLimit {
   private peakInFlight = 0;
   private congested = false;
 
-  constructor(private readonly opts: AdaptiveLimitOptions, now: number) {
+  constructor(
+    private readonly opts: AdaptiveLimitOptions,
+    now: number,
+  ) {
     this.value = Math.min(opts.max, Math.max(opts.min, opts.initial));
     this.windowStart = now;
   }

@@ -33,12 +33,25 @@ export async function adjustBalance(
  * Codes of redemption products must have the platform code format. One transaction: the import
  * is whole or not at all, and product.updated subscribers hear of it once.
  */
-export async function importStock(em: EntityManager, productId: string, lines: string[]): Promise<{ productId: string; imported: number; skipped: number }> {
+export async function importStock(
+  em: EntityManager,
+  productId: string,
+  lines: string[],
+): Promise<{ productId: string; imported: number; skipped: number }> {
   const product = await findActiveProduct(em, productId);
-  if (product.stockMode !== 'inventory') throw new ApiError('invalid_input', `Product ${productId} is not an inventory product`);
-  const codes = [...new Set(lines.map((l) => l.trim()).filter(Boolean).map((c) => (product.deliveryType === 'redemption' ? normalizeCode(c) : c)))];
+  if (product.stockMode !== 'inventory')
+    throw new ApiError('invalid_input', `Product ${productId} is not an inventory product`);
+  const codes = [
+    ...new Set(
+      lines
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .map((c) => (product.deliveryType === 'redemption' ? normalizeCode(c) : c)),
+    ),
+  ];
   const bad = product.deliveryType === 'redemption' ? codes.filter((c) => !CODE_RE.test(c)) : [];
-  if (bad.length > 0) throw new ApiError('invalid_input', `${bad.length} line(s) are not codes of the form XXXX-XXXX-XXXX-XXXX`);
+  if (bad.length > 0)
+    throw new ApiError('invalid_input', `${bad.length} line(s) are not codes of the form XXXX-XXXX-XXXX-XXXX`);
   const imported = await em.transactional(async (tx) => {
     if (codes.length > 0) await noteProductChange(tx, productId);
     let n = 0;

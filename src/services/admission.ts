@@ -55,8 +55,10 @@ const KEY_ACCOUNTS_KEPT = 10_000;
 
 const SHED_MESSAGES: Record<ShedReason, string> = {
   limit: 'The service is at capacity; nothing was done. Retry the same request after Retry-After',
-  account_share: "This account's placements already take their share of the service's capacity; nothing was done. Retry the same request after Retry-After",
-  no_worker: 'No worker is placing orders right now (a restart); nothing was done. Retry the same request after Retry-After',
+  account_share:
+    "This account's placements already take their share of the service's capacity; nothing was done. Retry the same request after Retry-After",
+  no_worker:
+    'No worker is placing orders right now (a restart); nothing was done. Retry the same request after Retry-After',
 };
 
 /** A placement refused by admission control: the spec's 503, expected under load, and no outage. */
@@ -81,7 +83,10 @@ export class PlacementGate {
     private readonly workers: () => WorkersView,
     private readonly now: () => number = () => performance.now(),
   ) {
-    this.limiter = new AdaptiveLimit({ initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs }, this.now());
+    this.limiter = new AdaptiveLimit(
+      { initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs },
+      this.now(),
+    );
     this.seenPrunedAt = this.now();
     admissionLimit.set(this.limiter.limit);
   }
@@ -101,7 +106,8 @@ export class PlacementGate {
       return result;
     } catch (err) {
       if (err instanceof ApiError && err.status < 500) this.answered(sampled, startedAt);
-      else if (isTemporalUnavailable(err) || (err instanceof ApiError && err.code === 'service_unavailable')) this.limiter.unanswered(this.now());
+      else if (isTemporalUnavailable(err) || (err instanceof ApiError && err.code === 'service_unavailable'))
+        this.limiter.unanswered(this.now());
       throw err;
     } finally {
       this.release(accountId);
@@ -134,14 +140,18 @@ export class PlacementGate {
 
   private overShare(accountId: string, now: number): boolean {
     const mine = this.byAccount.get(accountId) ?? 0;
-    return this.othersAbout(accountId, now) && mine >= Math.max(1, Math.ceil(this.limiter.limit * this.settings.accountShare));
+    return (
+      this.othersAbout(accountId, now) &&
+      mine >= Math.max(1, Math.ceil(this.limiter.limit * this.settings.accountShare))
+    );
   }
 
   private admit(kind: PlacementKind, accountId: string, now: number): void {
     const view = this.workers();
     this.seen.set(accountId, now);
     if (view.known && view.live === 0) this.shed(kind, 'no_worker');
-    if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs) this.limiter.congestion(now);
+    if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs)
+      this.limiter.congestion(now);
     const limit = this.limiter.limit;
     admissionLimit.set(limit);
     if (this.inFlight >= limit) this.shed(kind, 'limit');

@@ -1,6 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ZodError } from 'zod';
-import { accountOfOrder, auditPage, insertAuditOutcome, insertAuditRow, type AuditFilter, type AuditRow } from '../db/audit-store';
+import {
+  accountOfOrder,
+  auditPage,
+  insertAuditOutcome,
+  insertAuditRow,
+  type AuditFilter,
+  type AuditRow,
+} from '../db/audit-store';
 import type { StaffRole } from '../db/staff-store';
 import { ApiError } from '../domain/errors';
 
@@ -77,7 +84,12 @@ function outcomeOf(err: unknown): string {
  * does not run. A failed action keeps its own error: when even the outcome cannot be written (the
  * database is gone), the row stays without one and the original error is what the caller sees.
  */
-export async function audited<T>(em: EntityManager, ctx: AuditContext, entry: AuditEntry, run: () => Promise<T>): Promise<T> {
+export async function audited<T>(
+  em: EntityManager,
+  ctx: AuditContext,
+  entry: AuditEntry,
+  run: () => Promise<T>,
+): Promise<T> {
   const log = em.fork();
   const id = await insertRow(log, ctx, entry);
   let result: T;
@@ -104,11 +116,21 @@ export async function auditedByToken<T>(
   const { orderId, typedActor, ...rest } = entry;
   const accountId = rest.accountId ?? (orderId ? await accountOfOrder(em.fork(), orderId) : null);
   const details = typedActor === undefined ? rest.details : { ...rest.details, typedActor };
-  return audited(em, { actor: TOKEN_ACTOR, requestId }, { ...rest, subjectId: rest.subjectId ?? orderId, accountId, details }, run);
+  return audited(
+    em,
+    { actor: TOKEN_ACTOR, requestId },
+    { ...rest, subjectId: rest.subjectId ?? orderId, accountId, details },
+    run,
+  );
 }
 
 /** An event with nothing further to run (a sign-in, a sign-out): its row and outcome at once. */
-export async function recordAudit(em: EntityManager, ctx: AuditContext, entry: AuditEntry, outcome = 'ok'): Promise<void> {
+export async function recordAudit(
+  em: EntityManager,
+  ctx: AuditContext,
+  entry: AuditEntry,
+  outcome = 'ok',
+): Promise<void> {
   const log = em.fork();
   await insertAuditOutcome(log, await insertRow(log, ctx, entry), outcome);
 }
@@ -132,7 +154,10 @@ export const auditView = (r: AuditRow) => ({
 export type AuditView = ReturnType<typeof auditView>;
 
 /** Newest first, `limit` rows; `nextBefore` continues the list. */
-export async function listAudit(em: EntityManager, filter: AuditFilter): Promise<{ items: AuditView[]; nextBefore: string | null }> {
+export async function listAudit(
+  em: EntityManager,
+  filter: AuditFilter,
+): Promise<{ items: AuditView[]; nextBefore: string | null }> {
   const rows = await auditPage(em, { ...filter, limit: filter.limit + 1 });
   const items = rows.slice(0, filter.limit).map(auditView);
   return { items, nextBefore: rows.length > filter.limit ? items[items.length - 1].id : null };

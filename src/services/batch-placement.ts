@@ -1,6 +1,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { BatchChunkResult, BatchWorkflowResult } from '../contracts/batches';
-import { findBatch, lineCounts, markBatchCompleted, pendingLines, procurementsToHandOff, recordLineOutcome, type LineOutcome, type PendingLine } from '../db/batches-store';
+import {
+  findBatch,
+  lineCounts,
+  markBatchCompleted,
+  pendingLines,
+  procurementsToHandOff,
+  recordLineOutcome,
+  type LineOutcome,
+  type PendingLine,
+} from '../db/batches-store';
 import { ApiError } from '../domain/errors';
 import { safeText } from '../domain/text';
 import { batchLines, codeLabel } from '../metrics/registry';
@@ -18,23 +27,38 @@ import { placeOrder, type OrderSettings } from './order-placement';
 /** The request that places a line: its own retries (a worker lost mid-line) are told `reused: false`, like an API request's. */
 export const linePlacementId = (batchId: string, line: number) => `batch:${batchId}:${line}`;
 
-async function placeLine(em: EntityManager, accountId: string, batchId: string, l: PendingLine, settings: OrderSettings): Promise<LineOutcome> {
+async function placeLine(
+  em: EntityManager,
+  accountId: string,
+  batchId: string,
+  l: PendingLine,
+  settings: OrderSettings,
+): Promise<LineOutcome> {
   try {
-    const { order, reused } = await placeOrder(em.fork(), {
-      accountId,
-      externalOrderId: l.external_order_id,
-      productId: l.product_id,
-      qty: l.qty,
-      payment: 'balance',
-      ...(l.expected_unit_price === null ? {} : { expectedUnitPrice: l.expected_unit_price }),
-      // Lines come in through the REST API (or the account area's upload), as single orders do.
-      source: 'rest',
-      placementId: linePlacementId(batchId, l.line),
-    }, settings);
+    const { order, reused } = await placeOrder(
+      em.fork(),
+      {
+        accountId,
+        externalOrderId: l.external_order_id,
+        productId: l.product_id,
+        qty: l.qty,
+        payment: 'balance',
+        ...(l.expected_unit_price === null ? {} : { expectedUnitPrice: l.expected_unit_price }),
+        // Lines come in through the REST API (or the account area's upload), as single orders do.
+        source: 'rest',
+        placementId: linePlacementId(batchId, l.line),
+      },
+      settings,
+    );
     return { status: 'placed', orderId: order.id, reused };
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    return { status: 'rejected', code: err.code, message: safeText(err.message, 500), ...(err.details ? { details: err.details } : {}) };
+    return {
+      status: 'rejected',
+      code: err.code,
+      message: safeText(err.message, 500),
+      ...(err.details ? { details: err.details } : {}),
+    };
   }
 }
 
@@ -56,14 +80,22 @@ export async function placeChunk(
   for (const line of await pendingLines(em, batchId, range.from, range.to)) {
     const outcome = await placeLine(em, batch.account_id, batchId, line, settings);
     await recordLineOutcome(em, batchId, line.line, outcome);
-    batchLines.inc(outcome.status === 'placed' ? { outcome: outcome.reused ? 'reused' : 'placed', code: '' } : { outcome: 'rejected', code: codeLabel(outcome.code) });
+    batchLines.inc(
+      outcome.status === 'placed'
+        ? { outcome: outcome.reused ? 'reused' : 'placed', code: '' }
+        : { outcome: 'rejected', code: codeLabel(outcome.code) },
+    );
   }
   const counts = await lineCounts(em, batchId);
   const handOffs = await procurementsToHandOff(em, batchId, range.from, range.to);
   return {
     total: batch.total,
     decided: counts.placed + counts.rejected,
-    handOffs: handOffs.map((h) => ({ orderId: h.order_id, accountId: h.account_id, externalOrderId: h.external_order_id })),
+    handOffs: handOffs.map((h) => ({
+      orderId: h.order_id,
+      accountId: h.account_id,
+      externalOrderId: h.external_order_id,
+    })),
   };
 }
 
@@ -81,6 +113,11 @@ export async function completeBatch(em: EntityManager, batchId: string): Promise
         rejected: counts.rejected,
       });
     }
-    return { batchId, total: counts.placed + counts.rejected + counts.pending, placed: counts.placed, rejected: counts.rejected };
+    return {
+      batchId,
+      total: counts.placed + counts.rejected + counts.pending,
+      placed: counts.placed,
+      rejected: counts.rejected,
+    };
   });
 }

@@ -1,6 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Order } from '../db/entities';
-import { findBatch, lineCounts, linesPage, recentBatches, type BatchRow, type LineCounts, type LineRow } from '../db/batches-store';
+import {
+  findBatch,
+  lineCounts,
+  linesPage,
+  recentBatches,
+  type BatchRow,
+  type LineCounts,
+  type LineRow,
+} from '../db/batches-store';
 import { ApiError, type ErrorCode } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';
 import { decodeCursor, pageOf, rowNumberPosition, type CursorScope, type Page } from './cursor';
@@ -47,17 +55,23 @@ export async function listBatches(em: EntityManager, accountId: string, limit = 
 }
 
 function lineView(l: LineRow, baseUrl: string) {
-  const order = l.order_id && l.order_status
-    ? {
-        status: l.order_status,
-        amount: toDecimal(fromDb(l.order_amount!)),
-        deliveryType: l.delivery_type,
-        fulfillmentStatus: l.fulfillment_status,
-        fulfilledQuantity: l.fulfilled_quantity ?? 0,
-        codes: showsCodes({ status: l.order_status as Order['status'], deliveryType: l.delivery_type as Order['deliveryType'] }) ? l.codes ?? [] : [],
-        redeemUrl: redeemUrlFor(baseUrl, l.delivery_type),
-      }
-    : null;
+  const order =
+    l.order_id && l.order_status
+      ? {
+          status: l.order_status,
+          amount: toDecimal(fromDb(l.order_amount!)),
+          deliveryType: l.delivery_type,
+          fulfillmentStatus: l.fulfillment_status,
+          fulfilledQuantity: l.fulfilled_quantity ?? 0,
+          codes: showsCodes({
+            status: l.order_status as Order['status'],
+            deliveryType: l.delivery_type as Order['deliveryType'],
+          })
+            ? (l.codes ?? [])
+            : [],
+          redeemUrl: redeemUrlFor(baseUrl, l.delivery_type),
+        }
+      : null;
   return {
     line: l.line + 1,
     externalOrderId: l.external_order_id,
@@ -68,9 +82,14 @@ function lineView(l: LineRow, baseUrl: string) {
     orderId: l.order_id,
     reused: l.reused,
     order,
-    rejection: l.status === 'rejected'
-      ? { error: l.error_code as ErrorCode, message: l.error_message ?? '', ...(l.error_details ? { details: l.error_details } : {}) }
-      : null,
+    rejection:
+      l.status === 'rejected'
+        ? {
+            error: l.error_code as ErrorCode,
+            message: l.error_message ?? '',
+            ...(l.error_details ? { details: l.error_details } : {}),
+          }
+        : null,
   };
 }
 
@@ -83,8 +102,19 @@ export async function listBatchLines(
 ): Promise<Page<BatchLineView>> {
   const batch = await findBatch(em, { id: q.batchId, accountId: q.accountId });
   if (!batch) throw new ApiError('not_found', `Batch ${q.batchId} not found`);
-  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'batch-lines', filters: { b: batch.id } };
+  const scope: CursorScope = {
+    secret: q.cursorSecret,
+    accountId: q.accountId,
+    list: 'batch-lines',
+    filters: { b: batch.id },
+  };
   const afterLine = q.cursor ? decodeCursor(scope, q.cursor, rowNumberPosition) - 1 : -1;
   const rows = await linesPage(em, batch.id, afterLine, q.limit + 1);
-  return pageOf(rows, q.limit, (l) => lineView(l, q.baseUrl), (l) => l.line + 1, scope);
+  return pageOf(
+    rows,
+    q.limit,
+    (l) => lineView(l, q.baseUrl),
+    (l) => l.line + 1,
+    scope,
+  );
 }

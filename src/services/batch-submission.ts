@@ -16,17 +16,29 @@ import { batchView, type BatchView } from './batch-queries';
 
 /** The lines as posted, in order: what makes a resubmission the same batch. */
 const linesHash = (lines: BatchLineInput[]) =>
-  createHash('sha256').update(JSON.stringify(lines.map((l) => [l.externalOrderId, l.productId, l.qty, l.expectedUnitPrice ?? null]))).digest('hex');
+  createHash('sha256')
+    .update(JSON.stringify(lines.map((l) => [l.externalOrderId, l.productId, l.qty, l.expectedUnitPrice ?? null])))
+    .digest('hex');
 
 export async function submitBatch(
   deps: { em: EntityManager; temporal: TemporalHandle; config: Pick<Config, 'BATCH_CHUNK_LINES' | 'publicBaseUrl'> },
   req: { accountId: string; externalBatchId: string; lines: BatchLineInput[] },
 ): Promise<BatchView & { reused: boolean }> {
   const hash = linesHash(req.lines);
-  const { row, created } = await insertBatch(deps.em, { id: newId('bat'), accountId: req.accountId, externalBatchId: req.externalBatchId, linesHash: hash, lines: req.lines });
+  const { row, created } = await insertBatch(deps.em, {
+    id: newId('bat'),
+    accountId: req.accountId,
+    externalBatchId: req.externalBatchId,
+    linesHash: hash,
+    lines: req.lines,
+  });
   if (!created && row.lines_hash !== hash) {
-    throw new ApiError('idempotency_conflict', 'This externalBatchId was used with other lines; use a new id', { batchId: row.id, total: row.total });
+    throw new ApiError('idempotency_conflict', 'This externalBatchId was used with other lines; use a new id', {
+      batchId: row.id,
+      total: row.total,
+    });
   }
-  if (row.status === 'running') await ensureStarted(batchStarter(deps.temporal, deps.config, { batchId: row.id, accountId: req.accountId }));
+  if (row.status === 'running')
+    await ensureStarted(batchStarter(deps.temporal, deps.config, { batchId: row.id, accountId: req.accountId }));
   return { ...(await batchView(deps.em, row)), reused: !created };
 }

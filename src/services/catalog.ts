@@ -63,8 +63,14 @@ async function inventoryCounts(em: EntityManager, productIds: string[]): Promise
 export async function sellableUnits(em: EntityManager, products: Product[]): Promise<Map<string, number>> {
   const [outstanding, inventory] = await Promise.all([
     // An on-demand product is never short, so its outstanding orders need not be counted.
-    outstandingUnits(em, products.filter((p) => p.stockMode !== 'on_demand').map((p) => p.id)),
-    inventoryCounts(em, products.filter((p) => p.stockMode === 'inventory').map((p) => p.id)),
+    outstandingUnits(
+      em,
+      products.filter((p) => p.stockMode !== 'on_demand').map((p) => p.id),
+    ),
+    inventoryCounts(
+      em,
+      products.filter((p) => p.stockMode === 'inventory').map((p) => p.id),
+    ),
   ]);
   return new Map(products.map((p) => [p.id, sellableOf(p, outstanding.get(p.id) ?? 0, inventory.get(p.id) ?? 0)]));
 }
@@ -79,7 +85,8 @@ export function sellableOf(p: Product, held: number, unsold: number): number {
 /** Whether the listing accepts orders at all, before stock: the reason when it does not. */
 export function listingBlock(product: Product): 'out_of_stock' | 'fulfillment_unavailable' | undefined {
   if (!product.inStock) return 'out_of_stock';
-  if (product.availabilityStatus === 'unavailable' || product.deliveryMode === 'unavailable') return 'fulfillment_unavailable';
+  if (product.availabilityStatus === 'unavailable' || product.deliveryMode === 'unavailable')
+    return 'fulfillment_unavailable';
   return undefined;
 }
 
@@ -99,7 +106,13 @@ export function priceAt(prices: Map<number, Cents> | undefined, level: number): 
   return price;
 }
 
-function view(product: Product, level: number, prices: Map<number, Cents> | undefined, sellable: number, cap: number): ProductView {
+function view(
+  product: Product,
+  level: number,
+  prices: Map<number, Cents> | undefined,
+  sellable: number,
+  cap: number,
+): ProductView {
   const blocked = listingBlock(product) !== undefined;
   return {
     id: product.id,
@@ -129,7 +142,10 @@ function view(product: Product, level: number, prices: Map<number, Cents> | unde
 
 async function views(em: EntityManager, products: Product[], level: number, cap: number): Promise<ProductView[]> {
   const [prices, sellable] = await Promise.all([
-    priceTable(em, products.map((p) => p.id)),
+    priceTable(
+      em,
+      products.map((p) => p.id),
+    ),
     sellableUnits(em, products),
   ]);
   return products.map((p) => view(p, level, prices.get(p.id), sellable.get(p.id) ?? 0, cap));
@@ -137,7 +153,11 @@ async function views(em: EntityManager, products: Product[], level: number, cap:
 
 /** The public list: active, listed products (the integration test product is hidden). */
 export async function listProducts(em: EntityManager, level: number, cap: number): Promise<ProductView[]> {
-  const products = await em.find(ProductSchema, { active: true, listed: true }, { orderBy: { sortOrder: 'asc', id: 'asc' } });
+  const products = await em.find(
+    ProductSchema,
+    { active: true, listed: true },
+    { orderBy: { sortOrder: 'asc', id: 'asc' } },
+  );
   return views(em, products, level, cap);
 }
 
@@ -157,7 +177,12 @@ export async function getProduct(em: EntityManager, id: string, level: number, c
  * The gift-card value picker of spec 2.1: the rows of a group that are in stock and available,
  * sorted by numeric denomination.
  */
-export async function groupPicker(em: EntityManager, groupId: string, level: number, cap: number): Promise<ProductView[]> {
+export async function groupPicker(
+  em: EntityManager,
+  groupId: string,
+  level: number,
+  cap: number,
+): Promise<ProductView[]> {
   const products = await em.find(ProductSchema, { productGroupId: groupId, active: true, listed: true });
   const rows = await views(em, products, level, cap);
   return rows
@@ -165,7 +190,12 @@ export async function groupPicker(em: EntityManager, groupId: string, level: num
     .sort((a, b) => Number(a.denomination ?? 0) - Number(b.denomination ?? 0));
 }
 
-export async function checkAvailability(em: EntityManager, id: string, qty: number, level: number): Promise<AvailabilityView> {
+export async function checkAvailability(
+  em: EntityManager,
+  id: string,
+  qty: number,
+  level: number,
+): Promise<AvailabilityView> {
   const product = await findActiveProduct(em, id);
   const [prices, sellable] = await Promise.all([priceTable(em, [id]), sellableUnits(em, [product])]);
   const testQtyOk = !product.isTest || qty === 1;
@@ -190,11 +220,28 @@ export async function checkAvailability(em: EntityManager, id: string, qty: numb
 export async function productsWithSuppliers(em: EntityManager) {
   const products = await em.find(ProductSchema, {}, { orderBy: { sortOrder: 'asc' } });
   const prices = await em.find(ProductPriceSchema, {});
-  const suppliers = new Map((await productCostRows(em, products.map((p) => p.id))).map((r) => [r.id, r]));
+  const suppliers = new Map(
+    (
+      await productCostRows(
+        em,
+        products.map((p) => p.id),
+      )
+    ).map((r) => [r.id, r]),
+  );
   return products.map((p) => ({
-    id: p.id, name: p.nameEn ?? p.name, deliveryType: p.deliveryType, stockMode: p.stockMode, inStock: p.inStock,
-    listed: p.listed, active: p.active, productGroupId: p.productGroupId ?? null, denomination: p.denomination ?? null,
-    supplier: suppliers.get(p.id)?.supplier ?? null, supplierProductId: suppliers.get(p.id)?.supplier_product_id ?? null,
-    prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))])),
+    id: p.id,
+    name: p.nameEn ?? p.name,
+    deliveryType: p.deliveryType,
+    stockMode: p.stockMode,
+    inStock: p.inStock,
+    listed: p.listed,
+    active: p.active,
+    productGroupId: p.productGroupId ?? null,
+    denomination: p.denomination ?? null,
+    supplier: suppliers.get(p.id)?.supplier ?? null,
+    supplierProductId: suppliers.get(p.id)?.supplier_product_id ?? null,
+    prices: Object.fromEntries(
+      prices.filter((r) => r.productId === p.id).map((r) => [`Lv${r.level}`, toDecimal(fromDb(r.price))]),
+    ),
   }));
 }

@@ -26,7 +26,8 @@ export function encodeCursor(scope: CursorScope, position: string | number): str
 }
 
 /** A keyset position that is a positive row number (orders, ledger rows). */
-export const rowNumberPosition = (p: unknown): number | undefined => (Number.isSafeInteger(p) && (p as number) > 0 ? (p as number) : undefined);
+export const rowNumberPosition = (p: unknown): number | undefined =>
+  Number.isSafeInteger(p) && (p as number) > 0 ? (p as number) : undefined;
 
 /**
  * The position a cursor carries, checked by `parsePosition` for this list: a cursor that is
@@ -41,14 +42,21 @@ export function decodeCursor<T>(scope: CursorScope, cursor: string, parsePositio
   // Node's base64url decoding skips characters outside the alphabet and a last character's unused
   // bits, so several texts decode to one MAC: only the one this server issued is taken.
   const given = Buffer.from(mac, 'base64url');
-  if (given.length !== expected.length || given.toString('base64url') !== mac || !timingSafeEqual(given, expected)) throw invalid();
+  if (given.length !== expected.length || given.toString('base64url') !== mac || !timingSafeEqual(given, expected))
+    throw invalid();
   let parsed: { p?: unknown; t?: unknown } | null;
   try {
     parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
   } catch {
     throw invalid();
   }
-  if (parsed === null || typeof parsed !== 'object' || typeof parsed.t !== 'number' || Date.now() - parsed.t > MAX_AGE_MS) throw invalid();
+  if (
+    parsed === null ||
+    typeof parsed !== 'object' ||
+    typeof parsed.t !== 'number' ||
+    Date.now() - parsed.t > MAX_AGE_MS
+  )
+    throw invalid();
   const position = parsePosition(parsed.p);
   if (position === undefined) throw invalid();
   return position;
@@ -61,7 +69,13 @@ export interface Page<T> {
 }
 
 /** Fetches `limit + 1` rows to learn whether another page exists. */
-export function pageOf<R, T>(rows: R[], limit: number, map: (r: R) => T, position: (r: R) => string | number, scope: CursorScope): Page<T> {
+export function pageOf<R, T>(
+  rows: R[],
+  limit: number,
+  map: (r: R) => T,
+  position: (r: R) => string | number,
+  scope: CursorScope,
+): Page<T> {
   const hasMore = rows.length > limit;
   const items = rows.slice(0, limit);
   return {

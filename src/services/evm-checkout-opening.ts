@@ -20,7 +20,14 @@ export async function openEvmCheckout(deps: OpeningDeps, req: CheckoutRequest): 
   const em = deps.orm.em.fork();
   const index = await nextDerivationIndex(em);
   const id = `chk_${randomBytes(24).toString('base64url')}`;
-  await insertEvmCheckout(em, { id, reference: req.reference, derivationIndex: index, ...deps.evm.depositAddresses(index), amount: req.amount, currency: req.currency });
+  await insertEvmCheckout(em, {
+    id,
+    reference: req.reference,
+    derivationIndex: index,
+    ...deps.evm.depositAddresses(index),
+    amount: req.amount,
+    currency: req.currency,
+  });
   try {
     await evmCheckoutStarter(deps.temporal, deps.config, { orderId: req.reference, depositIndex: index }).start();
   } catch {
@@ -36,4 +43,3 @@ export async function evmCheckoutStatus(orm: Orm, checkoutId: string): Promise<P
   if (!row?.paid_at) return { status: 'pending' };
   return { status: 'paid', paidAt: Math.floor(new Date(row.paid_at).getTime() / 1000) };
 }
-

@@ -2,7 +2,12 @@ import type { Config } from '../config';
 import { checkoutsToScan, evmChainScans, evmCheckoutAt, saveEvmChainScan } from '../db/evm-store';
 import type { Orm } from '../db/orm';
 import { OrderSchema } from '../db/entities';
-import { evmCheckoutScannedSignal, evmCheckoutWorkflowId, type ChainScanTick, type SettlePhase } from '../contracts/evm-checkouts';
+import {
+  evmCheckoutScannedSignal,
+  evmCheckoutWorkflowId,
+  type ChainScanTick,
+  type SettlePhase,
+} from '../contracts/evm-checkouts';
 import type { TemporalHandle } from '../temporal/client';
 import type { Order } from '../db/entities';
 import type { EvmPaymentProvider } from '../providers/evm/provider';
@@ -52,7 +57,9 @@ export class EvmCheckoutWatch {
     if (!rpc) return { checkouts: 0, woken: 0, available: false, nextInSeconds, retired: true };
     const em = this.deps.orm.em.fork();
     // An uncommitted checkout is read for as long as its order could still commit and be paid.
-    const open = (await checkoutsToScan(em, config.PAYMENT_WINDOW_SECONDS + UNCOMMITTED_SLACK_SECONDS)).filter((c) => addressOn(c, rpc.chain));
+    const open = (await checkoutsToScan(em, config.PAYMENT_WINDOW_SECONDS + UNCOMMITTED_SLACK_SECONDS)).filter((c) =>
+      addressOn(c, rpc.chain),
+    );
     const tick = { checkouts: open.length, woken: 0, available: true, nextInSeconds, retired: false };
     let touched = new Set<string>();
     if (open.length > 0) {
@@ -65,7 +72,8 @@ export class EvmCheckoutWatch {
       }
     }
     await saveEvmChainScan(em, { chainId, checkouts: open.length, available: tick.available });
-    for (const checkout of open.filter((c) => touched.has(c.id))) if (await this.wake(checkout.reference, checkout.derivation_index)) tick.woken++;
+    for (const checkout of open.filter((c) => touched.has(c.id)))
+      if (await this.wake(checkout.reference, checkout.derivation_index)) tick.woken++;
     return tick;
   }
 
@@ -96,7 +104,8 @@ export class EvmCheckoutWatch {
     if (!checkout) throw new Error(`no checkout at deposit index ${depositIndex}`);
     if (phase === 'closing' && checkout.state !== 'closed') {
       for (const rpc of this.deps.evm.rpcs) {
-        if (!(await this.deps.evm.tokensVerified(rpc))) throw new ClosingNotReadyError(`chain ${rpc.chain.chainId}: its tokens' decimals() are not read yet`);
+        if (!(await this.deps.evm.tokensVerified(rpc)))
+          throw new ClosingNotReadyError(`chain ${rpc.chain.chainId}: its tokens' decimals() are not read yet`);
       }
       await rescanBeforeClosing(em, checkout, this.deps.evm.rpcs, Date.now() + CLOSING_RESCAN_BUDGET_MS);
     }
@@ -114,7 +123,9 @@ export class EvmCheckoutWatch {
   /** Wakes the checkout's watch; false when it is not running (closed, or not started yet). A wake is a hint: its step comes anyway. */
   private async wake(orderId: string, depositIndex: number): Promise<boolean> {
     try {
-      await this.deps.temporal.client.workflow.getHandle(evmCheckoutWorkflowId(orderId, depositIndex)).signal(evmCheckoutScannedSignal);
+      await this.deps.temporal.client.workflow
+        .getHandle(evmCheckoutWorkflowId(orderId, depositIndex))
+        .signal(evmCheckoutScannedSignal);
       return true;
     } catch {
       return false;

@@ -1,6 +1,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { getAddress } from 'viem';
-import { applyEvmTransfer, evmCheckout, evmScans, evmTransfers, setEvmCheckoutState, type EvmCheckoutRow, type EvmScanRow, type EvmTransferRow } from '../db/evm-store';
+import {
+  applyEvmTransfer,
+  evmCheckout,
+  evmScans,
+  evmTransfers,
+  setEvmCheckoutState,
+  type EvmCheckoutRow,
+  type EvmScanRow,
+  type EvmTransferRow,
+} from '../db/evm-store';
 import { OrderSchema, type Order } from '../db/entities';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } from '../domain/token-amounts';
@@ -99,14 +108,23 @@ export async function settleCheckout(
  * that for TRON; TronLink's transfer link is its own deep link for listed DApps), so the QR code
  * holds the address alone and the page shows the amount and token beside it.
  */
-function paymentUri(chain: ChainSettings, token: `0x${string}`, to: `0x${string}`, units: string): { address: string; tokenAddress: string; uri: string } {
+function paymentUri(
+  chain: ChainSettings,
+  token: `0x${string}`,
+  to: `0x${string}`,
+  units: string,
+): { address: string; tokenAddress: string; uri: string } {
   if (chain.kind === 'tron') {
     const address = tronAddress(to);
     return { address, tokenAddress: tronAddress(token), uri: address };
   }
   const address = getAddress(to);
   const tokenAddress = getAddress(token);
-  return { address, tokenAddress, uri: `ethereum:${tokenAddress}@${chain.chainId}/transfer?address=${address}&uint256=${units}` };
+  return {
+    address,
+    tokenAddress,
+    uri: `ethereum:${tokenAddress}@${chain.chainId}/transfer?address=${address}&uint256=${units}`,
+  };
 }
 
 /** Confirmations a transfer waits for; on a chain read by finality, the depth of its last finalized block. */
@@ -118,7 +136,14 @@ function requiredDepth(chain: ChainSettings | undefined, scan: EvmScanRow | unde
 const scaled = (t: EvmTransferRow) => toScaled(BigInt(t.units), t.decimals);
 const wholeCents = (t: EvmTransferRow) => scaledToCents(scaled(t));
 
-async function creditExcess(em: EntityManager, order: Order, t: EvmTransferRow, cents: number, reason: ExcessReason, thresholds: readonly Cents[]): Promise<void> {
+async function creditExcess(
+  em: EntityManager,
+  order: Order,
+  t: EvmTransferRow,
+  cents: number,
+  reason: ExcessReason,
+  thresholds: readonly Cents[],
+): Promise<void> {
   const account = await lockAccount(em, order.accountId);
   await applyBalanceChange(
     em,
@@ -150,15 +175,36 @@ export interface CheckoutView {
   missing: string;
   /** When the order's payment window closes (ms), null once it no longer matters. */
   expiresAt: number | null;
-  transfers: { chainId: number; chainName: string; token: string; amount: string; confirmations: number; required: number; state: EvmTransferRow['state'] }[];
+  transfers: {
+    chainId: number;
+    chainName: string;
+    token: string;
+    amount: string;
+    confirmations: number;
+    required: number;
+    state: EvmTransferRow['state'];
+  }[];
   /**
    * Each chain and token the payer may use: the deposit address and token contract as that chain's
    * wallets show them (0x… checksummed, or T… on TRON), and what the QR code holds (paymentUri).
    */
-  options: { chainId: number; chainName: string; kind: ChainKind; token: TokenSymbol; address: string; tokenAddress: string; units: string; uri: string }[];
+  options: {
+    chainId: number;
+    chainName: string;
+    kind: ChainKind;
+    token: TokenSymbol;
+    address: string;
+    tokenAddress: string;
+    units: string;
+    uri: string;
+  }[];
 }
 
-export async function checkoutView(em: EntityManager, checkoutId: string, chains: ChainSettings[]): Promise<CheckoutView | undefined> {
+export async function checkoutView(
+  em: EntityManager,
+  checkoutId: string,
+  chains: ChainSettings[],
+): Promise<CheckoutView | undefined> {
   const checkout = await evmCheckout(em, checkoutId);
   if (!checkout) return undefined;
   const order = await em.findOne(OrderSchema, { id: checkout.reference });
@@ -208,7 +254,8 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
         chainName: chain?.name ?? `chain ${t.chain_id}`,
         token: t.token,
         amount: formatScaled(scaled(t)),
-        confirmations: t.state === 'confirmed' ? Math.max(required, Number(depth)) : Math.max(0, Math.min(Number(depth), required)),
+        confirmations:
+          t.state === 'confirmed' ? Math.max(required, Number(depth)) : Math.max(0, Math.min(Number(depth), required)),
         required,
         state: t.state,
       };
@@ -219,7 +266,16 @@ export async function checkoutView(em: EntityManager, checkoutId: string, chains
         const to = addressOn(checkout, c);
         if (!token || !to) return [];
         const units = centsToUnits(missingCents, token.decimals).toString();
-        return [{ chainId: c.chainId, chainName: c.name, kind: c.kind ?? 'evm', token: symbol, units, ...paymentUri(c, token.address, to, units) }];
+        return [
+          {
+            chainId: c.chainId,
+            chainName: c.name,
+            kind: c.kind ?? 'evm',
+            token: symbol,
+            units,
+            ...paymentUri(c, token.address, to, units),
+          },
+        ];
       }),
     ),
   };

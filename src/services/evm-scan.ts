@@ -39,7 +39,11 @@ export class ClosingNotReadyError extends Error {
  * seen) up to the serving node's head, confirming what is deep enough. A chain whose nodes are all down is skipped this
  * time; the others go on. Returns the chains that could not be scanned.
  */
-export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[]): Promise<{ unavailable: number[] }> {
+export async function scanCheckout(
+  em: EntityManager,
+  checkout: EvmCheckoutRow,
+  rpcs: ChainRpc[],
+): Promise<{ unavailable: number[] }> {
   const unavailable: number[] = [];
   for (const rpc of rpcs.filter((r) => addressOn(checkout, r.chain))) {
     try {
@@ -60,10 +64,18 @@ export async function scanCheckout(em: EntityManager, checkout: EvmCheckoutRow, 
  * Throws (ClosingNotReadyError, or ChainUnavailableError) until every chain was read to its end
  * and no transfer waits for its confirmations.
  */
-export async function rescanBeforeClosing(em: EntityManager, checkout: EvmCheckoutRow, rpcs: ChainRpc[], deadline: number): Promise<void> {
+export async function rescanBeforeClosing(
+  em: EntityManager,
+  checkout: EvmCheckoutRow,
+  rpcs: ChainRpc[],
+  deadline: number,
+): Promise<void> {
   for (const rpc of rpcs.filter((r) => addressOn(checkout, r.chain))) await rescanChain(em, checkout, rpc, deadline);
   const waiting = (await evmTransfers(em, checkout.id)).filter((t) => t.state === 'seen').length;
-  if (waiting > 0) throw new ClosingNotReadyError(`the checkout's closing waits for ${waiting} transfer(s) to be confirmed or dropped`);
+  if (waiting > 0)
+    throw new ClosingNotReadyError(
+      `the checkout's closing waits for ${waiting} transfer(s) to be confirmed or dropped`,
+    );
 }
 
 /**
@@ -75,7 +87,12 @@ export function addressOn(checkout: EvmCheckoutRow, chain: ChainSettings): `0x${
   return chain.kind === 'tron' ? checkout.tron_address : checkout.address;
 }
 
-async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: ChainRpc, deadline: number): Promise<void> {
+async function rescanChain(
+  em: EntityManager,
+  checkout: EvmCheckoutRow,
+  rpc: ChainRpc,
+  deadline: number,
+): Promise<void> {
   const { chainId } = rpc.chain;
   const address = addressOn(checkout, rpc.chain)!;
   const scanOf = async () => (await evmScans(em, checkout.id)).find((s) => s.chain_id === chainId);
@@ -89,7 +106,8 @@ async function rescanChain(em: EntityManager, checkout: EvmCheckoutRow, rpc: Cha
       await scanCheckoutsOn(em, rpc, [checkout], 1);
       return;
     }
-    if (Date.now() > deadline) throw new ClosingNotReadyError(`the rescan of the checkout's address on chain ${chainId} goes on`);
+    if (Date.now() > deadline)
+      throw new ClosingNotReadyError(`the rescan of the checkout's address on chain ${chainId} goes on`);
     const to = from + range - 1n < target ? from + range - 1n : target;
     const seen = await rpc.read((node) => node.transfersTo(address, from, to));
     await em.transactional(async (tx) => {
@@ -114,7 +132,12 @@ interface Watched {
  * scan row moves to the head. Returns the ids of the checkouts whose transfers it recorded,
  * confirmed or dropped.
  */
-export async function scanCheckoutsOn(em: EntityManager, rpc: ChainRpc, checkouts: readonly EvmCheckoutRow[], perCall: number): Promise<Set<string>> {
+export async function scanCheckoutsOn(
+  em: EntityManager,
+  rpc: ChainRpc,
+  checkouts: readonly EvmCheckoutRow[],
+  perCall: number,
+): Promise<Set<string>> {
   const { chain } = rpc;
   const group = checkouts.flatMap((checkout): Watched[] => {
     const address = addressOn(checkout, chain);
@@ -131,21 +154,34 @@ export async function scanCheckoutsOn(em: EntityManager, rpc: ChainRpc, checkout
     const waiting = await waitingEvmTransfers(em, chain.chainId, ids);
     // Checkouts never scanned on this chain start at the first block after the earliest of them opened.
     const fresh = group.filter((w) => !w.scan);
-    const freshStart = fresh.length === 0 ? 0n : await firstBlockAfter(node, secondsOf(fresh.map((w) => w.checkout.created_at)) - START_SLACK_SECONDS);
+    const freshStart =
+      fresh.length === 0
+        ? 0n
+        : await firstBlockAfter(node, secondsOf(fresh.map((w) => w.checkout.created_at)) - START_SLACK_SECONDS);
     const startOf = (w: Watched) => (w.scan ? BigInt(w.scan.start_block) : freshStart);
     const fromOf = (w: Watched) => {
       const unsettled = w.scan ? depth.unsettledFrom(BigInt(w.scan.scanned_to)) : startOf(w);
       return unsettled > startOf(w) ? unsettled : startOf(w);
     };
     const from = group.reduce((least, w) => (fromOf(w) < least ? fromOf(w) : least), fromOf(group[0]));
-    const seen = from <= node.head ? await node.transfersToAny(group.map((w) => w.address), from, node.head, perCall) : [];
+    const seen =
+      from <= node.head
+        ? await node.transfersToAny(
+            group.map((w) => w.address),
+            from,
+            node.head,
+            perCall,
+          )
+        : [];
     // A transfer still waiting below that window is looked for again in its own block.
     const below = new Map<bigint, Set<`0x${string}`>>();
     for (const t of waiting) {
       const number = BigInt(t.block_number);
-      if (number < from && number <= node.head) below.set(number, (below.get(number) ?? new Set()).add(byId.get(t.checkout_id)!.address));
+      if (number < from && number <= node.head)
+        below.set(number, (below.get(number) ?? new Set()).add(byId.get(t.checkout_id)!.address));
     }
-    for (const [block, addresses] of below) seen.push(...(await node.transfersToAny([...addresses], block, block, perCall)));
+    for (const [block, addresses] of below)
+      seen.push(...(await node.transfersToAny([...addresses], block, block, perCall)));
     const listed = new Set(seen.map((t) => `${t.txHash}:${t.logIndex}`));
     // Not listed any more: gone only if this node, deep enough, has another block at its height.
     const gone: EvmTransferRow[] = [];
@@ -162,17 +198,28 @@ export async function scanCheckoutsOn(em: EntityManager, rpc: ChainRpc, checkout
       for (const { w, t } of recorded) await record(tx, w.checkout, chain, t);
       for (const t of gone) await setEvmTransferState(tx, t.id, 'dropped', t.block_hash);
     });
-    await saveEvmScans(em, chain.chainId, { scannedTo: node.head, head: node.head, finalized: depth.finalized }, group.map((w) => ({ checkoutId: w.checkout.id, startBlock: startOf(w) })));
+    await saveEvmScans(
+      em,
+      chain.chainId,
+      { scannedTo: node.head, head: node.head, finalized: depth.finalized },
+      group.map((w) => ({ checkoutId: w.checkout.id, startBlock: startOf(w) })),
+    );
     const confirmed = await confirmDeepEnough(em, byId, rpc, node, depth);
     return new Set([...recorded.map(({ w }) => w.checkout.id), ...gone.map((t) => t.checkout_id), ...confirmed]);
   });
 }
 
 /** The earliest of some times, in whole seconds. */
-const secondsOf = (times: readonly Date[]) => BigInt(Math.floor(Math.min(...times.map((t) => new Date(t).getTime())) / 1000));
+const secondsOf = (times: readonly Date[]) =>
+  BigInt(Math.floor(Math.min(...times.map((t) => new Date(t).getTime())) / 1000));
 
 const record = (em: EntityManager, checkout: EvmCheckoutRow, chain: ChainSettings, t: ObservedTransfer) =>
-  recordEvmTransfer(em, { checkoutId: checkout.id, chainId: chain.chainId, ...t, decimals: chain.tokens[t.token]!.decimals });
+  recordEvmTransfer(em, {
+    checkoutId: checkout.id,
+    chainId: chain.chainId,
+    ...t,
+    decimals: chain.tokens[t.token]!.decimals,
+  });
 
 /** How deep a block is, by the chain's rule, on the node serving the read. */
 interface Depth {
@@ -223,7 +270,13 @@ async function firstBlockAfter(node: NodeView, time: bigint): Promise<bigint> {
  * the chain's witness, if any, agrees). A different hash leaves them waiting: whether they are gone
  * is judged with the scan's listing, never here. Returns the checkouts of those confirmed.
  */
-async function confirmDeepEnough(em: EntityManager, group: Map<string, Watched>, rpc: ChainRpc, node: NodeView, depth: Depth): Promise<string[]> {
+async function confirmDeepEnough(
+  em: EntityManager,
+  group: Map<string, Watched>,
+  rpc: ChainRpc,
+  node: NodeView,
+  depth: Depth,
+): Promise<string[]> {
   const { chain } = rpc;
   let missing = 0n;
   const confirmed: string[] = [];
@@ -238,7 +291,15 @@ async function confirmDeepEnough(em: EntityManager, group: Map<string, Watched>,
     if (!hashes.has(number)) hashes.set(number, node.blockHash(number));
     if ((await hashes.get(number)) !== t.block_hash) continue;
     if (rpc.witness) {
-      const claim = { txHash: t.tx_hash as `0x${string}`, logIndex: t.log_index, token: chain.tokens[t.token as TokenSymbol]!.address, to: group.get(t.checkout_id)!.address, units: BigInt(t.units), blockNumber: number, blockHash: t.block_hash as `0x${string}` };
+      const claim = {
+        txHash: t.tx_hash as `0x${string}`,
+        logIndex: t.log_index,
+        token: chain.tokens[t.token as TokenSymbol]!.address,
+        to: group.get(t.checkout_id)!.address,
+        units: BigInt(t.units),
+        blockNumber: number,
+        blockHash: t.block_hash as `0x${string}`,
+      };
       if ((await rpc.witness.check(claim)) !== 'agrees') continue;
     }
     await setEvmTransferState(em, t.id, 'confirmed', t.block_hash);

@@ -13,8 +13,26 @@ import { orderSummary, unixSeconds } from './orders';
 // as ISO 8601 UTC, a null an empty field.
 
 export const EXPORT_COLUMNS: Record<ExportKind, readonly string[]> = {
-  orders: ['id', 'external_order_id', 'channel', 'product_id', 'order_number', 'qty', 'unit_price', 'amount', 'currency', 'status',
-    'deliveryType', 'fulfillmentStatus', 'fulfilledQuantity', 'errorCode', 'resolution', 'redeemUrl', 'created_at', 'paid_at'],
+  orders: [
+    'id',
+    'external_order_id',
+    'channel',
+    'product_id',
+    'order_number',
+    'qty',
+    'unit_price',
+    'amount',
+    'currency',
+    'status',
+    'deliveryType',
+    'fulfillmentStatus',
+    'fulfilledQuantity',
+    'errorCode',
+    'resolution',
+    'redeemUrl',
+    'created_at',
+    'paid_at',
+  ],
   ledger: ['id', 'type', 'amount', 'balanceAfter', 'order_id', 'note', 'created_at'],
 };
 
@@ -22,7 +40,8 @@ export const EXPORT_COLUMNS: Record<ExportKind, readonly string[]> = {
 export const isoTime = (d: Date): string => d.toISOString().replace('.000Z', 'Z');
 
 /** The API's Unix second as ISO 8601 UTC. */
-export const isoSeconds = (unix: number | null): string | null => (unix === null ? null : isoTime(new Date(unix * 1000)));
+export const isoSeconds = (unix: number | null): string | null =>
+  unix === null ? null : isoTime(new Date(unix * 1000));
 
 export const exportHeader = (kind: ExportKind) => csvRecord(EXPORT_COLUMNS[kind]);
 
@@ -35,7 +54,8 @@ export interface ExportRange {
 
 /** The keys of the range's rows: how many there are and where the pages start and stop. */
 export function exportWindow(em: EntityManager, kind: ExportKind, range: ExportRange): Promise<KeyWindow> {
-  if (!(range.from.getTime() < range.to.getTime())) throw new ApiError('invalid_input', '`from` must be before `to`', { field: 'to' });
+  if (!(range.from.getTime() < range.to.getTime()))
+    throw new ApiError('invalid_input', '`from` must be before `to`', { field: 'to' });
   return keyWindow(em, kind, range.accountId, range.from, range.to);
 }
 
@@ -58,16 +78,40 @@ export async function renderPage(
 ): Promise<RenderedPage> {
   const { firstKey, lastKey } = q.window;
   if (firstKey === null || lastKey === null) return { text: '', rows: 0, cursor: 0, done: true };
-  const page = { accountId: q.accountId, from: q.from, to: q.to, after: q.after ?? firstKey - 1, upTo: lastKey, limit: q.limit };
+  const page = {
+    accountId: q.accountId,
+    from: q.from,
+    to: q.to,
+    after: q.after ?? firstKey - 1,
+    upTo: lastKey,
+    limit: q.limit,
+  };
   let records: CsvValue[][];
   let last: number;
   if (kind === 'orders') {
     const orders = await ordersPage(em, page);
     records = orders.map((o) => {
       const s = orderSummary(o, q.baseUrl);
-      return [s.id, s.external_order_id, s.channel, s.product_id, String(o.orderNumber), s.qty, toDecimal(fromDb(o.unitPrice)), s.amount, o.currency, s.status,
-        s.deliveryType, s.fulfillmentStatus, s.fulfilledQuantity, s.errorCode, s.resolution, s.redeemUrl,
-        isoSeconds(unixSeconds(o.createdAt)), isoSeconds(unixSeconds(o.paidAt))];
+      return [
+        s.id,
+        s.external_order_id,
+        s.channel,
+        s.product_id,
+        String(o.orderNumber),
+        s.qty,
+        toDecimal(fromDb(o.unitPrice)),
+        s.amount,
+        o.currency,
+        s.status,
+        s.deliveryType,
+        s.fulfillmentStatus,
+        s.fulfilledQuantity,
+        s.errorCode,
+        s.resolution,
+        s.redeemUrl,
+        isoSeconds(unixSeconds(o.createdAt)),
+        isoSeconds(unixSeconds(o.paidAt)),
+      ];
     });
     last = orders.length ? Number(orders[orders.length - 1].orderNumber) : lastKey;
   } else {

@@ -38,7 +38,9 @@ export interface LinkSigner {
 const unix = (t: string | null) => (t ? Math.floor(new Date(t).getTime() / 1000) : null);
 
 const linkToken = (signer: LinkSigner, row: Pick<ExportRow, 'id' | 'expires_at'>) =>
-  createHmac('sha256', signer.key).update(`${row.id}\0${new Date(row.expires_at!).getTime()}`).digest('base64url');
+  createHmac('sha256', signer.key)
+    .update(`${row.id}\0${new Date(row.expires_at!).getTime()}`)
+    .digest('base64url');
 
 /** Only the token this server made for the export (base64url decoding forgives other spellings of it). */
 function tokenMatches(signer: LinkSigner, row: ExportRow, token: string): boolean {
@@ -47,7 +49,8 @@ function tokenMatches(signer: LinkSigner, row: ExportRow, token: string): boolea
   return given.length === expected.length && given.toString('base64url') === token && timingSafeEqual(given, expected);
 }
 
-const isLive = (row: ExportRow) => row.status === 'ready' && row.expires_at !== null && new Date(row.expires_at).getTime() > Date.now();
+const isLive = (row: ExportRow) =>
+  row.status === 'ready' && row.expires_at !== null && new Date(row.expires_at).getTime() > Date.now();
 
 export function exportView(row: ExportRow, signer: LinkSigner): ExportView {
   return {
@@ -62,17 +65,29 @@ export function exportView(row: ExportRow, signer: LinkSigner): ExportView {
     createdAt: unix(row.created_at)!,
     readyAt: unix(row.ready_at),
     expiresAt: unix(row.expires_at),
-    downloadUrl: isLive(row) ? `${signer.apiUrl}/exports/${encodeURIComponent(row.id)}/download?token=${linkToken(signer, row)}` : null,
+    downloadUrl: isLive(row)
+      ? `${signer.apiUrl}/exports/${encodeURIComponent(row.id)}/download?token=${linkToken(signer, row)}`
+      : null,
   };
 }
 
-export async function getExport(em: EntityManager, accountId: string, id: string, signer: LinkSigner): Promise<ExportView> {
+export async function getExport(
+  em: EntityManager,
+  accountId: string,
+  id: string,
+  signer: LinkSigner,
+): Promise<ExportView> {
   const row = await findExport(em, { id, accountId });
   if (!row) throw new ApiError('not_found', `Export ${id} not found`);
   return exportView(row, signer);
 }
 
-export async function listExports(em: EntityManager, accountId: string, signer: LinkSigner, limit = 20): Promise<ExportView[]> {
+export async function listExports(
+  em: EntityManager,
+  accountId: string,
+  signer: LinkSigner,
+  limit = 20,
+): Promise<ExportView[]> {
   return (await recentExports(em, accountId, limit)).map((r) => exportView(r, signer));
 }
 
@@ -83,7 +98,8 @@ export interface CsvFile {
   chunks: AsyncIterable<string>;
 }
 
-const fileName = (kind: ExportKind, from: Date, to: Date) => `${kind}-${isoTime(from).replace(/:/g, '')}-${isoTime(to).replace(/:/g, '')}.csv`;
+const fileName = (kind: ExportKind, from: Date, to: Date) =>
+  `${kind}-${isoTime(from).replace(/:/g, '')}-${isoTime(to).replace(/:/g, '')}.csv`;
 
 /**
  * A date range streamed as CSV: refused before anything is sent when it holds more than
@@ -97,9 +113,16 @@ export async function openRangeCsv(
 ): Promise<CsvFile> {
   const window = await exportWindow(em, kind, range);
   if (window.rows > opts.maxRows) {
-    throw new ApiError('invalid_input', `The range holds ${window.rows} rows, more than ${opts.maxRows} can be streamed: create an export job with POST /exports`, {
-      field: 'to', reason: 'too_many_rows', rows: window.rows, maxRows: opts.maxRows,
-    });
+    throw new ApiError(
+      'invalid_input',
+      `The range holds ${window.rows} rows, more than ${opts.maxRows} can be streamed: create an export job with POST /exports`,
+      {
+        field: 'to',
+        reason: 'too_many_rows',
+        rows: window.rows,
+        maxRows: opts.maxRows,
+      },
+    );
   }
   async function* chunks() {
     yield exportHeader(kind);
@@ -122,7 +145,8 @@ export async function openRangeCsv(
  */
 export async function openDownload(em: EntityManager, id: string, token: string, signer: LinkSigner): Promise<CsvFile> {
   const row = await findExport(em, { id });
-  if (!row || !isLive(row) || !tokenMatches(signer, row, token)) throw new ApiError('not_found', 'This download link is unknown or has expired');
+  if (!row || !isLive(row) || !tokenMatches(signer, row, token))
+    throw new ApiError('not_found', 'This download link is unknown or has expired');
   async function* chunks() {
     for (let page = 0; page < row!.pages; page++) {
       const content = await exportPageContent(em, row!.id, page);
@@ -131,5 +155,9 @@ export async function openDownload(em: EntityManager, id: string, token: string,
       yield content;
     }
   }
-  return { filename: fileName(row.kind, new Date(row.range_from), new Date(row.range_to)), bytes: Number(row.bytes), chunks: chunks() };
+  return {
+    filename: fileName(row.kind, new Date(row.range_from), new Date(row.range_to)),
+    bytes: Number(row.bytes),
+    chunks: chunks(),
+  };
 }

@@ -21,13 +21,26 @@ export interface ExportRequest {
   to: Date;
 }
 
-export async function submitExport(deps: { em: EntityManager; temporal: TemporalHandle; signer: LinkSigner }, req: ExportRequest): Promise<ExportView & { reused: boolean }> {
+export async function submitExport(
+  deps: { em: EntityManager; temporal: TemporalHandle; signer: LinkSigner },
+  req: ExportRequest,
+): Promise<ExportView & { reused: boolean }> {
   const window = await exportWindow(deps.em, req.kind, req);
   const { row, created } = await insertExport(deps.em, { id: newId('exp'), ...req, window });
   const view = exportView(row, deps.signer);
-  if (!created && (row.kind !== req.kind || new Date(row.range_from).getTime() !== req.from.getTime() || new Date(row.range_to).getTime() !== req.to.getTime())) {
-    throw new ApiError('idempotency_conflict', 'This externalExportId was used with a different kind or range; use a new id', { kind: view.kind, from: view.from, to: view.to });
+  if (
+    !created &&
+    (row.kind !== req.kind ||
+      new Date(row.range_from).getTime() !== req.from.getTime() ||
+      new Date(row.range_to).getTime() !== req.to.getTime())
+  ) {
+    throw new ApiError(
+      'idempotency_conflict',
+      'This externalExportId was used with a different kind or range; use a new id',
+      { kind: view.kind, from: view.from, to: view.to },
+    );
   }
-  if (row.status === 'running') await ensureStarted(exportStarter(deps.temporal, { exportId: row.id, accountId: req.accountId }));
+  if (row.status === 'running')
+    await ensureStarted(exportStarter(deps.temporal, { exportId: row.id, accountId: req.accountId }));
   return { ...view, reused: !created };
 }

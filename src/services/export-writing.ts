@@ -1,6 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ExportProgress } from '../contracts/exports';
-import { appendExportPage, expireExportFile, findExport, lockExport, markExportReady, type ExportRow } from '../db/exports-store';
+import {
+  appendExportPage,
+  expireExportFile,
+  findExport,
+  lockExport,
+  markExportReady,
+  type ExportRow,
+} from '../db/exports-store';
 import { exportRows } from '../metrics/registry';
 import { recordEvent } from './events';
 import { exportHeader, isoTime, renderPage } from './export-csv';
@@ -25,10 +32,15 @@ const progressOf = (row: ExportRow, written: boolean): ExportProgress => ({
 });
 
 /** Every row of the window is in the file (an empty range still has its header page). */
-const isWritten = (row: ExportRow) => row.pages > 0 && (row.last_key === null || (row.cursor !== null && Number(row.cursor) >= Number(row.last_key)));
+const isWritten = (row: ExportRow) =>
+  row.pages > 0 && (row.last_key === null || (row.cursor !== null && Number(row.cursor) >= Number(row.last_key)));
 
 /** Writes the export's next page, unless every page is written (or it is no longer running). */
-export async function writeNextPage(em: EntityManager, exportId: string, settings: ExportSettings): Promise<ExportProgress> {
+export async function writeNextPage(
+  em: EntityManager,
+  exportId: string,
+  settings: ExportSettings,
+): Promise<ExportProgress> {
   const { progress, kind, rows } = await em.transactional(async (tx) => {
     const row = await lockExport(tx, exportId);
     if (!row) throw new Error(`export ${exportId} is not in Postgres`);
@@ -37,7 +49,11 @@ export async function writeNextPage(em: EntityManager, exportId: string, setting
       accountId: row.account_id,
       from: new Date(row.range_from),
       to: new Date(row.range_to),
-      window: { rows: row.total_rows, firstKey: row.first_key === null ? null : Number(row.first_key), lastKey: row.last_key === null ? null : Number(row.last_key) },
+      window: {
+        rows: row.total_rows,
+        firstKey: row.first_key === null ? null : Number(row.first_key),
+        lastKey: row.last_key === null ? null : Number(row.last_key),
+      },
       after: row.cursor === null ? null : Number(row.cursor),
       limit: settings.pageRows,
       baseUrl: settings.publicBaseUrl,
@@ -45,7 +61,12 @@ export async function writeNextPage(em: EntityManager, exportId: string, setting
     const content = (row.pages === 0 ? exportHeader(row.kind) : '') + page.text;
     const cursor = row.last_key === null ? null : page.cursor;
     await appendExportPage(tx, { exportId, page: row.pages, rows: page.rows, content, cursor });
-    const after = { ...row, rows: row.rows + page.rows, pages: row.pages + 1, cursor: cursor === null ? null : String(cursor) };
+    const after = {
+      ...row,
+      rows: row.rows + page.rows,
+      pages: row.pages + 1,
+      cursor: cursor === null ? null : String(cursor),
+    };
     return { progress: progressOf(after, page.done), kind: row.kind, rows: page.rows };
   });
   exportRows.inc({ kind, mode: 'job' }, rows);
@@ -53,7 +74,11 @@ export async function writeNextPage(em: EntityManager, exportId: string, setting
 }
 
 /** running → ready, its expiry set and `export.ready` recorded with it; the state as it is otherwise. */
-export async function finishExport(em: EntityManager, exportId: string, settings: ExportSettings): Promise<ExportProgress> {
+export async function finishExport(
+  em: EntityManager,
+  exportId: string,
+  settings: ExportSettings,
+): Promise<ExportProgress> {
   return em.transactional(async (tx) => {
     const ready = await markExportReady(tx, exportId, settings.linkSeconds);
     if (ready) {

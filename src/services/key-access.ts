@@ -1,5 +1,12 @@
 import { ApiError } from '../domain/errors';
-import { addressAllowedByCidrs, isKeyScope, KEY_SCOPES, MAX_KEY_CIDRS, parseCidr, type KeyScope } from '../domain/key-scopes';
+import {
+  addressAllowedByCidrs,
+  isKeyScope,
+  KEY_SCOPES,
+  MAX_KEY_CIDRS,
+  parseCidr,
+  type KeyScope,
+} from '../domain/key-scopes';
 
 // The limits a key is made with (scopes, the networks it may be used from, an expiry) and their
 // check on every request, REST and MCP alike. A key outside them is a known key asking for what it
@@ -39,12 +46,19 @@ export function parseExpiry(text: string): Date | undefined {
  * The limits a key is made with, from what a person or a program asked for: scopes by name (none
  * given: every scope), CIDRs (none: anywhere) and an expiry that must lie ahead.
  */
-export function keyLimits(input: { scopes?: readonly string[]; cidrs?: readonly string[]; expires?: string }): KeyLimits {
+export function keyLimits(input: {
+  scopes?: readonly string[];
+  cidrs?: readonly string[];
+  expires?: string;
+}): KeyLimits {
   let scopes: KeyScope[] | null = null;
   if (input.scopes !== undefined) {
     const given = [...new Set(input.scopes.map((s) => s.trim()).filter(Boolean))];
     const unknown = given.filter((s) => !isKeyScope(s));
-    if (unknown.length > 0) throw new ApiError('invalid_input', `Unknown scope ${unknown[0]}; scopes are ${KEY_SCOPES.join(', ')}`, { field: 'scopes' });
+    if (unknown.length > 0)
+      throw new ApiError('invalid_input', `Unknown scope ${unknown[0]}; scopes are ${KEY_SCOPES.join(', ')}`, {
+        field: 'scopes',
+      });
     if (given.length === 0) throw new ApiError('invalid_input', 'Give the key at least one scope', { field: 'scopes' });
     // Every scope is what a key without a list has: store it the same way.
     scopes = given.length === KEY_SCOPES.length ? null : KEY_SCOPES.filter((s) => given.includes(s));
@@ -53,15 +67,25 @@ export function keyLimits(input: { scopes?: readonly string[]; cidrs?: readonly 
   const networks = [...new Set((input.cidrs ?? []).map((c) => c.trim().toLowerCase()).filter(Boolean))];
   if (networks.length > 0) {
     const bad = networks.find((c) => !parseCidr(c));
-    if (bad !== undefined) throw new ApiError('invalid_input', `${bad.slice(0, 64)} is not a network like 203.0.113.0/24 or 2001:db8::/32`, { field: 'cidrs' });
-    if (networks.length > MAX_KEY_CIDRS) throw new ApiError('invalid_input', `A key takes at most ${MAX_KEY_CIDRS} networks`, { field: 'cidrs' });
+    if (bad !== undefined)
+      throw new ApiError('invalid_input', `${bad.slice(0, 64)} is not a network like 203.0.113.0/24 or 2001:db8::/32`, {
+        field: 'cidrs',
+      });
+    if (networks.length > MAX_KEY_CIDRS)
+      throw new ApiError('invalid_input', `A key takes at most ${MAX_KEY_CIDRS} networks`, { field: 'cidrs' });
     cidrs = networks;
   }
   let validUntil: Date | null = null;
   if (input.expires !== undefined && input.expires.trim() !== '') {
     validUntil = parseExpiry(input.expires) ?? null;
-    if (!validUntil) throw new ApiError('invalid_input', 'The expiry must be a date like 2027-01-01 or a time like 2027-01-01T12:00:00Z', { field: 'expires' });
-    if (validUntil.getTime() <= Date.now()) throw new ApiError('invalid_input', 'The expiry must lie in the future', { field: 'expires' });
+    if (!validUntil)
+      throw new ApiError(
+        'invalid_input',
+        'The expiry must be a date like 2027-01-01 or a time like 2027-01-01T12:00:00Z',
+        { field: 'expires' },
+      );
+    if (validUntil.getTime() <= Date.now())
+      throw new ApiError('invalid_input', 'The expiry must lie in the future', { field: 'expires' });
   }
   return { scopes, cidrs, validUntil };
 }
@@ -82,6 +106,14 @@ export function assertKeyUsable(grant: KeyGrant, address: string | undefined): v
 /** Refuses an operation outside the key's scopes; `every`: only a key with every scope may. */
 export function assertScope(grant: KeyGrant, needed: KeyScope | 'every'): void {
   if (!grant.scopes) return;
-  const missing = needed === 'every' ? KEY_SCOPES.find((s) => !grant.scopes!.includes(s)) : grant.scopes.includes(needed) ? undefined : needed;
-  if (missing) throw new ApiError('insufficient_scope', `This API key lacks the ${missing} scope this operation needs`, { scope: missing });
+  const missing =
+    needed === 'every'
+      ? KEY_SCOPES.find((s) => !grant.scopes!.includes(s))
+      : grant.scopes.includes(needed)
+        ? undefined
+        : needed;
+  if (missing)
+    throw new ApiError('insufficient_scope', `This API key lacks the ${missing} scope this operation needs`, {
+      scope: missing,
+    });
 }

@@ -1,6 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../codes';
-import { balanceOf, ledgerKeyUsed, lockAccountBalance, writeBalanceAndLedger, writeSpendingAndLevel, type LedgerRow } from '../db/ledger-store';
+import {
+  balanceOf,
+  ledgerKeyUsed,
+  lockAccountBalance,
+  writeBalanceAndLedger,
+  writeSpendingAndLevel,
+  type LedgerRow,
+} from '../db/ledger-store';
 import { ApiError } from '../domain/errors';
 import { raisedLevel, type Level } from '../domain/levels';
 import { fromDb, toDecimal, toSignedDecimal, type Cents } from '../domain/money';
@@ -31,7 +38,12 @@ export interface LockedAccount {
 export async function lockAccount(em: EntityManager, accountId: string): Promise<LockedAccount> {
   const r = await lockAccountBalance(em, accountId);
   if (!r) throw new ApiError('not_found', 'Account not found');
-  return { id: r.id, level: r.level as Level, balance: fromDb(r.balance), cumulativeSpending: fromDb(r.cumulative_spending) };
+  return {
+    id: r.id,
+    level: r.level as Level,
+    balance: fromDb(r.balance),
+    cumulativeSpending: fromDb(r.cumulative_spending),
+  };
 }
 
 export interface BalanceChange {
@@ -86,7 +98,12 @@ export async function applyBalanceChange(
  * Adds to cumulative spending without touching the balance (an intent order paid at the hosted
  * checkout), raising the level if spending plus balance crosses a threshold.
  */
-export async function addSpending(em: EntityManager, account: LockedAccount, amount: Cents, levelThresholds: readonly Cents[]): Promise<void> {
+export async function addSpending(
+  em: EntityManager,
+  account: LockedAccount,
+  amount: Cents,
+  levelThresholds: readonly Cents[],
+): Promise<void> {
   const spending = account.cumulativeSpending + amount;
   const level = raisedLevel(account.level, spending + account.balance, levelThresholds);
   await writeSpendingAndLevel(em, account.id, toDecimal(spending), level);

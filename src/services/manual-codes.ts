@@ -30,16 +30,15 @@ export function cleanManualCodes(codes: string[]): string[] {
   if (cleaned.some((c) => c.length === 0 || c.length > MAX_MANUAL_CODE_LENGTH)) {
     throw new ApiError('invalid_input', `Every code must be 1 to ${MAX_MANUAL_CODE_LENGTH} characters`);
   }
-  if (new Set(cleaned).size !== cleaned.length) throw new ApiError('invalid_input', 'The same code is given more than once');
+  if (new Set(cleaned).size !== cleaned.length)
+    throw new ApiError('invalid_input', 'The same code is given more than once');
   return cleaned;
 }
 
 /** Stages codes obtained by hand for an order's deliver step; returns the batch id the workflow is sent. */
 export async function stageManualCodes(em: EntityManager, orderId: string, codes: string[]): Promise<string> {
   const batchId = newId('mcb');
-  await withCodes('staging codes', () =>
-    insertCodeBatch(em, batchId, orderId, cleanManualCodes(codes)),
-  );
+  await withCodes('staging codes', () => insertCodeBatch(em, batchId, orderId, cleanManualCodes(codes)));
   return batchId;
 }
 

@@ -91,7 +91,8 @@ const costOf = (r: MarginCostRow): SupplierCost => ({
 function marginOf(revenue: bigint, currency: string, costs: SupplierCost[], par: CostAtPar): bigint | null {
   let margin = revenue;
   for (const c of costs) {
-    if (c.unpriced > 0 || c.amount === null || c.currency === null || !comparableCurrency(c.currency, currency, par)) return null;
+    if (c.unpriced > 0 || c.amount === null || c.currency === null || !comparableCurrency(c.currency, currency, par))
+      return null;
     margin -= toMicros(c.amount);
   }
   return margin;
@@ -108,7 +109,12 @@ function addCosts(into: SupplierCost[], more: SupplierCost[]): void {
     same.purchases += c.purchases;
     same.units += c.units;
     same.unpriced += c.unpriced;
-    same.amount = same.amount === null ? c.amount : c.amount === null ? same.amount : fromMicros(toMicros(same.amount) + toMicros(c.amount));
+    same.amount =
+      same.amount === null
+        ? c.amount
+        : c.amount === null
+          ? same.amount
+          : fromMicros(toMicros(same.amount) + toMicros(c.amount));
   }
 }
 
@@ -117,7 +123,9 @@ export async function marginReport(em: EntityManager, period: MarginPeriod, par:
   const to = dayStart(period.to, 'to');
   if (to <= from) throw new ApiError('invalid_input', 'to must be after from (the period is [from, to))');
   const [revenue, costs] = await Promise.all([marginRevenue(em, from, to), marginCosts(em, from, to)]);
-  const catalog = new Map((await productCostRows(em, [...new Set(revenue.map((r) => r.product_id))])).map((p) => [p.id, p]));
+  const catalog = new Map(
+    (await productCostRows(em, [...new Set(revenue.map((r) => r.product_id))])).map((p) => [p.id, p]),
+  );
 
   const totals = new Map<string, MarginTotal & { micros: bigint | null }>();
   const products = revenue.map((r): ProductMargin => {
@@ -125,7 +133,15 @@ export async function marginReport(em: EntityManager, period: MarginPeriod, par:
     const supplierCost = costs.filter((c) => c.product_id === r.product_id && c.currency === r.currency).map(costOf);
     const revenueMicros = toMicros(r.revenue);
     const margin = marginOf(revenueMicros, r.currency, supplierCost, par);
-    const total = totals.get(r.currency) ?? { currency: r.currency, orders: 0, units: 0, revenue: '0.00', supplierCost: [], margin: null, micros: 0n };
+    const total = totals.get(r.currency) ?? {
+      currency: r.currency,
+      orders: 0,
+      units: 0,
+      revenue: '0.00',
+      supplierCost: [],
+      margin: null,
+      micros: 0n,
+    };
     total.orders += Number(r.orders);
     total.units += Number(r.units);
     total.revenue = fromMicros(toMicros(total.revenue) + revenueMicros, 2);
@@ -152,6 +168,9 @@ export async function marginReport(em: EntityManager, period: MarginPeriod, par:
     to: period.to,
     costAtPar: par.map(([a, b]) => `${a}=${b}`),
     products,
-    totals: [...totals.values()].map(({ micros, ...t }) => ({ ...t, margin: micros === null ? null : fromMicros(micros) })),
+    totals: [...totals.values()].map(({ micros, ...t }) => ({
+      ...t,
+      margin: micros === null ? null : fromMicros(micros),
+    })),
   };
 }

@@ -8,7 +8,12 @@ import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamFailureCode } from '../providers/redemption-upstream';
 import type { TemporalHandle } from '../temporal/client';
 import type { KeyRing } from '../temporal/codec';
-import { operatorDecisionSignal, redemptionWorkflowId, type AttemptRef, type OperatorDecision } from '../contracts/redemptions';
+import {
+  operatorDecisionSignal,
+  redemptionWorkflowId,
+  type AttemptRef,
+  type OperatorDecision,
+} from '../contracts/redemptions';
 import { upstreamSubmission } from './redemption-attempts';
 
 // The operator queue (REDEMPTION_UPSTREAM=operators), shared by `npx wholesale redemptions ...`
@@ -66,14 +71,21 @@ async function queuedAttempt(em: EntityManager, redemptionId: string): Promise<Q
 
 function conflict(row: QueueRow): ApiError {
   if (row.outcome || (row.redemption_status !== 'pending' && row.redemption_status !== 'processing')) {
-    return new ApiError('claim_conflict', `Redemption ${row.redemption_id} was already decided (${row.outcome ?? row.redemption_status})`, {
-      redemptionId: row.redemption_id,
-      outcome: row.outcome ?? row.redemption_status,
-      decidedBy: row.decided_by,
-    });
+    return new ApiError(
+      'claim_conflict',
+      `Redemption ${row.redemption_id} was already decided (${row.outcome ?? row.redemption_status})`,
+      {
+        redemptionId: row.redemption_id,
+        outcome: row.outcome ?? row.redemption_status,
+        decidedBy: row.decided_by,
+      },
+    );
   }
   const claim = claimOf(row);
-  if (!claim) return new ApiError('claim_conflict', `Redemption ${row.redemption_id} is not claimed: claim it first`, { redemptionId: row.redemption_id });
+  if (!claim)
+    return new ApiError('claim_conflict', `Redemption ${row.redemption_id} is not claimed: claim it first`, {
+      redemptionId: row.redemption_id,
+    });
   return new ApiError(
     'claim_conflict',
     `Redemption ${row.redemption_id} is claimed by ${claim.holder} until ${new Date(claim.expiresAt * 1000).toISOString()}`,
@@ -122,12 +134,18 @@ export type OperatorOutcome =
  * which finishes it (state, webhook). Repeating a decision the actor already made re-sends the
  * signal, so a signal lost after the commit is recovered by running the command again.
  */
-export async function decideQueued(deps: QueueDeps, redemptionId: string, who: Who, decision: OperatorOutcome): Promise<AttemptRef> {
+export async function decideQueued(
+  deps: QueueDeps,
+  redemptionId: string,
+  who: Who,
+  decision: OperatorOutcome,
+): Promise<AttemptRef> {
   const failed = decision.outcome === 'failed';
   const ref = await deps.em.transactional(async (tx) => {
     const row = await queuedAttempt(tx, redemptionId);
     const ref: AttemptRef = { redemptionId, attempt: row.attempt };
-    const repeated = row.outcome === decision.outcome && row.decided_by === who.actor && row.redemption_status === 'processing';
+    const repeated =
+      row.outcome === decision.outcome && row.decided_by === who.actor && row.redemption_status === 'processing';
     if (repeated) return ref;
     const decided = await decide(tx, ref, {
       actor: who.actor,
@@ -142,7 +160,9 @@ export async function decideQueued(deps: QueueDeps, redemptionId: string, who: W
       action: failed ? 'redemption.fail' : 'redemption.fulfil',
       actor: who.actor,
       reason: who.reason,
-      payload: failed ? { attempt: ref.attempt, failureCode: decision.failureCode, holdsResources: decision.holdsResources } : { attempt: ref.attempt },
+      payload: failed
+        ? { attempt: ref.attempt, failureCode: decision.failureCode, holdsResources: decision.holdsResources }
+        : { attempt: ref.attempt },
     });
     return ref;
   });
@@ -153,7 +173,9 @@ export async function decideQueued(deps: QueueDeps, redemptionId: string, who: W
     reason: await masked(deps.em, deps.keys, ref, who.reason),
     queue: failed ? { failureCode: decision.failureCode, holdsResources: decision.holdsResources } : {},
   };
-  await deps.temporal.client.workflow.getHandle(redemptionWorkflowId(ref.redemptionId, ref.attempt)).signal(operatorDecisionSignal, signal);
+  await deps.temporal.client.workflow
+    .getHandle(redemptionWorkflowId(ref.redemptionId, ref.attempt))
+    .signal(operatorDecisionSignal, signal);
   return ref;
 }
 
@@ -173,9 +195,18 @@ export async function releaseQueued(em: EntityManager, redemptionId: string, who
     const row = await queuedAttempt(tx, redemptionId);
     const ref: AttemptRef = { redemptionId, attempt: row.attempt };
     if (!(await releaseHeld(tx, ref))) {
-      throw new ApiError('claim_conflict', `Redemption ${redemptionId} holds no supplier resources`, { redemptionId, outcome: row.outcome });
+      throw new ApiError('claim_conflict', `Redemption ${redemptionId} holds no supplier resources`, {
+        redemptionId,
+        outcome: row.outcome,
+      });
     }
-    await insertSupportAction(tx, { subjectId: redemptionId, action: 'redemption.release', actor: who.actor, reason: who.reason, payload: { attempt: ref.attempt } });
+    await insertSupportAction(tx, {
+      subjectId: redemptionId,
+      action: 'redemption.release',
+      actor: who.actor,
+      reason: who.reason,
+      payload: { attempt: ref.attempt },
+    });
     return ref;
   });
 }

@@ -10,17 +10,35 @@ import { fromDb, parseDecimal, toDecimal, type Cents } from '../domain/money';
 import { findActiveProduct, listingBlock, priceAt, priceTable, sellableUnits } from './catalog';
 import { recordEvent } from './events';
 import { lockAccount, type LockedAccount } from './ledger';
-import { assertSameRequest, checkTestProductRules, findByExternalId, redeemUrlFor, type PlaceOrderInput } from './orders';
+import {
+  assertSameRequest,
+  checkTestProductRules,
+  findByExternalId,
+  redeemUrlFor,
+  type PlaceOrderInput,
+} from './orders';
 
 // The worker's side of an order: the placement the order workflow's local activity runs (check,
 // debit, issue codes, or open the checkout of an intent order), the fulfilment of a paid order,
 // and the outbox event of a delivery.
 
 /** True unless the order was placed by this very request (a retry of it after a lost reply). */
-export const isReplay = (order: Pick<Order, 'placementId'>, placementId: string | undefined) => !placementId || order.placementId !== placementId;
+export const isReplay = (order: Pick<Order, 'placementId'>, placementId: string | undefined) =>
+  !placementId || order.placementId !== placementId;
 
 /** What a placement answers with: the order's id, state and what its response shows (codes and links aside). */
-export type PlacedOrder = Pick<Order, 'id' | 'amount' | 'currency' | 'status' | 'fulfillmentStatus' | 'payment' | 'checkoutUrl' | 'deliveryType' | 'fulfilledQuantity'>;
+export type PlacedOrder = Pick<
+  Order,
+  | 'id'
+  | 'amount'
+  | 'currency'
+  | 'status'
+  | 'fulfillmentStatus'
+  | 'payment'
+  | 'checkoutUrl'
+  | 'deliveryType'
+  | 'fulfilledQuantity'
+>;
 
 export interface OrderSettings {
   levelThresholds: readonly Cents[];
@@ -50,7 +68,10 @@ async function issueCodes(em: EntityManager, order: Order, product: Product): Pr
     if (rows.length !== order.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
     const codes = rows.map((r) => r.code);
     if ((await insertPlatformCodes(em, order, product, codes)).length !== codes.length) {
-      throw new ApiError('stock_unavailable', 'Imported stock holds a code that was already issued; support has to check the stock');
+      throw new ApiError(
+        'stock_unavailable',
+        'Imported stock holds a code that was already issued; support has to check the stock',
+      );
     }
     return codes;
   }
@@ -63,7 +84,12 @@ async function issueCodes(em: EntityManager, order: Order, product: Product): Pr
 }
 
 /** `order.delivered` goes into the outbox in the same transaction as the delivery. */
-export async function recordDelivered(em: EntityManager, order: Order, codes: string[], baseUrl: string): Promise<void> {
+export async function recordDelivered(
+  em: EntityManager,
+  order: Order,
+  codes: string[],
+  baseUrl: string,
+): Promise<void> {
   await recordEvent(em, order.accountId, 'order.delivered', {
     orderId: order.id,
     externalOrderId: order.externalOrderId ?? null,
@@ -98,10 +124,16 @@ async function readOffer(tx: EntityManager, productId: string): Promise<Offer> {
  * The product and prices are read before the lock, so the critical section of one account's
  * orders holds only the statements that depend on its row.
  */
-async function checkPlacement(tx: EntityManager, input: PlaceOrderInput, account: Placement['account'], offer: Offer): Promise<Placement> {
+async function checkPlacement(
+  tx: EntityManager,
+  input: PlaceOrderInput,
+  account: Placement['account'],
+  offer: Offer,
+): Promise<Placement> {
   const product = offer.product ?? (await findActiveProduct(tx, input.productId));
   const block = listingBlock(product);
-  if (block === 'out_of_stock') throw new ApiError('out_of_stock', `Product ${product.id} is currently not purchasable`);
+  if (block === 'out_of_stock')
+    throw new ApiError('out_of_stock', `Product ${product.id} is currently not purchasable`);
   if (block) throw new ApiError('fulfillment_unavailable', `Delivery for ${product.id} is currently unavailable`);
   const unitPrice = priceAt(offer.prices.get(product.id), account.level);
   if (input.expectedUnitPrice !== undefined && parseDecimal(input.expectedUnitPrice) !== unitPrice) {
@@ -114,7 +146,12 @@ async function checkPlacement(tx: EntityManager, input: PlaceOrderInput, account
 }
 
 /** Opens the hosted checkout of an intent order (the payment provider's call). */
-export type OpenCheckout = (orderId: string, amount: Cents, currency: string, description: string) => Promise<{ checkoutId: string; checkoutUrl: string }>;
+export type OpenCheckout = (
+  orderId: string,
+  amount: Cents,
+  currency: string,
+  description: string,
+) => Promise<{ checkoutId: string; checkoutUrl: string }>;
 
 export interface IntentSettings extends OrderSettings {
   openCheckout: OpenCheckout;
@@ -175,7 +212,12 @@ export async function placeOrder(
   });
   if (quote.existing) return { order: quote.existing, reused: isReplay(quote.existing, input.placementId) };
   const { product, unitPrice } = quote.placement!;
-  const checkout = await settings.openCheckout(orderId, unitPrice * input.qty, product.currency, `${input.qty} × ${product.nameEn ?? product.name}`);
+  const checkout = await settings.openCheckout(
+    orderId,
+    unitPrice * input.qty,
+    product.currency,
+    `${input.qty} × ${product.nameEn ?? product.name}`,
+  );
   return em.transactional(async (tx) => {
     // A concurrent request may have placed it meanwhile; that order wins and this checkout lapses.
     const { offer, account, existing } = await underLock(tx);
@@ -195,7 +237,12 @@ export async function placeOrder(
  * A paid order takes its stock and is delivered (ordinary products, codes issued now) or handed
  * to procurement (`paid`, fulfillmentStatus `processing`, direct-code products).
  */
-export async function fulfilPaidOrder(em: EntityManager, order: Order, product: Product, baseUrl: string): Promise<void> {
+export async function fulfilPaidOrder(
+  em: EntityManager,
+  order: Order,
+  product: Product,
+  baseUrl: string,
+): Promise<void> {
   const now = new Date();
   order.paidAt = now;
   order.updatedAt = now;
@@ -233,7 +280,12 @@ class CodeCollision extends Error {}
  * product is locked by `reserveStock` first, in a transaction around the checks and the write. A
  * level raised in between (a concurrent top-up) or a colliding new code reads and writes again.
  */
-async function placeBalanceOrder(em: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
+async function placeBalanceOrder(
+  em: EntityManager,
+  input: PlaceOrderInput,
+  settings: OrderSettings,
+  orderId: string,
+): Promise<{ order: PlacedOrder; reused: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await placeBalanceOnce(em, input, settings, orderId);
@@ -243,7 +295,12 @@ async function placeBalanceOrder(em: EntityManager, input: PlaceOrderInput, sett
   }
 }
 
-async function placeBalanceOnce(em: EntityManager, input: PlaceOrderInput, settings: OrderSettings, orderId: string): Promise<{ order: PlacedOrder; reused: boolean }> {
+async function placeBalanceOnce(
+  em: EntityManager,
+  input: PlaceOrderInput,
+  settings: OrderSettings,
+  orderId: string,
+): Promise<{ order: PlacedOrder; reused: boolean }> {
   const read = await readPlacement(em, input);
   if (!read.account) throw new ApiError('not_found', 'Account not found');
   if (read.existing) {
@@ -258,7 +315,9 @@ async function placeBalanceOnce(em: EntityManager, input: PlaceOrderInput, setti
   };
   const offer: Offer = {
     product: read.product ?? null,
-    prices: new Map([[input.productId, new Map(Object.entries(read.prices).map(([level, price]) => [Number(level), fromDb(price)]))]]),
+    prices: new Map([
+      [input.productId, new Map(Object.entries(read.prices).map(([level, price]) => [Number(level), fromDb(price)]))],
+    ]),
   };
   const stockBounded = !!read.product && read.product.stockMode !== 'on_demand';
   const place = (tx: EntityManager) => checkAndWrite(tx, input, settings, orderId, account, offer, !stockBounded);
@@ -276,7 +335,8 @@ async function checkAndWrite(
 ): Promise<{ order: PlacedOrder; reused: boolean }> {
   const { product, unitPrice } = await checkPlacement(tx, input, account, offer);
   const amount = unitPrice * input.qty;
-  if (account.balance < amount) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
+  if (account.balance < amount)
+    throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
   const direct = product.deliveryType === 'direct_code';
   const written = await writeBalanceOrder(tx, {
     orderId,
@@ -312,21 +372,32 @@ async function checkAndWrite(
   if (written.raced) throw new ReadAgain();
   if (!written.debited) {
     const now = await currentBalanceAndLevel(tx, input.accountId);
-    if (now && fromDb(now.balance) < amount) throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
+    if (now && fromDb(now.balance) < amount)
+      throw new ApiError('insufficient_balance', 'Balance too low for this order; top up or lower qty');
     throw new ReadAgain();
   }
   if (!direct && product.stockMode === 'inventory') {
     if (written.taken !== input.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
     if (written.codes.length !== input.qty) {
-      throw new ApiError('stock_unavailable', 'Imported stock holds a code that was already issued; support has to check the stock');
+      throw new ApiError(
+        'stock_unavailable',
+        'Imported stock holds a code that was already issued; support has to check the stock',
+      );
     }
   } else if (!direct && written.codes.length !== input.qty) {
     throw new CodeCollision();
   }
   return {
     order: {
-      id: orderId, amount: toDecimal(amount), currency: product.currency, status: direct ? 'paid' : 'delivered', fulfillmentStatus: direct ? 'processing' : null,
-      payment: 'balance', checkoutUrl: null, deliveryType: product.deliveryType, fulfilledQuantity: direct ? 0 : input.qty,
+      id: orderId,
+      amount: toDecimal(amount),
+      currency: product.currency,
+      status: direct ? 'paid' : 'delivered',
+      fulfillmentStatus: direct ? 'processing' : null,
+      payment: 'balance',
+      checkoutUrl: null,
+      deliveryType: product.deliveryType,
+      fulfilledQuantity: direct ? 0 : input.qty,
     },
     reused: false,
   };

@@ -20,16 +20,19 @@ export async function orderDetail(em: EntityManager, accountId: string, id: stri
     currency: order.currency,
     created_at: unixSeconds(order.createdAt),
     paid_at: unixSeconds(order.paidAt),
-    product_name: product ? product.nameEn ?? product.name : null,
+    product_name: product ? (product.nameEn ?? product.name) : null,
     // Only the owner sees the checkout link, and only while it can still be paid (rule 10).
-    paymentUrl: order.status === 'pending' ? order.checkoutUrl ?? null : null,
+    paymentUrl: order.status === 'pending' ? (order.checkoutUrl ?? null) : null,
     codes: await deliveredCodes(em, order),
     ...(order.status === 'pending' && order.checkoutId ? await paymentProgress(em, order.checkoutId) : {}),
   };
 }
 
 /** Confirmed and missing amounts of a pending order at the self-hosted EVM checkout (none for other providers). */
-async function paymentProgress(em: EntityManager, checkoutId: string): Promise<{ amountReceived?: string; amountMissing?: string }> {
+async function paymentProgress(
+  em: EntityManager,
+  checkoutId: string,
+): Promise<{ amountReceived?: string; amountMissing?: string }> {
   const receipts = await evmCheckoutReceipts(em, checkoutId);
   if (!receipts) return {};
   const received = receipts.transfers.reduce((sum, t) => sum + toScaled(BigInt(t.units), t.decimals), 0n);
@@ -40,28 +43,46 @@ async function paymentProgress(em: EntityManager, checkoutId: string): Promise<{
 
 export async function listOrders(
   em: EntityManager,
-  q: { accountId: string; externalOrderId?: string; limit: number; cursor?: string; baseUrl: string; cursorSecret: string },
+  q: {
+    accountId: string;
+    externalOrderId?: string;
+    limit: number;
+    cursor?: string;
+    baseUrl: string;
+    cursorSecret: string;
+  },
 ): Promise<Page<ReturnType<typeof orderSummary>>> {
-  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'orders', filters: { e: q.externalOrderId ?? null } };
+  const scope: CursorScope = {
+    secret: q.cursorSecret,
+    accountId: q.accountId,
+    list: 'orders',
+    filters: { e: q.externalOrderId ?? null },
+  };
   const where: Record<string, unknown> = { accountId: q.accountId };
-  if (q.externalOrderId !== undefined) where.$or = [{ externalOrderId: q.externalOrderId }, { externalTopupId: q.externalOrderId }];
+  if (q.externalOrderId !== undefined)
+    where.$or = [{ externalOrderId: q.externalOrderId }, { externalTopupId: q.externalOrderId }];
   if (q.cursor) where.orderNumber = { $lt: decodeCursor(scope, q.cursor, rowNumberPosition) };
   const rows = await em.find(OrderSchema, where, { orderBy: { orderNumber: 'desc' }, limit: q.limit + 1 });
-  return pageOf(rows, q.limit, (o) => orderSummary(o, q.baseUrl), (o) => Number(o.orderNumber), scope);
+  return pageOf(
+    rows,
+    q.limit,
+    (o) => orderSummary(o, q.baseUrl),
+    (o) => Number(o.orderNumber),
+    scope,
+  );
 }
 
 export async function listTransactions(
   em: EntityManager,
   q: { accountId: string; type?: string; limit: number; cursor?: string; cursorSecret: string },
 ) {
-  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'transactions', filters: { t: q.type ?? null } };
+  const scope: CursorScope = {
+    secret: q.cursorSecret,
+    accountId: q.accountId,
+    list: 'transactions',
+    filters: { t: q.type ?? null },
+  };
   const beforeId = q.cursor ? decodeCursor(scope, q.cursor, rowNumberPosition) : undefined;
   const rows = await ledgerPage(em, { accountId: q.accountId, type: q.type, beforeId, limit: q.limit + 1 });
-  return pageOf(
-    rows,
-    q.limit,
-    transactionView,
-    (r) => Number(r.id),
-    scope,
-  );
+  return pageOf(rows, q.limit, transactionView, (r) => Number(r.id), scope);
 }

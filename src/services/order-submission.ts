@@ -12,7 +12,17 @@ import { isTemporalUnavailable } from '../temporal/errors';
 import { updateWithStart } from '../temporal/update-with-start';
 import { timed, timedAt } from '../metrics/server-timing';
 import type { PlacementGate } from './admission';
-import { assertSameRequest, checkTestProductRules, createResponse, findByExternalId, findPurchaseWithCodes, redeemUrlFor, showsCodes, type OrderCreateResponse, type PlaceOrderInput } from './orders';
+import {
+  assertSameRequest,
+  checkTestProductRules,
+  createResponse,
+  findByExternalId,
+  findPurchaseWithCodes,
+  redeemUrlFor,
+  showsCodes,
+  type OrderCreateResponse,
+  type PlaceOrderInput,
+} from './orders';
 
 export interface SubmitDeps {
   em: EntityManager;
@@ -34,12 +44,26 @@ export interface SubmitDeps {
 export async function submitOrder(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCreateResponse> {
   try {
     const response = await submit(deps, input);
-    if (!response.reused) ordersPlaced.inc({ product_type: response.deliveryType, payment: input.payment, outcome: response.status, code: '' });
+    if (!response.reused)
+      ordersPlaced.inc({
+        product_type: response.deliveryType,
+        payment: input.payment,
+        outcome: response.status,
+        code: '',
+      });
     return response;
   } catch (err) {
     if (err instanceof ApiError && err.status < 500 && err.code !== 'invalid_input') {
-      const product = await deps.em.fork().findOne(ProductSchema, { id: input.productId }).catch(() => null);
-      ordersPlaced.inc({ product_type: product?.deliveryType ?? 'unknown', payment: input.payment, outcome: 'rejected', code: codeLabel(err.code) });
+      const product = await deps.em
+        .fork()
+        .findOne(ProductSchema, { id: input.productId })
+        .catch(() => null);
+      ordersPlaced.inc({
+        product_type: product?.deliveryType ?? 'unknown',
+        payment: input.payment,
+        outcome: 'rejected',
+        code: codeLabel(err.code),
+      });
     }
     throw err;
   }
@@ -53,7 +77,9 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
   const place = () => placeThroughWorkflow(deps, input, placementId);
   let placement: Placement;
   try {
-    placement = await timed('engine', () => (deps.admission ? deps.admission.run('order', input.accountId, input.payment === 'balance', place) : place()));
+    placement = await timed('engine', () =>
+      deps.admission ? deps.admission.run('order', input.accountId, input.payment === 'balance', place) : place(),
+    );
   } catch (err) {
     // Shed, past its deadline or the engine out of reach: an order already placed under this
     // externalOrderId is still answered, from Postgres (if Postgres answers; else the 503 stands).
@@ -68,7 +94,8 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
   if (placement.outcome === 'rejected') {
     throw new ApiError(placement.rejection.code, placement.rejection.message, placement.rejection.details);
   }
-  if (!placement.reused && placement.shown) return newOrderResponse(deps, input, { ...placement, shown: placement.shown });
+  if (!placement.reused && placement.shown)
+    return newOrderResponse(deps, input, { ...placement, shown: placement.shown });
   // A replay: the order and its codes as they are now, in one statement.
   const placed = await timed('read', () => findPurchaseWithCodes(deps.em.fork(), { id: placement.orderId }));
   if (!placed) throw new Error(`placed order ${placement.orderId} is not in Postgres`);
@@ -89,7 +116,8 @@ async function newOrderResponse(
   const { status, shown } = placed;
   const withCodes = showsCodes({ status: status as Order['status'], deliveryType: shown.deliveryType });
   const withCheckout = input.payment === 'intent' && status === 'pending';
-  const secrets = withCodes || withCheckout ? await timed('read', () => checkoutAndCodes(deps.em.fork(), placed.orderId)) : undefined;
+  const secrets =
+    withCodes || withCheckout ? await timed('read', () => checkoutAndCodes(deps.em.fork(), placed.orderId)) : undefined;
   const checkoutUrl = withCheckout ? secrets?.checkoutUrl : null;
   return {
     orderId: placed.orderId,
@@ -109,14 +137,22 @@ async function newOrderResponse(
   };
 }
 
-const isUnavailable = (err: unknown) => (err instanceof ApiError && err.code === 'service_unavailable') || isTemporalUnavailable(err);
+const isUnavailable = (err: unknown) =>
+  (err instanceof ApiError && err.code === 'service_unavailable') || isTemporalUnavailable(err);
 
 /**
  * The order under this externalOrderId as it is now, when there is one that needs nothing of the
  * workflow (a pending intent order whose checkout link was lost gets its new link there).
  */
-async function answerFromPostgres(deps: SubmitDeps, input: PlaceOrderInput, placementId: string): Promise<OrderCreateResponse | undefined> {
-  const found = await findPurchaseWithCodes(deps.em.fork(), { accountId: input.accountId, externalOrderId: input.externalOrderId });
+async function answerFromPostgres(
+  deps: SubmitDeps,
+  input: PlaceOrderInput,
+  placementId: string,
+): Promise<OrderCreateResponse | undefined> {
+  const found = await findPurchaseWithCodes(deps.em.fork(), {
+    accountId: input.accountId,
+    externalOrderId: input.externalOrderId,
+  });
   if (!found) return undefined;
   const { order, codes } = found;
   assertSameRequest(order, input);
@@ -147,7 +183,10 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput, pl
     // Another request's placement won the race for this externalOrderId.
     onGiveUp: async () =>
       (await findByExternalId(deps.em.fork(), input.accountId, input.externalOrderId))
-        ? new ApiError('duplicate_order', 'A concurrent request for this externalOrderId raced; look the order up by externalOrderId')
+        ? new ApiError(
+            'duplicate_order',
+            'A concurrent request for this externalOrderId raced; look the order up by externalOrderId',
+          )
         : undefined,
   });
 }

@@ -44,14 +44,29 @@ export interface OrderCreateResponse {
 export const unixSeconds = (d?: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
 /** What an order's summary is made of. */
-export type SummaryFields = Pick<Order, 'id' | 'kind' | 'externalOrderId' | 'externalTopupId' | 'channel' | 'productId' | 'qty' | 'amount' | 'status'
-  | 'deliveryType' | 'fulfillmentStatus' | 'fulfilledQuantity' | 'errorCode' | 'resolution'>;
+export type SummaryFields = Pick<
+  Order,
+  | 'id'
+  | 'kind'
+  | 'externalOrderId'
+  | 'externalTopupId'
+  | 'channel'
+  | 'productId'
+  | 'qty'
+  | 'amount'
+  | 'status'
+  | 'deliveryType'
+  | 'fulfillmentStatus'
+  | 'fulfilledQuantity'
+  | 'errorCode'
+  | 'resolution'
+>;
 
 /** A row of GET /orders: never codes or paymentUrl (spec 2.4). */
 export function orderSummary(order: SummaryFields, baseUrl: string) {
   return {
     id: order.id,
-    external_order_id: order.kind === 'topup' ? order.externalTopupId ?? null : order.externalOrderId ?? null,
+    external_order_id: order.kind === 'topup' ? (order.externalTopupId ?? null) : (order.externalOrderId ?? null),
     channel: order.channel,
     product_id: order.productId ?? null,
     qty: order.qty,
@@ -75,7 +90,10 @@ export function redeemUrlFor(baseUrl: string, deliveryType: string | null | unde
  * support refunded for its undelivered units shows the codes obtained before the refund: those
  * units were paid for and kept (see src/services/procurement.ts refundUndelivered).
  */
-export async function deliveredCodes(em: EntityManager, order: Pick<Order, 'id' | 'status' | 'deliveryType'>): Promise<string[]> {
+export async function deliveredCodes(
+  em: EntityManager,
+  order: Pick<Order, 'id' | 'status' | 'deliveryType'>,
+): Promise<string[]> {
   if (!showsCodes(order)) return [];
   const rows = await em.find(IssuedCodeSchema, { orderId: order.id, voided: false }, { orderBy: { id: 'asc' } });
   return rows.map((r) => r.code);
@@ -133,18 +151,28 @@ export async function createResponse(
 export function checkTestProductRules(input: Pick<PlaceOrderInput, 'productId' | 'qty' | 'payment' | 'source'>): void {
   if (input.productId !== TEST_PRODUCT_ID) return;
   if (input.payment !== 'balance' || input.source !== 'rest') {
-    throw new ApiError('api_test_balance_only', 'The test product can only be bought through REST with payment=balance');
+    throw new ApiError(
+      'api_test_balance_only',
+      'The test product can only be bought through REST with payment=balance',
+    );
   }
   if (input.qty !== 1) throw new ApiError('api_test_quantity', 'The test product can only be ordered with qty=1');
 }
 
 /** A replay must repeat the same productId and qty (rule 2). */
-export function assertSameRequest(order: Pick<Order, 'productId' | 'qty'>, input: { productId: string; qty: number }): void {
+export function assertSameRequest(
+  order: Pick<Order, 'productId' | 'qty'>,
+  input: { productId: string; qty: number },
+): void {
   if (order.productId !== input.productId || order.qty !== input.qty) {
-    throw new ApiError('idempotency_conflict', 'This externalOrderId was used with a different productId or qty; use a new id', {
-      productId: order.productId,
-      qty: order.qty,
-    });
+    throw new ApiError(
+      'idempotency_conflict',
+      'This externalOrderId was used with a different productId or qty; use a new id',
+      {
+        productId: order.productId,
+        qty: order.qty,
+      },
+    );
   }
 }
 
@@ -154,11 +182,18 @@ export async function findOrder(em: EntityManager, orderId: string): Promise<Ord
 }
 
 /** The statuses of an order that must exist (the workflow that asks made it). */
-export async function orderStatuses(em: EntityManager, orderId: string): Promise<{ status: string; fulfillmentStatus: string | null }> {
+export async function orderStatuses(
+  em: EntityManager,
+  orderId: string,
+): Promise<{ status: string; fulfillmentStatus: string | null }> {
   const order = await em.findOneOrFail(OrderSchema, { id: orderId });
   return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null };
 }
 
-export async function findByExternalId(em: EntityManager, accountId: string, externalOrderId: string): Promise<Order | null> {
+export async function findByExternalId(
+  em: EntityManager,
+  accountId: string,
+  externalOrderId: string,
+): Promise<Order | null> {
   return em.findOne(OrderSchema, { accountId, externalOrderId, kind: 'purchase' });
 }

@@ -26,7 +26,14 @@ export async function hashPassword(password: string): Promise<string> {
  * Checked when an email is unknown, so the answer takes as long: a well-formed hash with the
  * current parameters whose key matches no password.
  */
-const DECOY = ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, randomBytes(SALT_BYTES).toString('base64url'), randomBytes(KEY_LENGTH).toString('base64url')].join('$');
+const DECOY = [
+  'scrypt',
+  PARAMS.N,
+  PARAMS.r,
+  PARAMS.p,
+  randomBytes(SALT_BYTES).toString('base64url'),
+  randomBytes(KEY_LENGTH).toString('base64url'),
+].join('$');
 
 /**
  * True when `password` matches `stored`. With no stored hash (an unknown email) it still does the

@@ -32,7 +32,10 @@ export function paymentFactFor(provider: 'sandbox' | 'evm'): PaymentFact {
 }
 
 /** The provider's status endpoint said this checkout was paid: the service's own record of it. */
-export async function recordStatusConfirmation(em: EntityManager, c: { checkoutId: string; orderId: string }): Promise<void> {
+export async function recordStatusConfirmation(
+  em: EntityManager,
+  c: { checkoutId: string; orderId: string },
+): Promise<void> {
   await recordPaymentConfirmation(em, { ...c, source: 'status' });
 }
 
@@ -92,7 +95,13 @@ export async function settlePayment(
       await applyBalanceChange(
         tx,
         account,
-        { type: 'topup', amount, orderId: order.id, idempotencyKey: `topup:${order.id}`, note: `top-up ${order.currency}` },
+        {
+          type: 'topup',
+          amount,
+          orderId: order.id,
+          idempotencyKey: `topup:${order.id}`,
+          note: `top-up ${order.currency}`,
+        },
         settings.levelThresholds,
       );
       order.status = 'delivered';
@@ -143,11 +152,18 @@ export async function expirePayment(em: EntityManager, orderId: string): Promise
 }
 
 /** Attaches a fresh checkout to a pending order that lost its link (spec 4.3 rule 4). */
-export async function attachCheckout(em: EntityManager, orderId: string, checkout: { checkoutId: string; checkoutUrl: string }): Promise<boolean> {
+export async function attachCheckout(
+  em: EntityManager,
+  orderId: string,
+  checkout: { checkoutId: string; checkoutUrl: string },
+): Promise<boolean> {
   return attachCheckoutRow(em, orderId, checkout);
 }
 
-export async function paymentState(em: EntityManager, orderId: string): Promise<{ status: Order['status']; checkoutId: string | null; expiresAt: number | null; kind: Order['kind'] }> {
+export async function paymentState(
+  em: EntityManager,
+  orderId: string,
+): Promise<{ status: Order['status']; checkoutId: string | null; expiresAt: number | null; kind: Order['kind'] }> {
   const order = await em.findOneOrFail(OrderSchema, { id: orderId });
   return {
     status: order.status,

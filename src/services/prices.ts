@@ -20,8 +20,12 @@ export interface PriceChange {
 }
 
 /** Sets the product's price at `level` (a Decimal string greater than zero). */
-export async function setProductPrice(em: EntityManager, change: { productId: string; level: number; price: string }): Promise<PriceChange> {
-  if (!LEVELS.includes(change.level as (typeof LEVELS)[number])) throw new ApiError('invalid_input', 'The level must be 1 to 5');
+export async function setProductPrice(
+  em: EntityManager,
+  change: { productId: string; level: number; price: string },
+): Promise<PriceChange> {
+  if (!LEVELS.includes(change.level as (typeof LEVELS)[number]))
+    throw new ApiError('invalid_input', 'The level must be 1 to 5');
   if (!isAmount(change.price)) throw new ApiError('invalid_input', 'The price must be an amount like 12.50');
   const cents = parseDecimal(change.price);
   if (cents <= 0) throw new ApiError('invalid_input', 'The price must be more than zero');
@@ -32,7 +36,12 @@ export async function setProductPrice(em: EntityManager, change: { productId: st
     const price = toDecimal(cents);
     await noteProductChange(tx, change.productId);
     await upsertPrice(tx, change.productId, change.level, price);
-    return { productId: change.productId, level: change.level, previous: previous === undefined ? null : toDecimal(fromDb(previous)), price };
+    return {
+      productId: change.productId,
+      level: change.level,
+      previous: previous === undefined ? null : toDecimal(fromDb(previous)),
+      price,
+    };
   });
 }
 
@@ -45,6 +54,8 @@ export async function priceList(em: EntityManager) {
     name: p.name,
     currency: p.currency,
     active: p.active,
-    prices: Object.fromEntries(prices.filter((r) => r.productId === p.id).map((r) => [r.level, toDecimal(fromDb(r.price))])) as Record<number, string>,
+    prices: Object.fromEntries(
+      prices.filter((r) => r.productId === p.id).map((r) => [r.level, toDecimal(fromDb(r.price))]),
+    ) as Record<number, string>,
   }));
 }

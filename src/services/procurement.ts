@@ -1,12 +1,28 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../db/entities';
 import { ledgerAmountOf } from '../db/ledger-store';
-import { countIssuedCodes, insertGiftCardCodes as insertGiftCardRows, lockOrderRow, orderCodes } from '../db/orders-store';
-import { openPurchaseKey, recordSupplierPurchase, supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases-store';
+import {
+  countIssuedCodes,
+  insertGiftCardCodes as insertGiftCardRows,
+  lockOrderRow,
+  orderCodes,
+} from '../db/orders-store';
+import {
+  openPurchaseKey,
+  recordSupplierPurchase,
+  supplierPurchasesOf,
+  type SupplierPurchaseRow,
+} from '../db/supplier-purchases-store';
 import { codeBatchOf, insertSupportAction } from '../db/support-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
-import { SupplierPermanentError, SupplierTransientError, type ProcureResult, type Supplier, type SupplierPurchase } from '../providers/supplier';
+import {
+  SupplierPermanentError,
+  SupplierTransientError,
+  type ProcureResult,
+  type Supplier,
+  type SupplierPurchase,
+} from '../providers/supplier';
 import {
   deliveryAttentionEventId,
   type DeliverRequest,
@@ -35,11 +51,18 @@ async function lockOrder(em: EntityManager, orderId: string): Promise<Order> {
 }
 
 const isDirectCodePurchase = (o: Order) => o.kind === 'purchase' && o.deliveryType === 'direct_code';
-const isProcuring = (o: Order) => isDirectCodePurchase(o) && o.status === 'paid' && o.fulfillmentStatus === 'processing';
-const needsAttention = (o: Order) => isDirectCodePurchase(o) && o.status === 'paid' && o.fulfillmentStatus === 'needs_attention';
+const isProcuring = (o: Order) =>
+  isDirectCodePurchase(o) && o.status === 'paid' && o.fulfillmentStatus === 'processing';
+const needsAttention = (o: Order) =>
+  isDirectCodePurchase(o) && o.status === 'paid' && o.fulfillmentStatus === 'needs_attention';
 
 export function factsOf(order: Order): OrderFacts {
-  return { status: order.status, fulfillmentStatus: order.fulfillmentStatus ?? null, qty: order.qty, fulfilledQuantity: order.fulfilledQuantity };
+  return {
+    status: order.status,
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+    qty: order.qty,
+    fulfilledQuantity: order.fulfilledQuantity,
+  };
 }
 
 async function insertGiftCardCodes(em: EntityManager, order: Order, codes: string[]): Promise<string[]> {
@@ -62,7 +85,13 @@ async function completeDelivery(em: EntityManager, order: Order, baseUrl: string
   await recordDelivered(em, order, codes, baseUrl);
 }
 
-async function recordSupportAction(em: EntityManager, orderId: string, action: SupportActionName, who: SupportRequest, payload: Record<string, unknown>) {
+async function recordSupportAction(
+  em: EntityManager,
+  orderId: string,
+  action: SupportActionName,
+  who: SupportRequest,
+  payload: Record<string, unknown>,
+) {
   await insertSupportAction(em, { subjectId: orderId, action, actor: who.actor, reason: who.reason, payload });
 }
 
@@ -91,7 +120,12 @@ export async function procureRound(
   const remaining = order.qty - (await orderCodes(em, order.id)).length;
   if (remaining <= 0) return storeRound(em, input.orderId, { codes: [] }, input.baseUrl);
   const open = await openPurchaseKey(em, order.id);
-  const attempt: PurchaseAttempt = { supplier, key: open ?? input.idempotencyKey, requested: remaining, wasOpen: open !== undefined };
+  const attempt: PurchaseAttempt = {
+    supplier,
+    key: open ?? input.idempotencyKey,
+    requested: remaining,
+    wasOpen: open !== undefined,
+  };
   let result: ProcureResult;
   try {
     result = await supplier.procure(order.productId!, remaining, attempt.key);
@@ -99,7 +133,12 @@ export async function procureRound(
     const error = err instanceof Error ? err.message : String(err);
     await recordUnfinishedPurchase(em, order.id, attempt, err, error);
     // Anything but a definite refusal may pass: the next round asks again.
-    return { ...factsOf(order), outcome: err instanceof SupplierPermanentError ? 'permanent' : 'transient', obtained: 0, error };
+    return {
+      ...factsOf(order),
+      outcome: err instanceof SupplierPermanentError ? 'permanent' : 'transient',
+      obtained: 0,
+      error,
+    };
   }
   const round = await storeRound(em, input.orderId, result, input.baseUrl, attempt);
   if (result.purchase && onBought) await onBought(order.productId!, result.purchase);
@@ -119,8 +158,21 @@ interface PurchaseAttempt {
  * `failed` when its transaction ended without cards, `refused` when an open one was refused after
  * all. A plain refusal or outage of a purchase that never existed records nothing.
  */
-async function recordUnfinishedPurchase(em: EntityManager, orderId: string, p: PurchaseAttempt, err: unknown, error: string): Promise<void> {
-  const row = { orderId, idempotencyKey: p.key, supplier: p.supplier.name ?? 'supplier', requested: p.requested, units: 0, error };
+async function recordUnfinishedPurchase(
+  em: EntityManager,
+  orderId: string,
+  p: PurchaseAttempt,
+  err: unknown,
+  error: string,
+): Promise<void> {
+  const row = {
+    orderId,
+    idempotencyKey: p.key,
+    supplier: p.supplier.name ?? 'supplier',
+    requested: p.requested,
+    units: 0,
+    error,
+  };
   if (err instanceof SupplierTransientError && err.inFlight) {
     await recordSupplierPurchase(em, { ...row, state: 'open', purchase: err.purchase });
   } else if (err instanceof SupplierPermanentError && (err.purchase || p.wasOpen)) {
@@ -128,7 +180,13 @@ async function recordUnfinishedPurchase(em: EntityManager, orderId: string, p: P
   }
 }
 
-async function storeRound(em: EntityManager, orderId: string, result: ProcureResult, baseUrl: string, attempt?: PurchaseAttempt): Promise<RoundResult> {
+async function storeRound(
+  em: EntityManager,
+  orderId: string,
+  result: ProcureResult,
+  baseUrl: string,
+  attempt?: PurchaseAttempt,
+): Promise<RoundResult> {
   const { codes } = result;
   return em.transactional(async (tx) => {
     // What was bought is a fact whatever became of the order meanwhile (support may have closed it).
@@ -152,13 +210,20 @@ async function storeRound(em: EntityManager, orderId: string, result: ProcureRes
     const take = fresh.slice(0, room);
     const inserted = await insertGiftCardCodes(tx, order, take);
     const problems: string[] = [];
-    if (inserted.length < take.length) problems.push(`${take.length - inserted.length} code(s) from the supplier were already issued to another order`);
-    if (fresh.length > room) problems.push(`the supplier handed over ${fresh.length - room} code(s) more than asked; they were not stored`);
+    if (inserted.length < take.length)
+      problems.push(`${take.length - inserted.length} code(s) from the supplier were already issued to another order`);
+    if (fresh.length > room)
+      problems.push(`the supplier handed over ${fresh.length - room} code(s) more than asked; they were not stored`);
     order.fulfilledQuantity = mine.size + inserted.length;
     order.updatedAt = new Date();
     if (order.fulfilledQuantity >= order.qty) await completeDelivery(tx, order, baseUrl);
     else await tx.flush();
-    return { ...factsOf(order), outcome: 'obtained' as const, obtained: inserted.length, error: problems.length ? problems.join('; ') : null };
+    return {
+      ...factsOf(order),
+      outcome: 'obtained' as const,
+      obtained: inserted.length,
+      error: problems.length ? problems.join('; ') : null,
+    };
   });
 }
 
@@ -199,10 +264,14 @@ export async function markNeedsAttention(em: EntityManager, orderId: string): Pr
 }
 
 function notInAttention(order: Order): ApiError {
-  return new ApiError('invalid_input', `Order ${order.id} is not waiting for support (status ${order.status}, fulfillmentStatus ${order.fulfillmentStatus ?? 'null'})`, {
-    status: order.status,
-    fulfillmentStatus: order.fulfillmentStatus ?? null,
-  });
+  return new ApiError(
+    'invalid_input',
+    `Order ${order.id} is not waiting for support (status ${order.status}, fulfillmentStatus ${order.fulfillmentStatus ?? 'null'})`,
+    {
+      status: order.status,
+      fulfillmentStatus: order.fulfillmentStatus ?? null,
+    },
+  );
 }
 
 /**
@@ -220,13 +289,21 @@ export async function resumeProcurement(em: EntityManager, orderId: string, req:
     order.resolution = null;
     order.updatedAt = new Date();
     await tx.flush();
-    await recordSupportAction(tx, orderId, 'resume', who, { fulfilledQuantity: order.fulfilledQuantity, qty: order.qty });
+    await recordSupportAction(tx, orderId, 'resume', who, {
+      fulfilledQuantity: order.fulfilledQuantity,
+      qty: order.qty,
+    });
     return factsOf(order);
   });
 }
 
 /** Support: deliver codes obtained by hand for exactly the missing units; the order is delivered with all its codes. */
-export async function deliverManually(em: EntityManager, orderId: string, req: DeliverRequest, baseUrl: string): Promise<OrderFacts> {
+export async function deliverManually(
+  em: EntityManager,
+  orderId: string,
+  req: DeliverRequest,
+  baseUrl: string,
+): Promise<OrderFacts> {
   return em.transactional(async (tx) => {
     const order = await lockOrder(tx, orderId);
     // The batch goes with the delivery: this delivery committed before and its retry changes nothing.
@@ -239,16 +316,24 @@ export async function deliverManually(em: EntityManager, orderId: string, req: D
     const stored = await orderCodes(tx, orderId);
     const missing = order.qty - stored.length;
     if (codes.length !== missing) {
-      throw new ApiError('invalid_input', `This order is missing ${missing} code(s); ${codes.length} given`, { missing, given: codes.length });
+      throw new ApiError('invalid_input', `This order is missing ${missing} code(s); ${codes.length} given`, {
+        missing,
+        given: codes.length,
+      });
     }
     const taken = await withCodes('checking the given codes', () => countIssuedCodes(tx, codes));
     if (taken > 0) {
-      throw new ApiError('invalid_input', `${taken} of the given codes were already issued; nothing was delivered`, { alreadyIssued: taken });
+      throw new ApiError('invalid_input', `${taken} of the given codes were already issued; nothing was delivered`, {
+        alreadyIssued: taken,
+      });
     }
     if ((await insertGiftCardCodes(tx, order, codes)).length !== codes.length) {
       throw new ApiError('invalid_input', 'Some of the given codes were issued meanwhile; nothing was delivered');
     }
-    await recordSupportAction(tx, orderId, 'deliver', request, { units: codes.length, obtainedFromSupplier: stored.length });
+    await recordSupportAction(tx, orderId, 'deliver', request, {
+      units: codes.length,
+      obtainedFromSupplier: stored.length,
+    });
     await dropManualCodes(tx, request.batch_id!);
     await completeDelivery(tx, order, baseUrl);
     return factsOf(order);

@@ -45,7 +45,9 @@ async function productState(em: EntityManager, productId: string): Promise<Produ
   return {
     active: product.active,
     currency: product.currency,
-    prices: Object.fromEntries([...(prices.get(productId) ?? new Map())].map(([level, cents]) => [String(level), cents])),
+    prices: Object.fromEntries(
+      [...(prices.get(productId) ?? new Map())].map(([level, cents]) => [String(level), cents]),
+    ),
     inStock: product.inStock,
     blocked: listingBlock(product) !== undefined,
     stockMode: product.stockMode,
@@ -85,7 +87,10 @@ export async function noteProductChange(em: EntityManager, productId: string): P
  * Announces the marks whose window has passed: for each level whose view changed, a product.updated
  * to every account at that level whose endpoint asked for it. Returns the events written.
  */
-export async function emitDueProductUpdates(em: EntityManager, opts: { coalesceSeconds: number; stockDisplayCap: number }): Promise<number> {
+export async function emitDueProductUpdates(
+  em: EntityManager,
+  opts: { coalesceSeconds: number; stockDisplayCap: number },
+): Promise<number> {
   let written = 0;
   for (;;) {
     const { claimed, events } = await em.fork().transactional(async (tx) => {

@@ -41,7 +41,12 @@ export async function pruneSometimes(em: EntityManager): Promise<void> {
 }
 
 /** Counts one hit in a fixed window kept in Postgres, so several API processes share a budget. */
-export async function hitRateLimit(em: EntityManager, bucket: string, limit: number, windowSeconds: number): Promise<RateLimitResult> {
+export async function hitRateLimit(
+  em: EntityManager,
+  bucket: string,
+  limit: number,
+  windowSeconds: number,
+): Promise<RateLimitResult> {
   const window = rateWindow(windowSeconds);
   const count = await countHit(em, bucket, window.start);
   await pruneSometimes(em);

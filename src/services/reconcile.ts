@@ -30,7 +30,14 @@ import {
   type ReconcileTotals,
   type RepairKind,
 } from '../contracts/reconcile';
-import { batchStarter, deliveryStarter, evmCheckoutStarter, exportStarter, procurementStarter, redemptionStarter } from '../temporal/starters';
+import {
+  batchStarter,
+  deliveryStarter,
+  evmCheckoutStarter,
+  exportStarter,
+  procurementStarter,
+  redemptionStarter,
+} from '../temporal/starters';
 
 // The reconciler: Postgres owns the facts, Temporal the time, and here the two are compared. For
 // each lifecycle, the rows that are not final yet are paged through (keyset, by id) and the
@@ -46,7 +53,11 @@ export interface ReconcileLog {
   error(message: string, meta?: Record<string, unknown>): void;
 }
 
-export type ReconcileConfig = Pick<Config, 'RECONCILE_GRACE_SECONDS' | 'RECONCILE_PAGE_SIZE' | 'PAYMENT_PROVIDER' | 'BATCH_CHUNK_LINES'> & Parameters<typeof redemptionStarter>[1];
+export type ReconcileConfig = Pick<
+  Config,
+  'RECONCILE_GRACE_SECONDS' | 'RECONCILE_PAGE_SIZE' | 'PAYMENT_PROVIDER' | 'BATCH_CHUNK_LINES'
+> &
+  Parameters<typeof redemptionStarter>[1];
 
 export interface ReconcileDeps {
   orm: Orm;
@@ -55,7 +66,8 @@ export interface ReconcileDeps {
   log: ReconcileLog;
 }
 
-export type FindingAction = 'started' | 'restarted' | 'gave_up' | 'alerted' | 'failed' | 'would_start' | 'would_restart' | 'would_alert';
+export type FindingAction =
+  'started' | 'restarted' | 'gave_up' | 'alerted' | 'failed' | 'would_start' | 'would_restart' | 'would_alert';
 
 /** One thing a step found wrong, and what it did about it (or, in a dry run, would do). */
 export interface Finding {
@@ -108,7 +120,13 @@ function lifecycles(deps: ReconcileDeps) {
       rows: (em, after, limit, grace) => pendingPayments(em, after ?? '', limit, grace),
       cursor: (r) => r.id,
       plan: (r) => {
-        const order = { id: r.id, kind: r.kind, accountId: r.account_id, externalOrderId: r.external_order_id, externalTopupId: r.external_topup_id };
+        const order = {
+          id: r.id,
+          kind: r.kind,
+          accountId: r.account_id,
+          externalOrderId: r.external_order_id,
+          externalTopupId: r.external_topup_id,
+        };
         return {
           kind: r.kind === 'topup' ? 'topup_payment' : 'order_payment',
           subjectId: r.id,
@@ -121,8 +139,18 @@ function lifecycles(deps: ReconcileDeps) {
       rows: (em, after, limit, grace) => unfinishedProcurements(em, after ?? '', limit, grace),
       cursor: (r) => r.id,
       plan: (r) => {
-        const starter = procurementStarter(temporal, { orderId: r.id, accountId: r.account_id, externalOrderId: r.external_order_id });
-        return { kind: 'procurement', subjectId: r.id, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
+        const starter = procurementStarter(temporal, {
+          orderId: r.id,
+          accountId: r.account_id,
+          externalOrderId: r.external_order_id,
+        });
+        return {
+          kind: 'procurement',
+          subjectId: r.id,
+          workflowId: starter.workflowId,
+          settledBy: ['COMPLETED'],
+          restart: () => starter.start(),
+        };
       },
     }),
     redemptions: lifecycle({
@@ -132,7 +160,13 @@ function lifecycles(deps: ReconcileDeps) {
         // A new run of the current attempt takes up where Postgres stands: its submission is found
         // recorded (the upstream is not asked twice) and the upstream's status is asked again.
         const starter = redemptionStarter(temporal, config, { redemptionId: r.id, attempt: r.attempt });
-        return { kind: 'redemption', subjectId: r.id, workflowId: starter.workflowId, restart: () => starter.start(), detail: { attempt: r.attempt } };
+        return {
+          kind: 'redemption',
+          subjectId: r.id,
+          workflowId: starter.workflowId,
+          restart: () => starter.start(),
+          detail: { attempt: r.attempt },
+        };
       },
     }),
     deliveries: lifecycle({
@@ -140,20 +174,40 @@ function lifecycles(deps: ReconcileDeps) {
       cursor: (r) => r.id,
       plan: (r) => {
         const starter = deliveryStarter(temporal, config, { id: r.id, accountId: r.account_id });
-        return { kind: 'webhook_delivery', subjectId: r.id, workflowId: starter.workflowId, restart: () => starter.start() };
+        return {
+          kind: 'webhook_delivery',
+          subjectId: r.id,
+          workflowId: starter.workflowId,
+          restart: () => starter.start(),
+        };
       },
     }),
     evm_checkouts: lifecycle({
       // Only where this deployment takes EVM payments: a worker without the provider cannot watch.
-      rows: (em, after, limit, grace) => (config.PAYMENT_PROVIDER === 'evm' ? openEvmCheckouts(em, after === null ? -1 : Number(after), limit, grace) : Promise.resolve([])),
+      rows: (em, after, limit, grace) =>
+        config.PAYMENT_PROVIDER === 'evm'
+          ? openEvmCheckouts(em, after === null ? -1 : Number(after), limit, grace)
+          : Promise.resolve([]),
       cursor: (r) => String(r.derivation_index),
       plan: (r) => {
         // The watch's windows are the checkout's, counted from its order's deadline (from its own
         // creation if the order never committed), not from now: it stops when the lost one would have.
-        const expiresAt = r.expires_at ? new Date(r.expires_at).getTime() : new Date(r.created_at).getTime() + config.PAYMENT_WINDOW_SECONDS * 1000;
-        const starter = evmCheckoutStarter(temporal, config, { orderId: r.reference, depositIndex: r.derivation_index, expiresAt });
+        const expiresAt = r.expires_at
+          ? new Date(r.expires_at).getTime()
+          : new Date(r.created_at).getTime() + config.PAYMENT_WINDOW_SECONDS * 1000;
+        const starter = evmCheckoutStarter(temporal, config, {
+          orderId: r.reference,
+          depositIndex: r.derivation_index,
+          expiresAt,
+        });
         // Named like its watch, never by the checkout id (the secret half of its URL).
-        return { kind: 'evm_checkout', subjectId: `${r.reference}:${r.derivation_index}`, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
+        return {
+          kind: 'evm_checkout',
+          subjectId: `${r.reference}:${r.derivation_index}`,
+          workflowId: starter.workflowId,
+          settledBy: ['COMPLETED'],
+          restart: () => starter.start(),
+        };
       },
     }),
     exports: lifecycle({
@@ -162,7 +216,13 @@ function lifecycles(deps: ReconcileDeps) {
       plan: (r) => {
         // A new run takes up from the pages Postgres holds (or from a ready file's remaining life).
         const starter = exportStarter(temporal, { exportId: r.id, accountId: r.account_id });
-        return { kind: 'export', subjectId: r.id, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
+        return {
+          kind: 'export',
+          subjectId: r.id,
+          workflowId: starter.workflowId,
+          settledBy: ['COMPLETED'],
+          restart: () => starter.start(),
+        };
       },
     }),
     batches: lifecycle({
@@ -171,7 +231,13 @@ function lifecycles(deps: ReconcileDeps) {
       plan: (r) => {
         // A new run places only the lines that have no outcome in Postgres.
         const starter = batchStarter(temporal, config, { batchId: r.id, accountId: r.account_id });
-        return { kind: 'batch', subjectId: r.id, workflowId: starter.workflowId, settledBy: ['COMPLETED'], restart: () => starter.start() };
+        return {
+          kind: 'batch',
+          subjectId: r.id,
+          workflowId: starter.workflowId,
+          settledBy: ['COMPLETED'],
+          restart: () => starter.start(),
+        };
       },
     }),
   };
@@ -182,12 +248,18 @@ function lifecycles(deps: ReconcileDeps) {
  * `dryRun`, repaired. Safe to run beside another reconciler: each repair is claimed in Postgres
  * first (one per subject and observed run), so an orphan seen twice is started once.
  */
-export async function reconcileStep(deps: ReconcileDeps, step: ReconcileStep, opts: { dryRun?: boolean } = {}): Promise<StepReport> {
+export async function reconcileStep(
+  deps: ReconcileDeps,
+  step: ReconcileStep,
+  opts: { dryRun?: boolean } = {},
+): Promise<StepReport> {
   if (step.check === 'ledger') return checkLedgers(deps, step.after, opts.dryRun ?? false);
   const l = lifecycles(deps)[step.check] as Lifecycle<unknown>;
   const limit = deps.config.RECONCILE_PAGE_SIZE;
   const rows = await l.rows(deps.orm.em.fork(), step.after, limit, deps.config.RECONCILE_GRACE_SECONDS);
-  const findings = (await eachLimited(rows, DESCRIBE_CONCURRENCY, (row) => compare(deps, l.plan(row), opts.dryRun ?? false))).filter((f) => f !== undefined);
+  const findings = (
+    await eachLimited(rows, DESCRIBE_CONCURRENCY, (row) => compare(deps, l.plan(row), opts.dryRun ?? false))
+  ).filter((f) => f !== undefined);
   return {
     ...count(findings),
     checked: rows.length,
@@ -197,7 +269,10 @@ export async function reconcileStep(deps: ReconcileDeps, step: ReconcileStep, op
 }
 
 /** A whole reconciliation in this process (the CLI's, and tests'): every check, page by page. */
-export async function reconcileNow(deps: ReconcileDeps, opts: { dryRun?: boolean } = {}): Promise<{ totals: ReconcileTotals; findings: Finding[] }> {
+export async function reconcileNow(
+  deps: ReconcileDeps,
+  opts: { dryRun?: boolean } = {},
+): Promise<{ totals: ReconcileTotals; findings: Finding[] }> {
   const totals = emptyTotals();
   const findings: Finding[] = [];
   for (const check of RECONCILE_CHECKS) {
@@ -233,7 +308,10 @@ function count(findings: Finding[]): Omit<ReconcileStepResult, 'checked' | 'next
   return { repaired: n('started', 'restarted'), alerted: n('alerted', 'gave_up'), failed: n('failed') };
 }
 
-async function describe(temporal: TemporalHandle, workflowId: string): Promise<{ status: string; runId: string | null }> {
+async function describe(
+  temporal: TemporalHandle,
+  workflowId: string,
+): Promise<{ status: string; runId: string | null }> {
   try {
     const d = await temporal.client.workflow.getHandle(workflowId).describe();
     return { status: d.status.name, runId: d.runId };
@@ -247,16 +325,34 @@ async function describe(temporal: TemporalHandle, workflowId: string): Promise<{
 async function compare(deps: ReconcileDeps, plan: Plan, dryRun: boolean): Promise<Finding | undefined> {
   const seen = await describe(deps.temporal, plan.workflowId);
   if (ALIVE.has(seen.status) || plan.settledBy?.includes(seen.status)) return undefined;
-  const found = { kind: plan.kind, subjectId: plan.subjectId, workflowId: plan.workflowId, workflow: seen.status, ...(plan.detail ? { detail: plan.detail } : {}) };
+  const found = {
+    kind: plan.kind,
+    subjectId: plan.subjectId,
+    workflowId: plan.workflowId,
+    workflow: seen.status,
+    ...(plan.detail ? { detail: plan.detail } : {}),
+  };
   const action = seen.runId ? 'restarted' : 'started';
   if (dryRun) return { ...found, action: seen.runId ? 'would_restart' : 'would_start' };
 
   const em = deps.orm.em.fork();
   // What this repair answers: the closed run it replaces, or the absence of any.
-  const record: RepairRecord = { kind: plan.kind, subjectId: plan.subjectId, observed: seen.runId ?? 'missing', action, workflowId: plan.workflowId, detail: { previous: seen.status, ...plan.detail } };
+  const record: RepairRecord = {
+    kind: plan.kind,
+    subjectId: plan.subjectId,
+    observed: seen.runId ?? 'missing',
+    action,
+    workflowId: plan.workflowId,
+    detail: { previous: seen.status, ...plan.detail },
+  };
   if ((await repairsOf(em, plan.kind, plan.subjectId)) >= REPAIR_LIMIT) {
     if (!(await claimRepair(em, { ...record, action: 'gave_up' }))) return undefined;
-    deps.log.error('reconciler gives up on a workflow that keeps being lost; look at it by hand', { kind: plan.kind, subjectId: plan.subjectId, lostWorkflowId: plan.workflowId, repairs: REPAIR_LIMIT });
+    deps.log.error('reconciler gives up on a workflow that keeps being lost; look at it by hand', {
+      kind: plan.kind,
+      subjectId: plan.subjectId,
+      lostWorkflowId: plan.workflowId,
+      repairs: REPAIR_LIMIT,
+    });
     return { ...found, action: 'gave_up' };
   }
   if (!(await claimRepair(em, record))) return undefined;
@@ -266,11 +362,21 @@ async function compare(deps: ReconcileDeps, plan: Plan, dryRun: boolean): Promis
     await releaseRepair(em, record);
     // Started meanwhile by its own path (or completed, and not to be replaced): nothing was lost.
     if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
-    deps.log.warn('reconciler could not restart a workflow; the next run tries again', { kind: plan.kind, subjectId: plan.subjectId, lostWorkflowId: plan.workflowId, error: err instanceof Error ? err.message : String(err) });
+    deps.log.warn('reconciler could not restart a workflow; the next run tries again', {
+      kind: plan.kind,
+      subjectId: plan.subjectId,
+      lostWorkflowId: plan.workflowId,
+      error: err instanceof Error ? err.message : String(err),
+    });
     return { ...found, action: 'failed' };
   }
   reconcilerRepairs.inc({ kind: plan.kind });
-  deps.log.warn('reconciler restarted a workflow Temporal had lost', { kind: plan.kind, subjectId: plan.subjectId, lostWorkflowId: plan.workflowId, previous: seen.status });
+  deps.log.warn('reconciler restarted a workflow Temporal had lost', {
+    kind: plan.kind,
+    subjectId: plan.subjectId,
+    lostWorkflowId: plan.workflowId,
+    previous: seen.status,
+  });
   return { ...found, action };
 }
 
@@ -302,14 +408,33 @@ async function checkLedgers(deps: ReconcileDeps, after: string | null, dryRun: b
     // One open alert per account (a partial unique index): orders that keep working on the
     // account move its numbers, and the chain breaks again at its next row, but it is one problem.
     const observed = `first-seen:${new Date().toISOString()}`;
-    if (!(await claimRepair(em, { kind: 'ledger', subjectId: r.id, observed, action: 'alerted', workflowId: null, detail }))) continue;
-    deps.log.error('ledger does not add up; nothing was changed, look at this account by hand', { accountId: r.id, ...detail });
+    if (
+      !(await claimRepair(em, {
+        kind: 'ledger',
+        subjectId: r.id,
+        observed,
+        action: 'alerted',
+        workflowId: null,
+        detail,
+      }))
+    )
+      continue;
+    deps.log.error('ledger does not add up; nothing was changed, look at this account by hand', {
+      accountId: r.id,
+      ...detail,
+    });
     findings.push({ kind: 'ledger', subjectId: r.id, action: 'alerted', detail });
   }
   if (!dryRun) {
-    for (const accountId of await resolveLedgerAlerts(em, addingUp)) deps.log.info('ledger adds up again', { accountId });
+    for (const accountId of await resolveLedgerAlerts(em, addingUp))
+      deps.log.info('ledger adds up again', { accountId });
   }
-  return { ...count(findings), checked: rows.length, next: rows.length === limit ? rows[rows.length - 1].id : null, findings };
+  return {
+    ...count(findings),
+    checked: rows.length,
+    next: rows.length === limit ? rows[rows.length - 1].id : null,
+    findings,
+  };
 }
 
 /** `fn` over `items`, at most `limit` at a time, results in order. */

@@ -22,7 +22,14 @@ import {
 import { maskDeliverable } from '../domain/redeem-info';
 import type { UpstreamStatus } from '../providers/redemption-upstream';
 import { seal, unseal, type KeyRing } from '../temporal/codec';
-import { decisionSubject, redemptionEventId, type AttemptOutcome, type AttemptRef, type DecisionRef, type UpstreamState } from '../contracts/redemptions';
+import {
+  decisionSubject,
+  redemptionEventId,
+  type AttemptOutcome,
+  type AttemptRef,
+  type DecisionRef,
+  type UpstreamState,
+} from '../contracts/redemptions';
 import { recordEvent } from './events';
 
 // The steps of one redemption attempt, run by redemptionWorkflow's activities (and, for test
@@ -35,7 +42,10 @@ const unix = (d: Date | null | undefined) => (d ? Math.floor(new Date(d).getTime
  * pending → processing. Returns undefined while the attempt is not visible (its submission has
  * not committed, or rolled back), `finished` when it already reached a terminal state.
  */
-export async function beginAttempt(em: EntityManager, ref: AttemptRef): Promise<{ state: 'ready' | 'finished'; manual: boolean } | undefined> {
+export async function beginAttempt(
+  em: EntityManager,
+  ref: AttemptRef,
+): Promise<{ state: 'ready' | 'finished'; manual: boolean } | undefined> {
   return em.transactional(async (tx) => {
     const attempt = await attemptRow(tx, ref, true);
     if (!attempt) return undefined;
@@ -52,7 +62,12 @@ const secretsAad = (ref: AttemptRef) => `redemption-secrets:${ref.redemptionId}:
  * Stages an attempt's password values, encrypted, for its upstream call (in the submission's
  * transaction): the workflow is given only the attempt's id, never the values.
  */
-export async function stageSecrets(em: EntityManager, keys: KeyRing, ref: AttemptRef, secrets: Record<string, string>): Promise<void> {
+export async function stageSecrets(
+  em: EntityManager,
+  keys: KeyRing,
+  ref: AttemptRef,
+  secrets: Record<string, string>,
+): Promise<void> {
   if (Object.keys(secrets).length === 0) return;
   const { keyId, data } = seal(keys, secretsAad(ref), Buffer.from(JSON.stringify(secrets), 'utf8'));
   await insertSecrets(em, ref, keyId, data);
@@ -61,7 +76,9 @@ export async function stageSecrets(em: EntityManager, keys: KeyRing, ref: Attemp
 /** The staged password values of an attempt ({} once it ended, or when there were none). */
 async function stagedSecrets(em: EntityManager, keys: KeyRing, ref: AttemptRef): Promise<Record<string, string>> {
   const row = await secretsRow(em, ref);
-  return row ? (JSON.parse(unseal(keys, row.key_id, secretsAad(ref), row.data).toString('utf8')) as Record<string, string>) : {};
+  return row
+    ? (JSON.parse(unseal(keys, row.key_id, secretsAad(ref), row.data).toString('utf8')) as Record<string, string>)
+    : {};
 }
 
 /** What the upstream is sent for an attempt: the stored normalized values plus the staged password values. */
@@ -87,13 +104,19 @@ export async function upstreamSubmission(em: EntityManager, keys: KeyRing, ref: 
  * masked against everything the customer submitted, instead of being returned: what the workflow
  * gets carries no customer data, and the note never rests in Postgres with a password in it.
  */
-export async function refreshUpstream(em: EntityManager, keys: KeyRing, ref: AttemptRef, status: UpstreamStatus): Promise<UpstreamState> {
+export async function refreshUpstream(
+  em: EntityManager,
+  keys: KeyRing,
+  ref: AttemptRef,
+  status: UpstreamStatus,
+): Promise<UpstreamState> {
   if (status.state !== 'fulfilled') return status;
   const attempt = await attemptRow(em, ref);
   const secrets = await stagedSecrets(em, keys, ref);
-  const note = status.deliverable === undefined || status.deliverable === null
-    ? null
-    : maskDeliverable(status.deliverable, [...Object.values(attempt?.redeem_info ?? {}), ...Object.values(secrets)]);
+  const note =
+    status.deliverable === undefined || status.deliverable === null
+      ? null
+      : maskDeliverable(status.deliverable, [...Object.values(attempt?.redeem_info ?? {}), ...Object.values(secrets)]);
   await setUpstreamDeliverable(em, ref, note);
   return { state: 'fulfilled' };
 }
@@ -107,7 +130,12 @@ export async function recordUpstreamRef(em: EntityManager, ref: AttemptRef, upst
  * Whether Postgres backs an operator's decision: the operator queue's row decided the same way,
  * or support's request for it (taken, so it acts once). Counted when it does not.
  */
-async function decisionOnRecord(em: EntityManager, ref: AttemptRef, outcome: AttemptOutcome, decision: DecisionRef): Promise<boolean> {
+async function decisionOnRecord(
+  em: EntityManager,
+  ref: AttemptRef,
+  outcome: AttemptOutcome,
+  decision: DecisionRef,
+): Promise<boolean> {
   if (decision.queue) {
     if ((await decisionOf(em, ref))?.outcome === outcome.status) return true;
     supportActionsUnverified.inc({ action: 'redemption.queue' });
@@ -130,7 +158,13 @@ async function decisionOnRecord(em: EntityManager, ref: AttemptRef, outcome: Att
  * An outcome decided by an operator is recorded only when Postgres backs the decision
  * (`refused` otherwise, and nothing changes).
  */
-export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: AttemptRef, outcome: AttemptOutcome, decision?: DecisionRef): Promise<'finished' | 'refused'> {
+export async function finishAttempt(
+  em: EntityManager,
+  keys: KeyRing,
+  ref: AttemptRef,
+  outcome: AttemptOutcome,
+  decision?: DecisionRef,
+): Promise<'finished' | 'refused'> {
   let refused = false;
   const finished = await em.transactional(async (tx) => {
     const attempt = await attemptRow(tx, ref, true);
@@ -144,10 +178,20 @@ export async function finishAttempt(em: EntityManager, keys: KeyRing, ref: Attem
     await deleteSecrets(tx, ref);
     const fulfilled = outcome.status === 'fulfilled';
     const note = fulfilled ? (outcome.deliverable ?? attempt.upstream_deliverable ?? 'Fulfilled.') : null;
-    const deliverable = note === null ? null : maskDeliverable(note, [...Object.values(attempt.redeem_info), ...Object.values(secrets)]);
+    const deliverable =
+      note === null ? null : maskDeliverable(note, [...Object.values(attempt.redeem_info), ...Object.values(secrets)]);
     const failureCode = fulfilled ? null : outcome.failureCode;
-    await finishAttemptRow(tx, ref, { status: outcome.status, failureCode, holdsResources: !fulfilled && outcome.holdsResources });
-    const updated = await finishRedemptionRow(tx, ref, { status: outcome.status, failureCode, deliverable, fulfilledAt: fulfilled ? new Date() : null });
+    await finishAttemptRow(tx, ref, {
+      status: outcome.status,
+      failureCode,
+      holdsResources: !fulfilled && outcome.holdsResources,
+    });
+    const updated = await finishRedemptionRow(tx, ref, {
+      status: outcome.status,
+      failureCode,
+      deliverable,
+      fulfilledAt: fulfilled ? new Date() : null,
+    });
     if (!updated) return false;
     await recordRedemptionEvent(tx, ref, outcome.status, failureCode, unix(updated.fulfilled_at));
     return true;

@@ -16,7 +16,12 @@ import {
 import { insertSupportAction } from '../db/support-store';
 import { CODE_RE, newId, normalizeCode } from '../codes';
 import { ApiError } from '../domain/errors';
-import { displayFields, validateRedeemInfo, type RedeemFieldDef, type ValidatedRedeemInfo } from '../domain/redeem-info';
+import {
+  displayFields,
+  validateRedeemInfo,
+  type RedeemFieldDef,
+  type ValidatedRedeemInfo,
+} from '../domain/redeem-info';
 import { UpstreamUnavailableError, type RedemptionUpstream } from '../providers/redemption-upstream';
 import type { TemporalHandle } from '../temporal/client';
 import type { KeyRing } from '../temporal/codec';
@@ -37,7 +42,8 @@ import { requestSupportAction } from './support-requests';
 // code lookup, one validation, one state machine. Postgres holds the facts (redemptions, one row
 // per code, and redemption_attempts, one row per submission); redemptionWorkflow owns the time.
 
-export const TEST_DELIVERABLE = 'Test redemption completed: this integration test code carries no subscription or benefit.';
+export const TEST_DELIVERABLE =
+  'Test redemption completed: this integration test code carries no subscription or benefit.';
 
 export interface RedemptionView {
   redemptionId: string | null;
@@ -76,7 +82,8 @@ export type Submitter = { source: 'api'; accountId: string } | { source: 'site' 
 const unix = (d: Date | string | null | undefined) => (d ? Math.floor(new Date(d).getTime() / 1000) : null);
 
 // One message for every reason, so a caller learns nothing about codes that are not theirs.
-const invalidCode = () => new ApiError('invalid_code', 'This code cannot be redeemed: it is unknown, voided or not issued to you');
+const invalidCode = () =>
+  new ApiError('invalid_code', 'This code cannot be redeemed: it is unknown, voided or not issued to you');
 
 /**
  * A platform code of a delivered order that the submitter may redeem. Unknown, voided, gift-card
@@ -101,9 +108,13 @@ function assertSubmittable(existing: RedemptionRow | undefined): void {
     });
   }
   if (existing.holds_resources) {
-    throw new ApiError('retry_conflict', 'The previous attempt still holds supplier resources; query the redemption and retry later', {
-      redemptionId: existing.id,
-    });
+    throw new ApiError(
+      'retry_conflict',
+      'The previous attempt still holds supplier resources; query the redemption and retry later',
+      {
+        redemptionId: existing.id,
+      },
+    );
   }
 }
 
@@ -121,12 +132,17 @@ async function preCheckSession(deps: RedemptionDeps, productId: string, validate
     verdict = await deps.upstream.validateSession({ productId, userId: validated.sessionUserId });
   } catch (err) {
     if (err instanceof UpstreamUnavailableError) {
-      throw new ApiError('session_validation_unavailable', 'The session pre-check is temporarily unavailable; the code was not used, retry');
+      throw new ApiError(
+        'session_validation_unavailable',
+        'The session pre-check is temporarily unavailable; the code was not used, retry',
+      );
     }
     throw err;
   }
   if (verdict === 'invalid') {
-    throw new ApiError('invalid_session_json', 'The session was not recognised as an authenticated session', { field: 'session_user_id' });
+    throw new ApiError('invalid_session_json', 'The session was not recognised as an authenticated session', {
+      field: 'session_user_id',
+    });
   }
 }
 
@@ -148,18 +164,28 @@ export async function submitRedemption(
   assertSubmittable(await redemptionOfCodeRow(deps.em, found.id));
   const product = await productOf(deps.em, found.product_id);
   // Test codes accept any redeemInfo and keep none of it.
-  const validated: ValidatedRedeemInfo = found.is_test ? { stored: {}, secrets: {} } : validateRedeemInfo(product.redeemFields, input.redeemInfo);
+  const validated: ValidatedRedeemInfo = found.is_test
+    ? { stored: {}, secrets: {} }
+    : validateRedeemInfo(product.redeemFields, input.redeemInfo);
   if (!found.is_test) await preCheckSession(deps, product.id, validated);
 
   return deps.em.transactional(async (tx) => {
     const code = await findCode(tx, found.code, who, true);
     const existing = await redemptionOfCodeRow(tx, code.id);
     assertSubmittable(existing);
-    const ref: AttemptRef = existing ? { redemptionId: existing.id, attempt: existing.attempt + 1 } : { redemptionId: newId('rdm'), attempt: 1 };
+    const ref: AttemptRef = existing
+      ? { redemptionId: existing.id, attempt: existing.attempt + 1 }
+      : { redemptionId: newId('rdm'), attempt: 1 };
     if (existing) {
       await reopenRedemption(tx, ref.redemptionId, ref.attempt, who.source);
     } else {
-      await insertRedemption(tx, { id: ref.redemptionId, codeId: code.id, accountId: code.account_id, orderId: code.order_id, source: who.source });
+      await insertRedemption(tx, {
+        id: ref.redemptionId,
+        codeId: code.id,
+        accountId: code.account_id,
+        orderId: code.order_id,
+        source: who.source,
+      });
     }
     await insertAttempt(tx, ref, validated.stored);
     if (code.is_test) {
@@ -192,13 +218,20 @@ function toView(row: ViewRow): RedemptionView {
   };
 }
 
-async function viewById(em: EntityManager, redemptionId: string): Promise<(RedemptionView & { accountId: string }) | undefined> {
+async function viewById(
+  em: EntityManager,
+  redemptionId: string,
+): Promise<(RedemptionView & { accountId: string }) | undefined> {
   const row = await viewRowById(em, redemptionId);
   return row ? { ...toView(row), accountId: row.account_id } : undefined;
 }
 
 /** GET /redemptions/{id}: unknown ids and other accounts' ids are the same 404 not_found. */
-export async function redemptionById(em: EntityManager, accountId: string, redemptionId: string): Promise<RedemptionView> {
+export async function redemptionById(
+  em: EntityManager,
+  accountId: string,
+  redemptionId: string,
+): Promise<RedemptionView> {
   const found = await viewById(em, redemptionId);
   if (!found || found.accountId !== accountId) throw new ApiError('not_found', 'Redemption not found');
   const { accountId: _owner, ...view } = found;
@@ -239,7 +272,8 @@ export interface SiteCodeLookup {
 /** The site's first step: a code an end customer typed, its product's fields and its state. */
 export async function lookupCodeForSite(em: EntityManager, rawCode: string): Promise<SiteCodeLookup> {
   const found = await findCode(em, rawCode, { source: 'site' });
-  if (found.is_test) throw new ApiError('test_code_only', 'Integration test codes cannot be redeemed on the redemption site');
+  if (found.is_test)
+    throw new ApiError('test_code_only', 'Integration test codes cannot be redeemed on the redemption site');
   const product = await productOf(em, found.product_id);
   const existing = await redemptionOfCodeRow(em, found.id);
   return {
@@ -251,14 +285,23 @@ export async function lookupCodeForSite(em: EntityManager, rawCode: string): Pro
   };
 }
 
-export async function productFieldsForCode(em: EntityManager, rawCode: string): Promise<{ productName: string; fields: RedeemFieldDef[] }> {
+export async function productFieldsForCode(
+  em: EntityManager,
+  rawCode: string,
+): Promise<{ productName: string; fields: RedeemFieldDef[] }> {
   const found = await findCode(em, rawCode, { source: 'site' });
   const product = await productOf(em, found.product_id);
-  return { productName: product.nameEn ?? product.name, fields: displayFields(product.redeemFields, product.redeemFieldsEn) };
+  return {
+    productName: product.nameEn ?? product.name,
+    fields: displayFields(product.redeemFields, product.redeemFieldsEn),
+  };
 }
 
 /** The site's status page: addressed by the unguessable redemption id its submitter was sent to. */
-export async function siteRedemptionStatus(em: EntityManager, redemptionId: string): Promise<RedemptionView & { productName: string }> {
+export async function siteRedemptionStatus(
+  em: EntityManager,
+  redemptionId: string,
+): Promise<RedemptionView & { productName: string }> {
   const found = await viewById(em, redemptionId);
   if (!found) throw new ApiError('not_found', 'Redemption not found');
   const product = await productOf(em, found.productId);
@@ -280,7 +323,10 @@ export async function decideRedemption(
   const row = await redemptionState(deps.em, redemptionId);
   if (!row) throw new ApiError('not_found', `Redemption ${redemptionId} not found`);
   if (row.status !== 'pending' && row.status !== 'processing') {
-    throw new ApiError('invalid_input', `Redemption ${redemptionId} is ${row.status}; only a pending or processing redemption takes a decision`);
+    throw new ApiError(
+      'invalid_input',
+      `Redemption ${redemptionId} is ${row.status}; only a pending or processing redemption takes a decision`,
+    );
   }
   const ref = { redemptionId, attempt: row.attempt };
   // On record first: the attempt's activity records the outcome only against this row.
@@ -290,7 +336,9 @@ export async function decideRedemption(
     actor: decision.actor,
     reason: decision.reason,
   });
-  await deps.temporal.client.workflow.getHandle(redemptionWorkflowId(redemptionId, row.attempt)).signal(operatorDecisionSignal, { ...decision, requestId });
+  await deps.temporal.client.workflow
+    .getHandle(redemptionWorkflowId(redemptionId, row.attempt))
+    .signal(operatorDecisionSignal, { ...decision, requestId });
   await insertSupportAction(deps.em, {
     subjectId: redemptionId,
     action: `redemption.${decision.decision}`,
@@ -302,7 +350,11 @@ export async function decideRedemption(
 }
 
 /** The redemption as support sees it, once the attempt has left pending/processing (or the deadline passed). */
-export async function settledRedemption(em: EntityManager, ref: AttemptRef, timeoutMs: number): Promise<RedemptionView> {
+export async function settledRedemption(
+  em: EntityManager,
+  ref: AttemptRef,
+  timeoutMs: number,
+): Promise<RedemptionView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const view = await viewById(em.fork(), ref.redemptionId);

@@ -41,11 +41,14 @@ export async function throttledSignIn<T>(
     { bucket: `${prefix}-email-ip:${emailKey(who.email)}:${who.ip}`, limit: limits.perEmailAndIp },
   ];
   const hits: { bucket: string; hit: RateLimitResult }[] = [];
-  for (const { bucket, limit } of buckets) hits.push({ bucket, hit: await hitRateLimit(em, bucket, limit, limits.windowSeconds) });
+  for (const { bucket, limit } of buckets)
+    hits.push({ bucket, hit: await hitRateLimit(em, bucket, limit, limits.windowSeconds) });
   const refused = hits.find((h) => !h.hit.allowed);
   if (refused) {
     rateLimited.inc({ limit: `${area}-sign-in` });
-    throw new ApiError('rate_limited', 'Too many sign-in attempts', undefined, { 'Retry-After': String(refused.hit.retryAfter) });
+    throw new ApiError('rate_limited', 'Too many sign-in attempts', undefined, {
+      'Retry-After': String(refused.hit.retryAfter),
+    });
   }
   const giveBack = () => Promise.all(hits.map(({ bucket, hit }) => giveBackHit(em, bucket, hit)));
   let result: T;

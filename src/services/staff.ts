@@ -61,7 +61,8 @@ function newTotpSecret(keys: KeyRing, staffId: string) {
   return { totpKeyId: keyId, totpSecret: data };
 }
 
-const openTotp = (keys: KeyRing, row: StaffRow) => new Uint8Array(unseal(keys, row.totp_key_id, totpAad(row.id), row.totp_secret));
+const openTotp = (keys: KeyRing, row: StaffRow) =>
+  new Uint8Array(unseal(keys, row.totp_key_id, totpAad(row.id), row.totp_secret));
 
 /** The time step a code belongs to, when it is valid and later than `afterStep`. */
 function totpStep(secret: Uint8Array, code: string, afterStep: string | null): number | undefined {
@@ -81,10 +82,15 @@ function totpStep(secret: Uint8Array, code: string, afterStep: string | null): n
 
 const newSetupToken = () => {
   const token = randomBytes(32).toString('base64url');
-  return { token, setupTokenHash: sha256(`setup:${token}`), setupExpiresAt: new Date(Date.now() + SETUP_TTL_SECONDS * 1000) };
+  return {
+    token,
+    setupTokenHash: sha256(`setup:${token}`),
+    setupExpiresAt: new Date(Date.now() + SETUP_TTL_SECONDS * 1000),
+  };
 };
 
-export const setupUrl = (baseUrl: string, token: string) => `${baseUrl}/console/setup?token=${encodeURIComponent(token)}`;
+export const setupUrl = (baseUrl: string, token: string) =>
+  `${baseUrl}/console/setup?token=${encodeURIComponent(token)}`;
 
 const recoveryHash = (code: string) => sha256(`recovery:${code.toLowerCase().replace(/[^0-9a-f]/g, '')}`);
 
@@ -131,9 +137,18 @@ export async function inviteStaff(
   const id = randomUUID();
   const { token, ...setup } = newSetupToken();
   try {
-    await insertStaff(em, { id, email: normalizeEmail(input.email), name: input.name.trim(), role: input.role, ...newTotpSecret(keys, id), ...setup, createdBy });
+    await insertStaff(em, {
+      id,
+      email: normalizeEmail(input.email),
+      name: input.name.trim(),
+      role: input.role,
+      ...newTotpSecret(keys, id),
+      ...setup,
+      createdBy,
+    });
   } catch (err) {
-    if (err instanceof UniqueConstraintViolationException) throw new ApiError('invalid_input', 'A staff member with this email already exists', { field: 'email' });
+    if (err instanceof UniqueConstraintViolationException)
+      throw new ApiError('invalid_input', 'A staff member with this email already exists', { field: 'email' });
     throw err;
   }
   return { staff: staffView((await staffById(em, id))!), setupToken: token };
@@ -153,14 +168,24 @@ export async function resetStaff(em: EntityManager, keys: KeyRing, staffId: stri
   });
 }
 
-const setupNotFound = () => new ApiError('not_found', 'This setup link is not valid: it was used, has expired, or was replaced. Ask an admin for a new one.');
+const setupNotFound = () =>
+  new ApiError(
+    'not_found',
+    'This setup link is not valid: it was used, has expired, or was replaced. Ask an admin for a new one.',
+  );
 
 /** What the setup page shows: who is enrolling, and the TOTP secret for the authenticator app. */
 export async function setupDetails(em: EntityManager, keys: KeyRing, token: string) {
   const row = await staffBySetupToken(em, sha256(`setup:${token}`));
   if (!row) throw setupNotFound();
   const secret = base32(openTotp(keys, row));
-  return { email: row.email, name: row.name, role: row.role, secret, otpauthUri: generateTOTP({ issuer: TOTP_ISSUER, label: row.email, secret }) };
+  return {
+    email: row.email,
+    name: row.name,
+    role: row.role,
+    secret,
+    otpauthUri: generateTOTP({ issuer: TOTP_ISSUER, label: row.email, secret }),
+  };
 }
 
 /**
@@ -178,7 +203,12 @@ export async function completeSetup(
     const row = await staffBySetupToken(tx, sha256(`setup:${token}`), true);
     if (!row) throw setupNotFound();
     const step = totpStep(openTotp(keys, row), input.code.replace(/\s/g, ''), null);
-    if (step === undefined) throw new ApiError('invalid_input', 'That code is not right: check the time on your phone and enter the current code', { field: 'code' });
+    if (step === undefined)
+      throw new ApiError(
+        'invalid_input',
+        'That code is not right: check the time on your phone and enter the current code',
+        { field: 'code' },
+      );
     const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
     await replaceRecoveryCodes(tx, row.id, recoveryCodes.map(recoveryHash));
     await completeStaffSetup(tx, row.id, passwordHash, step);
@@ -212,7 +242,8 @@ export async function signInStaff(
       if (step === undefined || !(await advanceTotpStep(em, row.id, step))) throw refused();
       return { staff: row, recoveryCodeUsed: false };
     }
-    if (code.replace(/-/g, '').length !== 20 || !(await spendRecoveryCode(em, row.id, recoveryHash(code)))) throw refused();
+    if (code.replace(/-/g, '').length !== 20 || !(await spendRecoveryCode(em, row.id, recoveryHash(code))))
+      throw refused();
     await touchStaffSignIn(em, row.id);
     return { staff: row, recoveryCodeUsed: true };
   });
@@ -226,7 +257,9 @@ export async function activeStaff(em: EntityManager, staffId: string): Promise<S
 
 export async function listStaff(em: EntityManager): Promise<(StaffView & { recoveryCodesLeft: number })[]> {
   const rows = await listStaffRows(em);
-  return Promise.all(rows.map(async (r) => ({ ...staffView(r), recoveryCodesLeft: await unusedRecoveryCodes(em, r.id) })));
+  return Promise.all(
+    rows.map(async (r) => ({ ...staffView(r), recoveryCodesLeft: await unusedRecoveryCodes(em, r.id) })),
+  );
 }
 
 /**
@@ -234,7 +267,11 @@ export async function listStaff(em: EntityManager): Promise<(StaffView & { recov
  * to sign in: enrolled and not disabled (an invited admin who never set up cannot). The rows of
  * those admins are locked first, so two admins demoting each other at once cannot both succeed.
  */
-async function keepingAnAdmin<T>(em: EntityManager, staffId: string, change: (tx: EntityManager) => Promise<T | undefined>): Promise<T> {
+async function keepingAnAdmin<T>(
+  em: EntityManager,
+  staffId: string,
+  change: (tx: EntityManager) => Promise<T | undefined>,
+): Promise<T> {
   if (!isUuid(staffId)) throw new ApiError('not_found', 'No such staff member');
   return em.transactional(async (tx) => {
     const admins = await lockSignInAdmins(tx);
@@ -250,9 +287,13 @@ async function keepingAnAdmin<T>(em: EntityManager, staffId: string, change: (tx
 const viewOf = async (tx: EntityManager, staffId: string) => staffView((await staffById(tx, staffId))!);
 
 export function changeStaffRole(em: EntityManager, staffId: string, role: StaffRole): Promise<StaffView> {
-  return keepingAnAdmin(em, staffId, async (tx) => ((await setStaffRole(tx, staffId, role)) ? viewOf(tx, staffId) : undefined));
+  return keepingAnAdmin(em, staffId, async (tx) =>
+    (await setStaffRole(tx, staffId, role)) ? viewOf(tx, staffId) : undefined,
+  );
 }
 
 export function disableStaff(em: EntityManager, staffId: string): Promise<StaffView> {
-  return keepingAnAdmin(em, staffId, async (tx) => ((await disableStaffRow(tx, staffId)) || (await staffById(tx, staffId)) ? viewOf(tx, staffId) : undefined));
+  return keepingAnAdmin(em, staffId, async (tx) =>
+    (await disableStaffRow(tx, staffId)) || (await staffById(tx, staffId)) ? viewOf(tx, staffId) : undefined,
+  );
 }

@@ -1,6 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
-import { directCodeProductIds, productCostRows, writeSupplierMappings, type SupplierMapping } from '../db/supplier-catalog-store';
+import {
+  directCodeProductIds,
+  productCostRows,
+  writeSupplierMappings,
+  type SupplierMapping,
+} from '../db/supplier-catalog-store';
 import { toMicros } from '../domain/micros';
 import { supplierPriceAboveLv1 } from '../metrics/registry';
 import type { SupplierPurchase } from '../providers/supplier';
@@ -21,11 +26,16 @@ export function comparableCurrency(cost: string, ours: string, par: CostAtPar): 
  * from RELOADLY_PRODUCTS (a product it does not map has no supplier), the sandbox's own id, or
  * none.
  */
-export function supplierMappings(config: Pick<Config, 'SUPPLIER_PROVIDER' | 'reloadlyProducts'>, directCodeIds: string[]): SupplierMapping[] {
+export function supplierMappings(
+  config: Pick<Config, 'SUPPLIER_PROVIDER' | 'reloadlyProducts'>,
+  directCodeIds: string[],
+): SupplierMapping[] {
   return directCodeIds.map((productId) => {
     if (config.SUPPLIER_PROVIDER === 'sandbox') return { productId, supplier: 'sandbox', supplierProductId: productId };
     const mapped = config.SUPPLIER_PROVIDER === 'reloadly' ? config.reloadlyProducts[productId] : undefined;
-    return mapped ? { productId, supplier: 'reloadly', supplierProductId: String(mapped.productId) } : { productId, supplier: null, supplierProductId: null };
+    return mapped
+      ? { productId, supplier: 'reloadly', supplierProductId: String(mapped.productId) }
+      : { productId, supplier: null, supplierProductId: null };
   });
 }
 
@@ -34,7 +44,10 @@ export function supplierMappings(config: Pick<Config, 'SUPPLIER_PROVIDER' | 'rel
  * settings stay what its adapter buys from; this keeps the catalog saying the same. Returns the
  * products whose mapping changed.
  */
-export async function syncSupplierCatalog(em: EntityManager, config: Pick<Config, 'SUPPLIER_PROVIDER' | 'reloadlyProducts'>): Promise<string[]> {
+export async function syncSupplierCatalog(
+  em: EntityManager,
+  config: Pick<Config, 'SUPPLIER_PROVIDER' | 'reloadlyProducts'>,
+): Promise<string[]> {
   return writeSupplierMappings(em, supplierMappings(config, await directCodeProductIds(em)));
 }
 
@@ -63,14 +76,24 @@ export async function checkSupplierPrice(
   if (!purchase.unitCost || !purchase.currency) return 'unknown';
   const [product] = await productCostRows(em, [productId]);
   if (!product?.lv1_price) return 'unknown';
-  const ids = { productId, supplier: purchase.supplier, supplierProductId: purchase.supplierProductId, transactionId: purchase.transactionId };
+  const ids = {
+    productId,
+    supplier: purchase.supplier,
+    supplierProductId: purchase.supplierProductId,
+    transactionId: purchase.transactionId,
+  };
   if (!comparableCurrency(purchase.currency, product.currency, par)) {
     const key = `${productId}:${purchase.currency}`;
     if (!incomparableLogged.has(key)) {
       incomparableLogged.add(key);
-      log.warn('supplier cost is in a currency our price cannot be compared with (SUPPLIER_COST_AT_PAR); not checked against Lv1', {
-        ...ids, costCurrency: purchase.currency, currency: product.currency,
-      });
+      log.warn(
+        'supplier cost is in a currency our price cannot be compared with (SUPPLIER_COST_AT_PAR); not checked against Lv1',
+        {
+          ...ids,
+          costCurrency: purchase.currency,
+          currency: product.currency,
+        },
+      );
     }
     return 'not_comparable';
   }
@@ -78,7 +101,11 @@ export async function checkSupplierPrice(
   supplierPriceAboveLv1.set({ product: productId }, above ? 1 : 0);
   if (above) {
     log.warn('supplier price above our Lv1 price: this product sells at a loss', {
-      ...ids, unitCost: purchase.unitCost, costCurrency: purchase.currency, lv1Price: product.lv1_price, currency: product.currency,
+      ...ids,
+      unitCost: purchase.unitCost,
+      costCurrency: purchase.currency,
+      lv1Price: product.lv1_price,
+      currency: product.currency,
     });
   }
   return above ? 'above_lv1' : 'within_lv1';

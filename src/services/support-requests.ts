@@ -1,6 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../codes';
-import { closeSupportRequest, insertSupportRequest, lockSupportRequest, markSupportRequestApplied, type SupportRequestRow } from '../db/support-store';
+import {
+  closeSupportRequest,
+  insertSupportRequest,
+  lockSupportRequest,
+  markSupportRequestApplied,
+  type SupportRequestRow,
+} from '../db/support-store';
 import { ApiError } from '../domain/errors';
 import { supportActionsUnverified } from '../metrics/registry';
 
@@ -24,8 +30,14 @@ export async function requestSupportAction(
  * transaction commits. Refused (invalid_input, counted) when there is none for this subject and
  * action, or it was already applied or closed.
  */
-export async function takeSupportRequest(em: EntityManager, requestId: string | undefined, subjectId: string, action: string): Promise<SupportRequestRow> {
-  const row = typeof requestId === 'string' && requestId ? await lockSupportRequest(em, requestId, subjectId, action) : undefined;
+export async function takeSupportRequest(
+  em: EntityManager,
+  requestId: string | undefined,
+  subjectId: string,
+  action: string,
+): Promise<SupportRequestRow> {
+  const row =
+    typeof requestId === 'string' && requestId ? await lockSupportRequest(em, requestId, subjectId, action) : undefined;
   if (!row || row.applied_at || row.closed_at) {
     supportActionsUnverified.inc({ action });
     throw new ApiError('invalid_input', `No open support request on record for this ${action}; nothing was done`);
@@ -38,7 +50,11 @@ export async function takeSupportRequest(em: EntityManager, requestId: string | 
  * Sends a recorded request to its workflow; when the workflow refuses it (a business error), the
  * request is closed so that its message, kept in the workflow's history, cannot act later.
  */
-export async function carryOutSupportRequest<T>(em: EntityManager, requestId: string, send: () => Promise<T>): Promise<T> {
+export async function carryOutSupportRequest<T>(
+  em: EntityManager,
+  requestId: string,
+  send: () => Promise<T>,
+): Promise<T> {
   try {
     return await send();
   } catch (err) {

@@ -33,7 +33,14 @@ export interface SupportDeps {
   temporal: TemporalHandle;
 }
 
-export const FULFILLMENT_STATUSES = ['awaiting_payment', 'processing', 'needs_attention', 'delivered', 'expired', 'refunded'] as const;
+export const FULFILLMENT_STATUSES = [
+  'awaiting_payment',
+  'processing',
+  'needs_attention',
+  'delivered',
+  'expired',
+  'refunded',
+] as const;
 export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
 
 const unix = (d?: Date | null) => (d ? Math.floor(new Date(d).getTime() / 1000) : null);
@@ -111,14 +118,22 @@ export async function supportOrderDetail(deps: SupportDeps, orderId: string) {
   const purchases = await supplierPurchasesOf(deps.em, orderId);
   let workflow: ProcurementState | null;
   try {
-    workflow = await deps.temporal.client.workflow.getHandle(procurementWorkflowId(orderId)).query(procurementStateQuery);
+    workflow = await deps.temporal.client.workflow
+      .getHandle(procurementWorkflowId(orderId))
+      .query(procurementStateQuery);
   } catch {
     workflow = null; // never handed to procurement (unpaid, expired) or its history is gone
   }
   return {
     ...supportOrderView(order),
     supplierPurchases: purchases.map(supplierPurchaseView),
-    actions: actions.map((a) => ({ action: a.action, actor: a.actor, reason: a.reason, payload: a.payload, createdAt: unix(a.created_at)! })),
+    actions: actions.map((a) => ({
+      action: a.action,
+      actor: a.actor,
+      reason: a.reason,
+      payload: a.payload,
+      createdAt: unix(a.created_at)!,
+    })),
     workflow,
   };
 }
@@ -159,27 +174,46 @@ async function act<A extends SupportRequest>(
   request: A & { batchId?: string },
 ): Promise<SupportOutcome> {
   const order = await directCodeOrder(deps.em, orderId);
-  if (order.status !== 'paid' || (order.fulfillmentStatus !== 'needs_attention' && order.fulfillmentStatus !== 'processing')) {
-    throw new ApiError('invalid_input', `Order ${orderId} is not waiting for support (status ${order.status}, fulfillmentStatus ${order.fulfillmentStatus ?? 'null'})`, {
-      status: order.status,
-      fulfillmentStatus: order.fulfillmentStatus ?? null,
-    });
+  if (
+    order.status !== 'paid' ||
+    (order.fulfillmentStatus !== 'needs_attention' && order.fulfillmentStatus !== 'processing')
+  ) {
+    throw new ApiError(
+      'invalid_input',
+      `Order ${orderId} is not waiting for support (status ${order.status}, fulfillmentStatus ${order.fulfillmentStatus ?? 'null'})`,
+      {
+        status: order.status,
+        fulfillmentStatus: order.fulfillmentStatus ?? null,
+      },
+    );
   }
   // On record first: the workflow's activity acts on this row, not on the message.
-  const requestId = await requestSupportAction(deps.em.fork(), { subjectId: orderId, action, actor: request.actor, reason: request.reason, batchId: request.batchId });
-  const starter = procurementStarter(deps.temporal, { orderId, accountId: order.accountId, externalOrderId: order.externalOrderId ?? null });
-  await carryOutSupportRequest(deps.em.fork(), requestId, () => updateWithStart(deps.temporal, starter, update as typeof resumeUpdate, {
-    args: [{ ...request, requestId }],
-    attempts: 1,
-    // Not cut at the placement deadline: an action waits its turn behind another one and behind
-    // a procurement step in flight, and the operator's tool waits with it.
-    withDeadline: false,
-    // A completed run is not started again (ALLOW_DUPLICATE_FAILED_ONLY).
-    onGiveUp: (err) =>
-      err instanceof WorkflowExecutionAlreadyStartedError
-        ? new ApiError('invalid_input', `The procurement of order ${orderId} has finished; reload the order`)
-        : undefined,
-  }));
+  const requestId = await requestSupportAction(deps.em.fork(), {
+    subjectId: orderId,
+    action,
+    actor: request.actor,
+    reason: request.reason,
+    batchId: request.batchId,
+  });
+  const starter = procurementStarter(deps.temporal, {
+    orderId,
+    accountId: order.accountId,
+    externalOrderId: order.externalOrderId ?? null,
+  });
+  await carryOutSupportRequest(deps.em.fork(), requestId, () =>
+    updateWithStart(deps.temporal, starter, update as typeof resumeUpdate, {
+      args: [{ ...request, requestId }],
+      attempts: 1,
+      // Not cut at the placement deadline: an action waits its turn behind another one and behind
+      // a procurement step in flight, and the operator's tool waits with it.
+      withDeadline: false,
+      // A completed run is not started again (ALLOW_DUPLICATE_FAILED_ONLY).
+      onGiveUp: (err) =>
+        err instanceof WorkflowExecutionAlreadyStartedError
+          ? new ApiError('invalid_input', `The procurement of order ${orderId} has finished; reload the order`)
+          : undefined,
+    }),
+  );
   const em = deps.em.fork();
   const after = await directCodeOrder(em, orderId);
   let refund: SupportOutcome['refund'] = null;
@@ -205,7 +239,11 @@ export function resumeOrder(deps: SupportDeps, orderId: string, req: SupportRequ
  * Deliver codes obtained by hand, exactly one per missing unit. The codes are staged in Postgres
  * and the workflow is sent the batch id only, so they never enter Temporal's history.
  */
-export async function deliverOrder(deps: SupportDeps, orderId: string, req: SupportRequest & { codes: string[] }): Promise<SupportOutcome> {
+export async function deliverOrder(
+  deps: SupportDeps,
+  orderId: string,
+  req: SupportRequest & { codes: string[] },
+): Promise<SupportOutcome> {
   const person = who(req);
   const codes = cleanManualCodes(req.codes ?? []);
   if (codes.length === 0) throw new ApiError('invalid_input', 'codes are required');

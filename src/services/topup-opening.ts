@@ -21,10 +21,14 @@ export async function findTopupByWorkflowKey(em: EntityManager, accountId: strin
 
 function assertSameTopup(order: Order, input: { amount: string; currency: string }): void {
   if (fromDb(order.amount) !== parseDecimal(input.amount) || order.currency !== input.currency) {
-    throw new ApiError('idempotency_conflict', 'This top-up id was used with a different amount or currency; use a new id', {
-      amount: toDecimal(fromDb(order.amount)),
-      currency: order.currency,
-    });
+    throw new ApiError(
+      'idempotency_conflict',
+      'This top-up id was used with a different amount or currency; use a new id',
+      {
+        amount: toDecimal(fromDb(order.amount)),
+        currency: order.currency,
+      },
+    );
   }
 }
 
@@ -41,11 +45,18 @@ export async function replayOrCheckLimit(
   maxPending: number,
 ): Promise<Order | undefined> {
   const existing = await earlierTopup(em, req);
-  return existing ?? replayOrRoom({ existing: undefined, pending: await countPendingTopups(em, req.accountId) }, req, maxPending);
+  return (
+    existing ??
+    replayOrRoom({ existing: undefined, pending: await countPendingTopups(em, req.accountId) }, req, maxPending)
+  );
 }
 
 /** The same rule on what was read already: the earlier top-up under the key, and the unpaid ones. */
-export function replayOrRoom(read: { existing: Order | undefined; pending: number }, req: { amount: string; currency: string }, maxPending: number): Order | undefined {
+export function replayOrRoom(
+  read: { existing: Order | undefined; pending: number },
+  req: { amount: string; currency: string },
+  maxPending: number,
+): Order | undefined {
   if (read.existing) {
     assertSameTopup(read.existing, req);
     return read.existing;

@@ -35,7 +35,7 @@ export interface TopupLimits {
 }
 
 export function topupResponse(order: Order, reused: boolean): TopupCreateResponse {
-  const pendingUrl = order.status === 'pending' ? order.checkoutUrl ?? null : null;
+  const pendingUrl = order.status === 'pending' ? (order.checkoutUrl ?? null) : null;
   return {
     orderId: order.id,
     externalTopupId: order.externalTopupId ?? null,
@@ -55,7 +55,13 @@ export function topupResponse(order: Order, reused: boolean): TopupCreateRespons
  * answered from Postgres.
  */
 export async function submitTopup(
-  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; config: TimingConfig; admission?: PlacementGate },
+  deps: {
+    em: EntityManager;
+    temporal: TemporalHandle;
+    limits: TopupLimits;
+    config: TimingConfig;
+    admission?: PlacementGate;
+  },
   input: TopupInput,
 ): Promise<TopupCreateResponse> {
   if (parseDecimal(input.amount) <= 0) throw new ApiError('invalid_input', 'amount must be greater than 0');
@@ -77,12 +83,19 @@ async function openThroughWorkflow(
 ): Promise<TopupCreateResponse> {
   // The hourly quota, a replay and the unpaid limit: one statement.
   const window = rateWindow(3600);
-  const checks = await topupChecks(deps.em, { bucket: `topup:${input.accountId}`, windowStart: window.start, accountId: input.accountId, externalTopupId: input.externalTopupId });
+  const checks = await topupChecks(deps.em, {
+    bucket: `topup:${input.accountId}`,
+    windowStart: window.start,
+    accountId: input.accountId,
+    externalTopupId: input.externalTopupId,
+  });
   await pruneSometimes(deps.em);
   const quota = rateLimitResult(checks.hits, deps.limits.perHour, window);
   if (!quota.allowed) {
     rateLimited.inc({ limit: 'topups' });
-    throw new ApiError('rate_limited', `At most ${deps.limits.perHour} top-up requests per hour`, undefined, { 'Retry-After': String(quota.retryAfter) });
+    throw new ApiError('rate_limited', `At most ${deps.limits.perHour} top-up requests per hour`, undefined, {
+      'Retry-After': String(quota.retryAfter),
+    });
   }
   const existing = checks.existing ? deps.em.map(OrderSchema, checks.existing) : undefined;
   const earlier = replayOrRoom({ existing, pending: checks.pending }, input, deps.limits.maxPending);
@@ -93,16 +106,27 @@ async function openThroughWorkflow(
   // One id for this request, kept across retries (see order-submission.ts).
   const placementId = randomUUID();
   const request: OpenTopupRequest = {
-    orderId, externalTopupId: input.externalTopupId, amount: input.amount, currency: input.currency, source: input.source, placementId,
+    orderId,
+    externalTopupId: input.externalTopupId,
+    amount: input.amount,
+    currency: input.currency,
+    source: input.source,
+    placementId,
   };
   // Bounded like an order's placement: no worker polling is a retryable 503, not a hang.
-  const opening = await updateWithStart(deps.temporal, topupStarter(deps.temporal, deps.config, { accountId: input.accountId, key }), openTopupUpdate, {
-    args: [request],
-    updateId: placementId,
-    attempts: 3,
-    withDeadline: true,
-  });
-  if (opening.outcome === 'rejected') throw new ApiError(opening.rejection.code, opening.rejection.message, opening.rejection.details);
+  const opening = await updateWithStart(
+    deps.temporal,
+    topupStarter(deps.temporal, deps.config, { accountId: input.accountId, key }),
+    openTopupUpdate,
+    {
+      args: [request],
+      updateId: placementId,
+      attempts: 3,
+      withDeadline: true,
+    },
+  );
+  if (opening.outcome === 'rejected')
+    throw new ApiError(opening.rejection.code, opening.rejection.message, opening.rejection.details);
   if (!opening.reused) topupsCreated.inc({ currency: input.currency });
   return topupResponse(await deps.em.fork().findOneOrFail(OrderSchema, { id: opening.orderId }), opening.reused);
 }

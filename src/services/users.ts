@@ -30,7 +30,8 @@ export async function signUp(em: EntityManager, input: { email: string; password
       return user;
     });
   } catch (err) {
-    if (err instanceof UniqueConstraintViolationException) throw new ApiError('invalid_input', SIGN_UP_REFUSED, { field: 'email' });
+    if (err instanceof UniqueConstraintViolationException)
+      throw new ApiError('invalid_input', SIGN_UP_REFUSED, { field: 'email' });
     throw err;
   }
 }
@@ -39,20 +40,33 @@ export async function signUp(em: EntityManager, input: { email: string; password
  * Checks an email and password, under the failure budgets of this email from this client address
  * and of the address (./sign-in-throttle: someone else's wrong guesses never lock a user out).
  */
-export async function signIn(em: EntityManager, input: { email: string; password: string; ip: string }, limits: SignInLimits): Promise<User> {
+export async function signIn(
+  em: EntityManager,
+  input: { email: string; password: string; ip: string },
+  limits: SignInLimits,
+): Promise<User> {
   const email = normalizeEmail(input.email);
   return throttledSignIn(em, 'account', { email, ip: input.ip }, limits, async () => {
     const user = await em.findOne(UserSchema, { email });
-    if (!(await verifyPassword(input.password, user?.passwordHash)) || !user) throw new ApiError('unauthorized', BAD_CREDENTIALS);
+    if (!(await verifyPassword(input.password, user?.passwordHash)) || !user)
+      throw new ApiError('unauthorized', BAD_CREDENTIALS);
     await em.nativeUpdate(UserSchema, { id: user.id }, { lastSignInAt: new Date() });
     return user;
   });
 }
 
 /** Sign-ups from one address share a budget, so accounts cannot be minted (or emails probed) in bulk. */
-export async function checkSignUpBudget(em: EntityManager, ip: string, limit: number, windowSeconds: number): Promise<void> {
+export async function checkSignUpBudget(
+  em: EntityManager,
+  ip: string,
+  limit: number,
+  windowSeconds: number,
+): Promise<void> {
   const hit = await hitRateLimit(em, `signup-ip:${ip}`, limit, windowSeconds);
-  if (!hit.allowed) throw new ApiError('rate_limited', 'Too many sign-ups from this address', undefined, { 'Retry-After': String(hit.retryAfter) });
+  if (!hit.allowed)
+    throw new ApiError('rate_limited', 'Too many sign-ups from this address', undefined, {
+      'Retry-After': String(hit.retryAfter),
+    });
 }
 
 /** The signed-in user of a session, or undefined if it no longer exists. */
@@ -64,7 +78,11 @@ export async function findUser(em: EntityManager, userId: string): Promise<User 
  * Gives an existing account (one made by the CLI, or the demo account) a user with this email and
  * password, or sets the password of the user it has.
  */
-export async function setAccountLogin(em: EntityManager, accountId: string, input: { email: string; password: string }): Promise<User> {
+export async function setAccountLogin(
+  em: EntityManager,
+  accountId: string,
+  input: { email: string; password: string },
+): Promise<User> {
   const email = normalizeEmail(input.email);
   const passwordHash = await hashPassword(input.password);
   const user = await em.findOne(UserSchema, { accountId });

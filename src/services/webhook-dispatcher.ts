@@ -102,7 +102,11 @@ export class WebhookDispatcher {
         const id = await insertDelivery(tx, e.id, e.account_id);
         if (id) created.push({ id, accountId: e.account_id });
       }
-      if (events.length) await markEventsDispatched(tx, events.map((e) => e.id));
+      if (events.length)
+        await markEventsDispatched(
+          tx,
+          events.map((e) => e.id),
+        );
       return { decided: events.length, created };
     });
   }

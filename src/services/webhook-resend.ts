@@ -28,7 +28,10 @@ export async function resendDeliveries(
 ): Promise<{ ok: true; resent: number; deliveryIds: string[]; hasMore: boolean }> {
   const { ids, hasMore } = await deps.em.transactional(async (tx) => {
     if (!(await holdEndpoint(tx, accountId))) {
-      throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook before resending');
+      throw new ApiError(
+        'webhook_not_configured',
+        'No webhook is configured; set one with PUT /webhook before resending',
+      );
     }
     const rows = await claimUnsentDeliveries(tx, {
       accountId,
@@ -43,9 +46,13 @@ export async function resendDeliveries(
   // The rows are pending now: a workflow that cannot be started here is started by the reconciler.
   for (let i = 0; i < ids.length; i += START_CONCURRENCY) {
     await Promise.all(
-      ids.slice(i, i + START_CONCURRENCY).map((id) =>
-        startDeliveryWorkflow(deps.temporal, deps.config, { id, accountId }, 'retry').catch((err: unknown) => deps.onStartError?.(err)),
-      ),
+      ids
+        .slice(i, i + START_CONCURRENCY)
+        .map((id) =>
+          startDeliveryWorkflow(deps.temporal, deps.config, { id, accountId }, 'retry').catch((err: unknown) =>
+            deps.onStartError?.(err),
+          ),
+        ),
     );
   }
   return { ok: true, resent: ids.length, deliveryIds: ids, hasMore };

@@ -4,7 +4,13 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { ApiError } from '../domain/errors';
-import { addressAllowed, checkWebhookUrl, classifyAddress, describeAddressClass, type UrlPolicy } from '../domain/webhook-url';
+import {
+  addressAllowed,
+  checkWebhookUrl,
+  classifyAddress,
+  describeAddressClass,
+  type UrlPolicy,
+} from '../domain/webhook-url';
 
 // One webhook POST (spec part 6): the signed body, the headers, a hard deadline, no redirects,
 // and a DNS guard that checks every address a name resolves to at the moment of connecting, so
@@ -39,7 +45,12 @@ class DestinationNotAllowed extends Error {
   readonly code = 'EDESTINATION';
 }
 
-async function checkedAddresses(hostname: string, policy: UrlPolicy, resolver: Resolver, family?: number): Promise<LookupAddress[]> {
+async function checkedAddresses(
+  hostname: string,
+  policy: UrlPolicy,
+  resolver: Resolver,
+  family?: number,
+): Promise<LookupAddress[]> {
   const addresses = await resolver(hostname, family);
   if (addresses.length === 0) throw Object.assign(new Error('host has no addresses'), { code: 'ENOTFOUND' });
   for (const a of addresses) {
@@ -52,7 +63,12 @@ async function checkedAddresses(hostname: string, policy: UrlPolicy, resolver: R
 /** A `lookup` for http(s).request that refuses a name if any of its addresses is not public. */
 export function guardedLookup(policy: UrlPolicy, resolver: Resolver = systemResolver): LookupFunction {
   return (hostname, options, callback) => {
-    checkedAddresses(hostname, policy, resolver, options.family === 4 || options.family === 6 ? options.family : undefined).then(
+    checkedAddresses(
+      hostname,
+      policy,
+      resolver,
+      options.family === 4 || options.family === 6 ? options.family : undefined,
+    ).then(
       (addresses) => {
         if (options.all) callback(null, addresses);
         else callback(null, addresses[0].address, addresses[0].family);
@@ -66,7 +82,11 @@ export function guardedLookup(policy: UrlPolicy, resolver: Resolver = systemReso
  * What PUT /webhook accepts: the URL rules, then (for a name) every address it resolves to now.
  * Returns the normalized URL that deliveries will use.
  */
-export async function validateWebhookUrl(raw: string, policy: UrlPolicy, resolver: Resolver = systemResolver): Promise<string> {
+export async function validateWebhookUrl(
+  raw: string,
+  policy: UrlPolicy,
+  resolver: Resolver = systemResolver,
+): Promise<string> {
   const check = checkWebhookUrl(raw, policy);
   if (!check.ok) throw new ApiError('invalid_input', `Invalid webhook url: ${check.reason}`, { field: 'url' });
   if (!check.isIp) {
@@ -140,7 +160,12 @@ export function sendWebhook(
         res.on('error', () => undefined);
         res.resume();
         if (code >= 200 && code < 300) settle({ ok: true, statusCode: code, error: null });
-        else settle({ ok: false, statusCode: code, error: code >= 300 && code < 400 ? `HTTP ${code} (redirects are not followed)` : `HTTP ${code}` });
+        else
+          settle({
+            ok: false,
+            statusCode: code,
+            error: code >= 300 && code < 400 ? `HTTP ${code} (redirects are not followed)` : `HTTP ${code}`,
+          });
       },
     );
     const deadline = setTimeout(() => {
@@ -169,6 +194,8 @@ function describeNetworkError(err: NodeJS.ErrnoException): string {
     case 'ENETUNREACH':
       return 'host unreachable';
     default:
-      return err.code?.startsWith('ERR_TLS') || err.code?.includes('CERT') ? `TLS error (${err.code})` : `connection error (${err.code ?? 'unknown'})`;
+      return err.code?.startsWith('ERR_TLS') || err.code?.includes('CERT')
+        ? `TLS error (${err.code})`
+        : `connection error (${err.code ?? 'unknown'})`;
   }
 }

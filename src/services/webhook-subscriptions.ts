@@ -21,7 +21,9 @@ export interface SubscriptionChange {
   balanceLowThreshold?: string | null;
 }
 
-export const subscriptionOf = (row: Pick<EndpointRow, 'events' | 'balance_low_threshold'> | undefined): Subscription => ({
+export const subscriptionOf = (
+  row: Pick<EndpointRow, 'events' | 'balance_low_threshold'> | undefined,
+): Subscription => ({
   events: row?.events ?? null,
   balanceLowThreshold: row?.balance_low_threshold == null ? null : toDecimal(fromDb(row.balance_low_threshold)),
 });
@@ -41,13 +43,21 @@ export function resolveSubscription(current: Subscription, change: SubscriptionC
   const low = events?.includes('balance.low') ?? false;
   if (!low) {
     if (change.balanceLowThreshold != null) {
-      throw new ApiError('invalid_input', 'balanceLowThreshold goes with the balance.low event: add balance.low to events', { field: 'balanceLowThreshold' });
+      throw new ApiError(
+        'invalid_input',
+        'balanceLowThreshold goes with the balance.low event: add balance.low to events',
+        { field: 'balanceLowThreshold' },
+      );
     }
     return { events, balanceLowThreshold: null };
   }
   const threshold = change.balanceLowThreshold !== undefined ? change.balanceLowThreshold : current.balanceLowThreshold;
   if (threshold === null || parseDecimal(threshold) === 0) {
-    throw new ApiError('invalid_input', 'balance.low needs balanceLowThreshold: the balance, above zero, under which to be told', { field: 'balanceLowThreshold' });
+    throw new ApiError(
+      'invalid_input',
+      'balance.low needs balanceLowThreshold: the balance, above zero, under which to be told',
+      { field: 'balanceLowThreshold' },
+    );
   }
   return { events, balanceLowThreshold: toDecimal(parseDecimal(threshold)) };
 }

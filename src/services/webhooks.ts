@@ -24,7 +24,12 @@ import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
 import { recordEvent } from './events';
 import { findEndpoint } from './webhook-endpoints';
 import { systemResolver, validateWebhookUrl, type Resolver } from './webhook-sender';
-import { resolveSubscription, subscriptionFields, subscriptionOf, type SubscriptionChange } from './webhook-subscriptions';
+import {
+  resolveSubscription,
+  subscriptionFields,
+  subscriptionOf,
+  type SubscriptionChange,
+} from './webhook-subscriptions';
 
 // Webhook endpoint configuration and delivery records (spec 4.5, 3.5). Deliveries are created
 // from the events outbox (webhook-dispatcher.ts, or directly for webhook.test) and driven by
@@ -54,13 +59,20 @@ export async function configureWebhook(
   return { ok: true, url, secret, ...subscriptionFields(subscription) };
 }
 
-export async function getWebhook(em: EntityManager, accountId: string): Promise<{ url: string; events?: string[]; balanceLowThreshold?: string }> {
+export async function getWebhook(
+  em: EntityManager,
+  accountId: string,
+): Promise<{ url: string; events?: string[]; balanceLowThreshold?: string }> {
   const endpoint = await endpointOf(em, accountId);
   return { url: endpoint?.url ?? '', ...subscriptionFields(subscriptionOf(endpoint)) };
 }
 
 /** Inserts the delivery of an event; undefined if the event already has one (unique event_id). */
-export async function insertDelivery(em: EntityManager, eventId: string, accountId: string): Promise<string | undefined> {
+export async function insertDelivery(
+  em: EntityManager,
+  eventId: string,
+  accountId: string,
+): Promise<string | undefined> {
   return insertDeliveryRow(em, newId('whd'), eventId, accountId);
 }
 
@@ -89,7 +101,8 @@ export async function sendTestEvent(
   accountId: string,
 ): Promise<{ ok: true; deliveryId: string; eventId: string }> {
   const created = await deps.em.transactional(async (tx) => {
-    if (!(await holdEndpoint(tx, accountId))) throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook');
+    if (!(await holdEndpoint(tx, accountId)))
+      throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook');
     const eventId = (await recordEvent(tx, accountId, 'webhook.test', { message: TEST_EVENT_MESSAGE }))!;
     const deliveryId = (await insertDelivery(tx, eventId, accountId))!;
     await markEventDispatched(tx, eventId);
@@ -128,7 +141,16 @@ function isPgTimestamp(s: string): boolean {
   if (!m) return false;
   const [y, mo, d, h, mi, sec, , off] = m.slice(1).map(Number);
   const day = new Date(Date.UTC(y, mo - 1, d));
-  return y >= 1 && day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && h < 24 && mi < 60 && sec < 60 && off <= 15;
+  return (
+    y >= 1 &&
+    day.getUTCFullYear() === y &&
+    day.getUTCMonth() === mo - 1 &&
+    day.getUTCDate() === d &&
+    h < 24 &&
+    mi < 60 &&
+    sec < 60 &&
+    off <= 15
+  );
 }
 
 /** `<created_at>|<delivery id>`, as written by the list below. */
@@ -146,7 +168,12 @@ export async function listDeliveries(
   em: EntityManager,
   q: { accountId: string; limit: number; cursor?: string; cursorSecret: string },
 ): Promise<Page<ReturnType<typeof deliveryItem>>> {
-  const scope: CursorScope = { secret: q.cursorSecret, accountId: q.accountId, list: 'webhook_deliveries', filters: {} };
+  const scope: CursorScope = {
+    secret: q.cursorSecret,
+    accountId: q.accountId,
+    list: 'webhook_deliveries',
+    filters: {},
+  };
   const after = q.cursor ? decodeCursor(scope, q.cursor, deliveryPosition) : undefined;
   const rows = await deliveryPage(em, { accountId: q.accountId, after, limit: q.limit + 1 });
   return pageOf(rows, q.limit, deliveryItem, (r) => `${r.position}|${r.id}`, scope);
@@ -163,9 +190,13 @@ export async function retryDelivery(
   deliveryId: string,
 ): Promise<{ ok: true }> {
   await deps.em.transactional(async (tx) => {
-    if (!(await lockDelivery(tx, accountId, deliveryId))) throw new ApiError('not_found', `Delivery ${deliveryId} not found`);
+    if (!(await lockDelivery(tx, accountId, deliveryId)))
+      throw new ApiError('not_found', `Delivery ${deliveryId} not found`);
     if (!(await findEndpoint(tx, accountId))) {
-      throw new ApiError('webhook_not_configured', 'No webhook is configured; set one with PUT /webhook before retrying');
+      throw new ApiError(
+        'webhook_not_configured',
+        'No webhook is configured; set one with PUT /webhook before retrying',
+      );
     }
     await resetDelivery(tx, deliveryId);
   });

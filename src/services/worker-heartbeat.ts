@@ -80,7 +80,11 @@ export class WorkerHeartbeat {
       this.failing = false;
     } catch (err) {
       // Postgres out of reach: the API processes cannot read the row either; say it once.
-      if (!this.failing) this.opts.logger.warn({ err: { message: (err as Error).message } }, 'worker heartbeat not written; retrying every beat');
+      if (!this.failing)
+        this.opts.logger.warn(
+          { err: { message: (err as Error).message } },
+          'worker heartbeat not written; retrying every beat',
+        );
       this.failing = true;
     }
   }
@@ -106,7 +110,8 @@ interface Waits {
   count: number;
 }
 
-const WAITS_RE = /^temporal_workflow_task_schedule_to_start_latency(?:_seconds)?_(sum|count)(?:\{[^}]*\})? ([0-9.eE+-]+)$/gm;
+const WAITS_RE =
+  /^temporal_workflow_task_schedule_to_start_latency(?:_seconds)?_(sum|count)(?:\{[^}]*\})? ([0-9.eE+-]+)$/gm;
 
 /** The workflow-task schedule-to-start histogram's sum and count, over every task queue of the process (its own and its sticky one). */
 export function workflowTaskWaits(prometheusText: string): Waits {

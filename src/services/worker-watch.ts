@@ -22,7 +22,9 @@ export class WorkerWatch {
   private reading?: Promise<void>;
   private failing = false;
 
-  constructor(private readonly opts: { orm: Orm; taskQueue: string; staleMs: number; everyMs: number; logger: Logger }) {}
+  constructor(
+    private readonly opts: { orm: Orm; taskQueue: string; staleMs: number; everyMs: number; logger: Logger },
+  ) {}
 
   /** Starts reading; resolves once the first read is done. */
   async start(): Promise<void> {
@@ -57,7 +59,11 @@ export class WorkerWatch {
     } catch (err) {
       this.view = { known: false, live: 0, scheduleToStartMs: null };
       // Postgres out of reach: the requests' own outage lines say so (src/http/outage-log.ts).
-      if (!this.failing) this.opts.logger.debug({ err: { message: (err as Error).message } }, 'worker heartbeats not readable; placements admitted without them');
+      if (!this.failing)
+        this.opts.logger.debug(
+          { err: { message: (err as Error).message } },
+          'worker heartbeats not readable; placements admitted without them',
+        );
       this.failing = true;
     }
   }

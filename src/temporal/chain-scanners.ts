@@ -8,7 +8,12 @@ import { chainScanStarter } from './starters';
 // configured chain, started if it is not running. Every worker process does this at start; the
 // first one starts them and the others find them running.
 
-export async function keepChainScanners(opts: { temporal: TemporalHandle; chainIds: readonly number[]; logger: Logger; retryMs?: number }): Promise<() => void> {
+export async function keepChainScanners(opts: {
+  temporal: TemporalHandle;
+  chainIds: readonly number[];
+  logger: Logger;
+  retryMs?: number;
+}): Promise<() => void> {
   return keepTrying({
     attempt: async () => {
       for (const chainId of opts.chainIds) {

@@ -16,15 +16,27 @@ export interface TemporalHandle {
  * One connection and client per process, never per request; every payload it sends is encrypted.
  * The connection options come from temporalConnectionOptions (TLS, API key) outside tests.
  */
-export async function connectTemporal(opts: TemporalConnectionOptions & {
-  namespace: string;
-  taskQueue: string;
-  payloadKeys: string;
-  placementDeadlineMs?: number;
-}): Promise<TemporalHandle> {
+export async function connectTemporal(
+  opts: TemporalConnectionOptions & {
+    namespace: string;
+    taskQueue: string;
+    payloadKeys: string;
+    placementDeadlineMs?: number;
+  },
+): Promise<TemporalHandle> {
   const connection = await Connection.connect({ address: opts.address, tls: opts.tls, apiKey: opts.apiKey });
-  const client = new Client({ connection, namespace: opts.namespace, dataConverter: dataConverter(parseKeyRing(opts.payloadKeys)) });
-  return { client, connection, namespace: opts.namespace, taskQueue: opts.taskQueue, placementDeadlineMs: opts.placementDeadlineMs ?? 15_000 };
+  const client = new Client({
+    connection,
+    namespace: opts.namespace,
+    dataConverter: dataConverter(parseKeyRing(opts.payloadKeys)),
+  });
+  return {
+    client,
+    connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    placementDeadlineMs: opts.placementDeadlineMs ?? 15_000,
+  };
 }
 
 /** The same, for a command-line tool working against `npm start`'s stack or TEMPORAL_ADDRESS. */

@@ -26,12 +26,16 @@ export interface KeyRing {
 /** Parses `id:base64key,id2:base64key` (each key 32 bytes); the first encrypts, all decrypt. */
 export function parseKeyRing(spec: string): KeyRing {
   const byId = new Map<string, Buffer>();
-  const entries = spec.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = spec
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     const split = entry.indexOf(':');
     const id = entry.slice(0, split);
     const key = Buffer.from(entry.slice(split + 1), 'base64');
-    if (split < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(id)) throw new Error(`a key id must be 1 to 64 letters, digits, '.', '_' or '-' (got "${id.slice(0, 20)}")`);
+    if (split < 1 || !/^[A-Za-z0-9._-]{1,64}$/.test(id))
+      throw new Error(`a key id must be 1 to 64 letters, digits, '.', '_' or '-' (got "${id.slice(0, 20)}")`);
     if (key.length !== 32) throw new Error(`key "${id}" must be 32 bytes in base64 (got ${key.length})`);
     if (byId.has(id)) throw new Error(`key id "${id}" appears twice`);
     byId.set(id, key);
@@ -93,7 +97,11 @@ export class EncryptionCodec implements PayloadCodec {
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {
-      const { keyId, data } = seal(this.keys, this.keys.current.id, temporal.api.common.v1.Payload.encode(payload).finish());
+      const { keyId, data } = seal(
+        this.keys,
+        this.keys.current.id,
+        temporal.api.common.v1.Payload.encode(payload).finish(),
+      );
       return { metadata: { encoding: text.encode(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: text.encode(keyId) }, data };
     });
   }

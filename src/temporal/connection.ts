@@ -38,12 +38,26 @@ export function temporalAddressOf(c: Pick<TemporalSettings, 'TEMPORAL_ADDRESS' |
 
 /** TLS is on when any TLS setting or an API key is given (Temporal Cloud takes its key over TLS only). */
 export function usesTls(c: TemporalSettings): boolean {
-  return c.TEMPORAL_TLS || !!(c.TEMPORAL_TLS_CA || c.TEMPORAL_TLS_CERT || c.TEMPORAL_TLS_KEY || c.TEMPORAL_TLS_SERVER_NAME || c.TEMPORAL_API_KEY);
+  return (
+    c.TEMPORAL_TLS ||
+    !!(
+      c.TEMPORAL_TLS_CA ||
+      c.TEMPORAL_TLS_CERT ||
+      c.TEMPORAL_TLS_KEY ||
+      c.TEMPORAL_TLS_SERVER_NAME ||
+      c.TEMPORAL_API_KEY
+    )
+  );
 }
 
 /** `host:port`, `[v6]:port` or a bare host: is it this machine (127.0.0.0/8, ::1, localhost)? */
 export function isLoopbackAddress(address: string): boolean {
-  const host = isIP(address) === 6 ? address : address.startsWith('[') ? address.slice(1, address.indexOf(']')) : address.replace(/:\d*$/, '');
+  const host =
+    isIP(address) === 6
+      ? address
+      : address.startsWith('[')
+        ? address.slice(1, address.indexOf(']'))
+        : address.replace(/:\d*$/, '');
   const name = host.toLowerCase();
   if (name === 'localhost') return true;
   if (isIP(name) === 4) return name.split('.')[0] === '127';
@@ -63,7 +77,8 @@ function readPem(variable: string, path: string, kind: 'CERTIFICATE' | 'PRIVATE 
     return { ok: false, problem: `  ${variable}: cannot read the file it names (${code})` };
   }
   const text = pem.toString('latin1');
-  const found = kind === 'CERTIFICATE' ? /-----BEGIN CERTIFICATE-----/.test(text) : /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text);
+  const found =
+    kind === 'CERTIFICATE' ? /-----BEGIN CERTIFICATE-----/.test(text) : /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text);
   if (!found) return { ok: false, problem: `  ${variable}: the file it names holds no PEM ${kind.toLowerCase()}` };
   return { ok: true, pem };
 }
@@ -103,16 +118,26 @@ function readTls(c: TemporalSettings): { tls?: TLSConfig; problems: string[] } {
  */
 export function temporalConnectionProblems(c: TemporalSettings): string[] {
   const { problems } = readTls(c);
-  if (c.NODE_ENV === 'production' && !usesTls(c) && !c.TEMPORAL_ALLOW_PLAINTEXT && !isLoopbackAddress(temporalAddressOf(c))) {
-    problems.push('  TEMPORAL_ADDRESS: plaintext to a Temporal frontend off this machine is refused in production; set TEMPORAL_TLS_CA'
-      + ' (and TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY for mTLS), TEMPORAL_API_KEY or TEMPORAL_TLS=true, or TEMPORAL_ALLOW_PLAINTEXT=true'
-      + ' where the network between them is private');
+  if (
+    c.NODE_ENV === 'production' &&
+    !usesTls(c) &&
+    !c.TEMPORAL_ALLOW_PLAINTEXT &&
+    !isLoopbackAddress(temporalAddressOf(c))
+  ) {
+    problems.push(
+      '  TEMPORAL_ADDRESS: plaintext to a Temporal frontend off this machine is refused in production; set TEMPORAL_TLS_CA' +
+        ' (and TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY for mTLS), TEMPORAL_API_KEY or TEMPORAL_TLS=true, or TEMPORAL_ALLOW_PLAINTEXT=true' +
+        ' where the network between them is private',
+    );
   }
   return problems;
 }
 
 /** The options every connection to Temporal is made with (`address` overrides the config's, e.g. `npm start`'s own server). */
-export function temporalConnectionOptions(c: TemporalSettings, address = temporalAddressOf(c)): TemporalConnectionOptions {
+export function temporalConnectionOptions(
+  c: TemporalSettings,
+  address = temporalAddressOf(c),
+): TemporalConnectionOptions {
   const { tls, problems } = readTls(c);
   if (problems.length > 0) throw new Error(`Invalid configuration:\n${problems.join('\n')}`);
   return { address, ...(tls ? { tls } : {}), ...(c.TEMPORAL_API_KEY ? { apiKey: c.TEMPORAL_API_KEY } : {}) };

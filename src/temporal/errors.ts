@@ -48,7 +48,8 @@ export function isTemporalUnavailable(err: unknown): boolean {
     // Update-with-start's multi-operation error is a plain Error carrying the gRPC code; its
     // `details` are binary, so the message is what names the namespace.
     const x = e as { code?: unknown; message?: unknown };
-    if (x.code === GRPC_NOT_FOUND && typeof x.message === 'string' && /namespace .* not found/i.test(x.message)) return true;
+    if (x.code === GRPC_NOT_FOUND && typeof x.message === 'string' && /namespace .* not found/i.test(x.message))
+      return true;
     if (e instanceof Error && (e.name === 'ConnectionError' || e.name === 'TransportError')) return true;
   }
   return false;

@@ -5,7 +5,13 @@ import type { Logger } from 'pino';
 // a Temporal that is down delays it instead of failing the start.
 
 /** Runs `attempt` until it succeeds, logging each failure as `failure`; returns what stops retrying. */
-export async function keepTrying(opts: { attempt: () => Promise<void>; failure: string; context: object; logger: Logger; retryMs?: number }): Promise<() => void> {
+export async function keepTrying(opts: {
+  attempt: () => Promise<void>;
+  failure: string;
+  context: object;
+  logger: Logger;
+  retryMs?: number;
+}): Promise<() => void> {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const run = async (): Promise<void> => {

@@ -12,7 +12,9 @@ type PaymentOrder = Pick<Order, 'id' | 'kind' | 'accountId' | 'externalOrderId' 
  * the workflows, from a provider's callback or from our own chain watch alike.
  */
 export async function notifyPaid(temporal: TemporalHandle, config: TimingConfig, order: PaymentOrder): Promise<void> {
-  await paymentStarter(temporal, config, order).signalWithStart(paymentNotifiedSignal, [{ orderId: order.id, status: 'paid' }]);
+  await paymentStarter(temporal, config, order).signalWithStart(paymentNotifiedSignal, [
+    { orderId: order.id, status: 'paid' },
+  ]);
 }
 
 /**
@@ -20,10 +22,15 @@ export async function notifyPaid(temporal: TemporalHandle, config: TimingConfig,
  * same signal-with-start, telling nothing but the order's id, so a new run follows its payment
  * (status sync, expiry, late payment).
  */
-export async function followPayment(temporal: TemporalHandle, config: TimingConfig, order: PaymentOrder): Promise<void> {
-  await paymentStarter(temporal, config, order).signalWithStart(paymentNotifiedSignal, [{ orderId: order.id, status: 'follow' }]);
+export async function followPayment(
+  temporal: TemporalHandle,
+  config: TimingConfig,
+  order: PaymentOrder,
+): Promise<void> {
+  await paymentStarter(temporal, config, order).signalWithStart(paymentNotifiedSignal, [
+    { orderId: order.id, status: 'follow' },
+  ]);
 }
-
 
 /** The workflow that follows an order's or top-up's payment. */
 export function paymentStarter(temporal: TemporalHandle, config: TimingConfig, order: PaymentOrder) {

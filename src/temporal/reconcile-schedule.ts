@@ -34,7 +34,10 @@ function scheduleOf(taskQueue: string, everySeconds: number) {
  * exists (a changed RECONCILE_SECONDS takes effect at the next worker start). A pause an operator
  * set is kept.
  */
-export async function ensureReconcileSchedule(temporal: TemporalHandle, everySeconds: number): Promise<'created' | 'updated' | 'unchanged'> {
+export async function ensureReconcileSchedule(
+  temporal: TemporalHandle,
+  everySeconds: number,
+): Promise<'created' | 'updated' | 'unchanged'> {
   const scheduleId = reconcileScheduleId(temporal.taskQueue);
   const wanted = scheduleOf(temporal.taskQueue, everySeconds);
   try {
@@ -53,7 +56,10 @@ export async function ensureReconcileSchedule(temporal: TemporalHandle, everySec
     current.action.workflowType === 'reconcileWorkflow' &&
     current.action.taskQueue === temporal.taskQueue;
   if (same) return 'unchanged';
-  await handle.update((previous) => ({ ...wanted, state: { paused: previous.state.paused, note: previous.state.note } }));
+  await handle.update((previous) => ({
+    ...wanted,
+    state: { paused: previous.state.paused, note: previous.state.note },
+  }));
   return 'updated';
 }
 
@@ -61,7 +67,12 @@ export async function ensureReconcileSchedule(temporal: TemporalHandle, everySec
  * The worker process's part: the schedule made sure of at start; if Temporal refuses now, tried
  * again every `retryMs` in the background instead of failing the start. Returns what stops it.
  */
-export async function keepReconcileSchedule(opts: { temporal: TemporalHandle; everySeconds: number; logger: Logger; retryMs?: number }): Promise<() => void> {
+export async function keepReconcileSchedule(opts: {
+  temporal: TemporalHandle;
+  everySeconds: number;
+  logger: Logger;
+  retryMs?: number;
+}): Promise<() => void> {
   const scheduleId = reconcileScheduleId(opts.temporal.taskQueue);
   return keepTrying({
     attempt: async () => {

@@ -9,7 +9,11 @@ import { safeText } from '../domain/text';
 // exported in Prometheus format on a loopback port that /metrics serves alongside ours.
 
 const LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
-  TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error',
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
 };
 
 /** Fields worth keeping from the SDK's metadata; a task token is an opaque secret-ish blob, dropped. */
@@ -19,7 +23,15 @@ function fields(meta: LogMetadata | undefined): Record<string, unknown> {
   const err = (error ?? failure) as { name?: string; message?: string; stack?: string; type?: string } | undefined;
   return {
     ...rest,
-    ...(err ? { err: { type: err.type ?? err.name, message: safeText(String(err.message ?? err), 1000), stack: err.stack ? safeText(err.stack, 4000) : undefined } } : {}),
+    ...(err
+      ? {
+          err: {
+            type: err.type ?? err.name,
+            message: safeText(String(err.message ?? err), 1000),
+            stack: err.stack ? safeText(err.stack, 4000) : undefined,
+          },
+        }
+      : {}),
   };
 }
 
@@ -60,7 +72,15 @@ export function installRuntime(opts: { logger: Logger; coreMetricsPort?: number 
     telemetryOptions: {
       logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
       ...(opts.coreMetricsPort
-        ? { metrics: { prometheus: { bindAddress: `127.0.0.1:${opts.coreMetricsPort}`, countersTotalSuffix: true, useSecondsForDurations: true } } }
+        ? {
+            metrics: {
+              prometheus: {
+                bindAddress: `127.0.0.1:${opts.coreMetricsPort}`,
+                countersTotalSuffix: true,
+                useSecondsForDurations: true,
+              },
+            },
+          }
         : {}),
     },
   });

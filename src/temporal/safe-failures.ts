@@ -14,11 +14,15 @@ import { sanitizeError } from '../domain/text';
 // names internal addresses).
 
 class SafeFailureInbound implements ActivityInboundCallsInterceptor {
-  async execute(input: Parameters<Next<ActivityInboundCallsInterceptor, 'execute'>>[0], next: Next<ActivityInboundCallsInterceptor, 'execute'>) {
+  async execute(
+    input: Parameters<Next<ActivityInboundCallsInterceptor, 'execute'>>[0],
+    next: Next<ActivityInboundCallsInterceptor, 'execute'>,
+  ) {
     try {
       return await next(input);
     } catch (err) {
-      if (isDatabaseUnavailable(err)) throw ApplicationFailure.retryable('The database is unavailable; retry shortly', 'service_unavailable');
+      if (isDatabaseUnavailable(err))
+        throw ApplicationFailure.retryable('The database is unavailable; retry shortly', 'service_unavailable');
       throw sanitizeError(err);
     }
   }

@@ -43,7 +43,9 @@ interface StartPlan<W extends Workflow> {
   typedSearchAttributes?: SearchAttributePair[];
 }
 
-type StartOptions<W extends Workflow> = WorkflowStartOptions<W> & { workflowIdConflictPolicy: WorkflowIdConflictPolicy };
+type StartOptions<W extends Workflow> = WorkflowStartOptions<W> & {
+  workflowIdConflictPolicy: WorkflowIdConflictPolicy;
+};
 
 /** One lifecycle's start, ready to be sent as a plain start, a signal-with-start or an update-with-start. */
 export class WorkflowStarter<W extends Workflow> {
@@ -68,8 +70,14 @@ export class WorkflowStarter<W extends Workflow> {
     return this.temporal.client.workflow.start<W>(this.workflowType, this.options());
   }
 
-  signalWithStart<A extends unknown[]>(signal: SignalDefinition<A>, signalArgs: A): Promise<WorkflowHandleWithSignaledRunId<W>> {
-    const options = { ...this.options(), signal, signalArgs } as unknown as WithWorkflowArgs<W, WorkflowSignalWithStartOptions<A>>;
+  signalWithStart<A extends unknown[]>(
+    signal: SignalDefinition<A>,
+    signalArgs: A,
+  ): Promise<WorkflowHandleWithSignaledRunId<W>> {
+    const options = { ...this.options(), signal, signalArgs } as unknown as WithWorkflowArgs<
+      W,
+      WorkflowSignalWithStartOptions<A>
+    >;
     return this.temporal.client.workflow.signalWithStart<W, A>(this.workflowType, options);
   }
 
@@ -80,7 +88,11 @@ export class WorkflowStarter<W extends Workflow> {
 }
 
 /** The workflow type is one of workflows/index.ts's exports, and the plan's args are its input. */
-function starter<N extends keyof Workflows>(temporal: TemporalHandle, workflowType: N, plan: StartPlan<Workflows[N]>): WorkflowStarter<Workflows[N]> {
+function starter<N extends keyof Workflows>(
+  temporal: TemporalHandle,
+  workflowType: N,
+  plan: StartPlan<Workflows[N]>,
+): WorkflowStarter<Workflows[N]> {
   return new WorkflowStarter(temporal, workflowType, plan);
 }
 
@@ -105,7 +117,11 @@ function paymentLifecycle(accountId: string, externalId: string, more: SearchAtt
  * workflow; after it closes a new run may follow (a late payment, a placement retried after the
  * run ended), and it finds the order in Postgres.
  */
-export function orderStarter(temporal: TemporalHandle, config: TimingConfig, order: { accountId: string; externalOrderId: string }) {
+export function orderStarter(
+  temporal: TemporalHandle,
+  config: TimingConfig,
+  order: { accountId: string; externalOrderId: string },
+) {
   return starter(temporal, 'orderWorkflow', {
     workflowId: orderWorkflowId(order.accountId, order.externalOrderId),
     args: [{ accountId: order.accountId, externalOrderId: order.externalOrderId, timing: paymentTiming(config) }],
@@ -114,7 +130,11 @@ export function orderStarter(temporal: TemporalHandle, config: TimingConfig, ord
 }
 
 /** `topup:<accountId>:<externalTopupId or orderId>`, with the same rules as an order. */
-export function topupStarter(temporal: TemporalHandle, config: TimingConfig, topup: { accountId: string; key: string }) {
+export function topupStarter(
+  temporal: TemporalHandle,
+  config: TimingConfig,
+  topup: { accountId: string; key: string },
+) {
   return starter(temporal, 'topupWorkflow', {
     workflowId: topupWorkflowId(topup.accountId, topup.key),
     args: [{ accountId: topup.accountId, key: topup.key, timing: paymentTiming(config) }],
@@ -128,7 +148,10 @@ export function topupStarter(temporal: TemporalHandle, config: TimingConfig, top
  * terminated may be started again and picks up from Postgres. Its durations are the worker's,
  * read by its first activity, since the order workflow that starts it has none to pass on.
  */
-export function procurementStarter(temporal: TemporalHandle, order: { orderId: string; accountId: string; externalOrderId: string | null }) {
+export function procurementStarter(
+  temporal: TemporalHandle,
+  order: { orderId: string; accountId: string; externalOrderId: string | null },
+) {
   return starter(temporal, 'procurementWorkflow', {
     workflowId: procurementWorkflowId(order.orderId),
     args: [{ orderId: order.orderId, accountId: order.accountId, externalOrderId: order.externalOrderId }],
@@ -158,7 +181,11 @@ export function redemptionStarter(temporal: TemporalHandle, config: TimingConfig
  * `delivery:<deliveryId>`, harmless to repeat: a running delivery is kept, and a closed one gets
  * a new run, which is what a delivery row still pending needs.
  */
-export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, delivery: { id: string; accountId: string }) {
+export function deliveryStarter(
+  temporal: TemporalHandle,
+  config: TimingConfig,
+  delivery: { id: string; accountId: string },
+) {
   return starter(temporal, 'webhookDeliveryWorkflow', {
     workflowId: deliveryWorkflowId(delivery.id),
     args: [{ deliveryId: delivery.id, ...deliveryTiming(config) }],
@@ -168,7 +195,6 @@ export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, 
   });
 }
 
-
 /**
  * `checkout-watch:<orderId>:<depositIndex>`, started with the checkout (PAYMENT_PROVIDER=evm). A watch that
  * completed closed its checkout and stays done; one that failed or was terminated may be started
@@ -176,10 +202,20 @@ export function deliveryStarter(temporal: TemporalHandle, config: TimingConfig, 
  * (ms since the epoch): its window, late watch and address watch are counted from it, not from
  * the restart.
  */
-export function evmCheckoutStarter(temporal: TemporalHandle, config: TimingConfig, checkout: { orderId: string; depositIndex: number; expiresAt?: number }) {
+export function evmCheckoutStarter(
+  temporal: TemporalHandle,
+  config: TimingConfig,
+  checkout: { orderId: string; depositIndex: number; expiresAt?: number },
+) {
   return starter(temporal, 'evmCheckoutWorkflow', {
     workflowId: evmCheckoutWorkflowId(checkout.orderId, checkout.depositIndex),
-    args: [{ depositIndex: checkout.depositIndex, timing: evmCheckoutTiming(config), ...(checkout.expiresAt === undefined ? {} : { expiresAt: checkout.expiresAt }) }],
+    args: [
+      {
+        depositIndex: checkout.depositIndex,
+        timing: evmCheckoutTiming(config),
+        ...(checkout.expiresAt === undefined ? {} : { expiresAt: checkout.expiresAt }),
+      },
+    ],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
   });
@@ -218,7 +254,11 @@ export function exportStarter(temporal: TemporalHandle, e: { exportId: string; a
  * `batch:<batchId>`, with the same rules as an export: a completed batch stays done, and a run
  * started again places only the lines Postgres holds no outcome for.
  */
-export function batchStarter(temporal: TemporalHandle, config: Pick<Config, 'BATCH_CHUNK_LINES'>, b: { batchId: string; accountId: string }) {
+export function batchStarter(
+  temporal: TemporalHandle,
+  config: Pick<Config, 'BATCH_CHUNK_LINES'>,
+  b: { batchId: string; accountId: string },
+) {
   return starter(temporal, 'batchWorkflow', {
     workflowId: batchWorkflowId(b.batchId),
     args: [{ batchId: b.batchId, chunkLines: config.BATCH_CHUNK_LINES }],

@@ -48,14 +48,20 @@ export async function updateWithStart<W extends Workflow, Ret, Args extends unkn
   const { client } = temporal;
   for (let attempt = 1; ; attempt++) {
     const startWorkflowOperation = starter.withStart();
-    const send = () => client.workflow.executeUpdateWithStart(update, { args: opts.args, updateId: opts.updateId, startWorkflowOperation });
+    const send = () =>
+      client.workflow.executeUpdateWithStart(update, {
+        args: opts.args,
+        updateId: opts.updateId,
+        startWorkflowOperation,
+      });
     try {
       return await (opts.withDeadline ? client.withDeadline(Date.now() + temporal.placementDeadlineMs, send) : send());
     } catch (err) {
       const apiError = apiErrorFromTemporal(err);
       if (apiError) throw apiError;
       if (isTemporalUnavailable(err)) throw err;
-      if ((err instanceof WorkflowUpdateFailedError && !unprocessed(err)) || attempt >= opts.attempts) throw (await opts.onGiveUp?.(err)) ?? err;
+      if ((err instanceof WorkflowUpdateFailedError && !unprocessed(err)) || attempt >= opts.attempts)
+        throw (await opts.onGiveUp?.(err)) ?? err;
     }
   }
 }

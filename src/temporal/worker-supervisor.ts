@@ -107,11 +107,17 @@ export class WorkerSupervisor {
 
       if (startedAt !== undefined && Date.now() - startedAt >= healthyAfter) consecutive = 0;
       consecutive++;
-      this.lastError = safeText(failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure), 500);
+      this.lastError = safeText(
+        failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure),
+        500,
+      );
       const limit = this.opts.maxConsecutiveFailures;
       if (limit !== undefined && consecutive >= limit) {
         this.setPhase('gave_up');
-        logger.error({ err: { type: (failure as Error)?.name, message: this.lastError }, failures: consecutive }, 'temporal worker cannot recover; giving up');
+        logger.error(
+          { err: { type: (failure as Error)?.name, message: this.lastError }, failures: consecutive },
+          'temporal worker cannot recover; giving up',
+        );
         this.firstStart?.resolve();
         this.opts.onGiveUp?.(failure);
         return;
@@ -120,7 +126,11 @@ export class WorkerSupervisor {
       this.setPhase('restarting');
       this.restarts++;
       logger.error(
-        { err: { type: (failure as Error)?.name, message: this.lastError }, restartInMs: backoffMs, restarts: this.restarts },
+        {
+          err: { type: (failure as Error)?.name, message: this.lastError },
+          restartInMs: backoffMs,
+          restarts: this.restarts,
+        },
         'temporal worker failed; restarting',
       );
       await new Promise<void>((resolve) => {

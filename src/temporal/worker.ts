@@ -1,4 +1,12 @@
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkerInterceptors, type WorkerOptions, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  NativeConnection,
+  Worker,
+  bundleWorkflowCode,
+  type WorkerInterceptors,
+  type WorkerOptions,
+  type WorkflowBundle,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import { safeActivityFailures } from './safe-failures';
@@ -24,9 +32,10 @@ export function workflowPolling(
 ): Pick<WorkerOptions, 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio' | 'workflowThreadPoolSize'> {
   return {
     workflowThreadPoolSize: c.WORKFLOW_THREADS,
-    workflowTaskPollerBehavior: c.WORKFLOW_TASK_POLLERS === 'autoscaling'
-      ? { type: 'autoscaling' }
-      : { type: 'simple-maximum', maximum: c.WORKFLOW_TASK_POLLERS },
+    workflowTaskPollerBehavior:
+      c.WORKFLOW_TASK_POLLERS === 'autoscaling'
+        ? { type: 'autoscaling' }
+        : { type: 'simple-maximum', maximum: c.WORKFLOW_TASK_POLLERS },
     nonStickyToStickyPollRatio: c.WORKFLOW_NONSTICKY_POLL_RATIO,
   };
 }
@@ -57,17 +66,19 @@ const noop = () => undefined;
 const quietBundlerLogger = { trace: noop, debug: noop, info: noop, warn: noop, error: console.error, log: noop };
 
 /** A worker on its own connection, made with temporalConnectionOptions' options (TLS, API key) outside tests. */
-export async function createWorker(opts: TemporalConnectionOptions & {
-  namespace: string;
-  taskQueue: string;
-  config: Config;
-  activities: ActivityMap;
-  workflowBundle?: WorkflowBundleOption;
-  /** Defaults to the safe-failure activity interceptor; tests may replace it. */
-  interceptors?: WorkerInterceptors;
-  /** Defaults to the service's (encrypting codec, failures as encoded payloads); tests may replace it. */
-  dataConverter?: DataConverter;
-}): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createWorker(
+  opts: TemporalConnectionOptions & {
+    namespace: string;
+    taskQueue: string;
+    config: Config;
+    activities: ActivityMap;
+    workflowBundle?: WorkflowBundleOption;
+    /** Defaults to the safe-failure activity interceptor; tests may replace it. */
+    interceptors?: WorkerInterceptors;
+    /** Defaults to the service's (encrypting codec, failures as encoded payloads); tests may replace it. */
+    dataConverter?: DataConverter;
+  },
+): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: opts.address, tls: opts.tls, apiKey: opts.apiKey });
   try {
     const worker = await Worker.create({
@@ -79,7 +90,10 @@ export async function createWorker(opts: TemporalConnectionOptions & {
       interceptors: opts.interceptors ?? { activity: [safeActivityFailures] },
       dataConverter:
         opts.dataConverter ??
-        dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS), { refuseUnencrypted: true, onRefused: () => unencryptedPayloadsRefused.inc() }),
+        dataConverter(parseKeyRing(opts.config.TEMPORAL_PAYLOAD_KEYS), {
+          refuseUnencrypted: true,
+          onRefused: () => unencryptedPayloadsRefused.inc(),
+        }),
       ...workflowPolling(opts.config),
       // Let in-flight activities finish on shutdown.
       shutdownGraceTime: '20 seconds',

@@ -16,10 +16,15 @@ export const PREBUILT_BUNDLE_PATH = resolve(__dirname, '..', '..', 'workflow-bun
  * runs the same code and starts without webpack. Production never bundles at start: a build
  * without its bundle is refused rather than run with whatever the image happens to hold.
  */
-export async function workerBundle(config: Pick<Config, 'NODE_ENV'>, path = PREBUILT_BUNDLE_PATH): Promise<WorkflowBundleOption> {
+export async function workerBundle(
+  config: Pick<Config, 'NODE_ENV'>,
+  path = PREBUILT_BUNDLE_PATH,
+): Promise<WorkflowBundleOption> {
   if (existsSync(path)) return { codePath: path };
   if (config.NODE_ENV === 'production') {
-    throw new ConfigError(`Invalid configuration:\n  NODE_ENV: production runs the prebuilt workflow bundle, and ${path} is missing: run \`npm run build\``);
+    throw new ConfigError(
+      `Invalid configuration:\n  NODE_ENV: production runs the prebuilt workflow bundle, and ${path} is missing: run \`npm run build\``,
+    );
   }
   return bundleWorkflows();
 }

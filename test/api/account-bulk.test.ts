@@ -27,7 +27,12 @@ async function reseller() {
   return r;
 }
 
-const form = (fields: Record<string, string>) => ({ kind: 'orders', mode: 'now', nonce: `web-${Math.random().toString(36).slice(2, 14)}`, ...fields });
+const form = (fields: Record<string, string>) => ({
+  kind: 'orders',
+  mode: 'now',
+  nonce: `web-${Math.random().toString(36).slice(2, 14)}`,
+  ...fields,
+});
 
 test('Download now: the CSV of the days chosen, both included; Prepare a file: listed until ready, then its link gives the same file', async () => {
   const { session } = await reseller();
@@ -42,10 +47,17 @@ test('Download now: the CSV of the days chosen, both included; Prepare a file: l
   const prepared = await session.submit('/account/exports', '/account/exports', form({ ...fields, mode: 'file' }));
   expect(prepared.status).toBe(303);
   expect(prepared.location).toBe('/account/exports?notice=preparing');
-  const link = await eventually(async () => {
-    const page = await session.get('/account/exports');
-    return /data-testid="export-download"/.test(page.text) ? /<a href="([^"]+)" rel="noreferrer" download/.exec(page.text)![1].replace(/&amp;/g, '&') : undefined;
-  }, 30_000, 200, 'the prepared file listed with its link');
+  const link = await eventually(
+    async () => {
+      const page = await session.get('/account/exports');
+      return /data-testid="export-download"/.test(page.text)
+        ? /<a href="([^"]+)" rel="noreferrer" download/.exec(page.text)![1].replace(/&amp;/g, '&')
+        : undefined;
+    },
+    30_000,
+    200,
+    'the prepared file listed with its link',
+  );
   const file = await fetch(link);
   expect(file.status).toBe(200);
   expect(await file.text()).toBe(now.text);
@@ -53,21 +65,35 @@ test('Download now: the CSV of the days chosen, both included; Prepare a file: l
 
 test('a range too large to stream, or a day that does not exist, is shown on the page; nothing is prepared', async () => {
   const { session, accountId } = await reseller();
-  const big = await session.submit('/account/exports', '/account/exports', form({ from: ymd(day(-30)), to: ymd(day(0)) }));
+  const big = await session.submit(
+    '/account/exports',
+    '/account/exports',
+    form({ from: ymd(day(-30)), to: ymd(day(0)) }),
+  );
   expect(big.status).toBe(400);
   expect(big.text).toContain('These days hold 48 rows, more than can be downloaded at once: choose “Prepare a file”.');
   expect(big.text).toContain(`value="${ymd(day(-30))}"`);
-  const bad = await session.submit('/account/exports', '/account/exports', form({ kind: 'ledger', from: '2026-02-30', to: ymd(day(0)) }));
+  const bad = await session.submit(
+    '/account/exports',
+    '/account/exports',
+    form({ kind: 'ledger', from: '2026-02-30', to: ymd(day(0)) }),
+  );
   expect(bad.status).toBe(400);
   expect(bad.text).toContain('data-testid="error"');
-  const [{ n }] = await h.services.orm.em.fork().execute<{ n: string }[]>('select count(*) as n from exports where account_id = ?', [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute<{ n: string }[]>('select count(*) as n from exports where account_id = ?', [accountId]);
   expect(Number(n)).toBe(0);
 });
 
 test.each([
   ['a header without qty', 'externalOrderId,productId\r\na-1,prod_api_order_test\r\n', 'The header lacks qty'],
   ['a quote left open', 'externalOrderId,productId,qty\r\n"a-1,prod_api_order_test,1\r\n', 'The file is not CSV'],
-  ['a line with qty 0', 'externalOrderId,productId,qty\r\na-1,prod_api_order_test,1\r\na-2,prod_api_order_test,0\r\n', 'Line 3, qty:'],
+  [
+    'a line with qty 0',
+    'externalOrderId,productId,qty\r\na-1,prod_api_order_test,1\r\na-2,prod_api_order_test,0\r\n',
+    'Line 3, qty:',
+  ],
   ['a line with qty "two"', 'externalOrderId,productId,qty\r\na-1,prod_api_order_test,two\r\n', 'Line 2, qty:'],
   ['no lines', 'externalOrderId,productId,qty\r\n', 'A batch holds 1 to 5000 lines'],
 ])('a batch file with %s is refused on the page, naming what to fix; no batch', async (_name, csv, message) => {
@@ -75,6 +101,8 @@ test.each([
   const res = await session.submit('/account/batches', '/account/batches', { csv, nonce: 'web-abcdefghijkl' });
   expect(res.status).toBe(400);
   expect(res.text).toContain(message);
-  const [{ n }] = await h.services.orm.em.fork().execute<{ n: string }[]>('select count(*) as n from batches where account_id = ?', [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute<{ n: string }[]>('select count(*) as n from batches where account_id = ?', [accountId]);
   expect(Number(n)).toBe(0);
 });

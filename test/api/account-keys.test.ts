@@ -32,7 +32,12 @@ const mcpWith = (key: string) =>
   call(`${h.baseUrl}/mcp`, {
     key,
     headers: { accept: 'application/json, text/event-stream' },
-    body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '0' } } },
+    body: {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '0' } },
+    },
   });
 
 async function createKey(session: AccountSession, name: string) {
@@ -43,7 +48,14 @@ async function createKey(session: AccountSession, name: string) {
 }
 
 const keyIdOf = async (apiKey: string) =>
-  (await h.services.orm.em.fork().execute<{ id: string }[]>("select id from api_keys where prefix = ? and last_four = ?", [apiKey.slice(0, 12), apiKey.slice(-4)]))[0].id;
+  (
+    await h.services.orm.em
+      .fork()
+      .execute<{ id: string }[]>('select id from api_keys where prefix = ? and last_four = ?', [
+        apiKey.slice(0, 12),
+        apiKey.slice(-4),
+      ])
+  )[0].id;
 
 test('a key is shown in full once; afterwards only its prefix and last four; only its SHA-256 is stored', async () => {
   const { session, accountId } = await signedUp(h);
@@ -127,7 +139,9 @@ test('an account holds at most 20 active keys; the 21st is refused in plain word
   const res = await session.submit('/account/keys', '/account/keys', { name: 'one too many' });
   expect(res.status).toBe(400);
   expect(res.text).toContain('An account can hold at most 20 active keys; revoke one first');
-  const [{ n }] = await h.services.orm.em.fork().execute('select count(*)::int as n from api_keys where account_id = ?', [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute('select count(*)::int as n from api_keys where account_id = ?', [accountId]);
   expect(n).toBe(20);
 });
 
@@ -137,7 +151,12 @@ describe("another account's ids in /account URLs are 404 and change nothing", ()
 
   beforeAll(async () => {
     const v = await signedUp(h);
-    await adjustBalance(h.services.orm.em.fork(), { accountId: v.accountId, amount: '50.00', note: 'test funding', levelThresholds: h.config.LEVEL_THRESHOLDS });
+    await adjustBalance(h.services.orm.em.fork(), {
+      accountId: v.accountId,
+      amount: '50.00',
+      note: 'test funding',
+      levelThresholds: h.config.LEVEL_THRESHOLDS,
+    });
     victim.key = (await createKey(v.session, 'victim key')).key;
     victim.keyId = await keyIdOf(victim.key);
     const api = client(h.apiUrl, victim.key);
@@ -160,7 +179,10 @@ describe("another account's ids in /account URLs are 404 and change nothing", ()
     ['POST', '/account/keys/:key/revoke'],
     ['POST', '/account/keys/:key/rotate'],
   ])('%s %s', async (method, template) => {
-    const path = template.replace(':order', victim.orderId).replace(':delivery', victim.deliveryId).replace(':key', victim.keyId);
+    const path = template
+      .replace(':order', victim.orderId)
+      .replace(':delivery', victim.deliveryId)
+      .replace(':key', victim.keyId);
     const res = method === 'GET' ? await intruder.get(path) : await intruder.post(path);
     expect(res.status).toBe(404);
     expect(res.text).toContain('This page does not exist, or it belongs to another account.');
@@ -169,12 +191,16 @@ describe("another account's ids in /account URLs are 404 and change nothing", ()
 
   test("afterwards the victim's key, order and delivery are as they were", async () => {
     expect((await balanceWith(victim.key)).body).toEqual({ balance: '32.00', currency: 'USDT' });
-    const [{ revoked_at, expires_at }] = await h.services.orm.em.fork().execute('select revoked_at, expires_at from api_keys where id = ?', [victim.keyId]);
+    const [{ revoked_at, expires_at }] = await h.services.orm.em
+      .fork()
+      .execute('select revoked_at, expires_at from api_keys where id = ?', [victim.keyId]);
     expect([revoked_at, expires_at]).toEqual([null, null]);
     const api = client(h.apiUrl, victim.key);
     expect((await api.get(`/orders/${victim.orderId}`)).body.codes).toHaveLength(1);
     expect((await api.get('/webhook/deliveries')).body.deliveries).toHaveLength(1);
-    const accountId = (await h.services.orm.em.fork().execute('select account_id from api_keys where id = ?', [victim.keyId]))[0].account_id;
+    const accountId = (
+      await h.services.orm.em.fork().execute('select account_id from api_keys where id = ?', [victim.keyId])
+    )[0].account_id;
     await expectLedgerMatchesBalance(h, accountId);
   });
 });

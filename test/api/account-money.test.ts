@@ -43,7 +43,10 @@ async function withKey(h: Harness) {
 async function topUp(session: AccountSession, amount: string, currency = 'USDT', nonce?: string) {
   const page = await session.get('/account');
   const rendered = /name="nonce" value="([^"]+)"/.exec(page.text)![1];
-  return { res: await session.post('/account/topup', { amount, currency, nonce: nonce ?? rendered }), nonce: nonce ?? rendered };
+  return {
+    res: await session.post('/account/topup', { amount, currency, nonce: nonce ?? rendered }),
+    nonce: nonce ?? rendered,
+  };
 }
 
 test('a top-up from the area goes to the hosted checkout, is credited once paid, and shows in the balance and the ledger', async () => {
@@ -55,13 +58,20 @@ test('a top-up from the area goes to the hosted checkout, is credited once paid,
   const checkoutUrl = /href="([^"]+)" data-testid="pay-link"/.exec(orderPage.text)![1];
   expect(checkoutUrl).toContain('/checkout/');
   const orderId = res.location!.split('/').pop()!;
-  expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({ channel: 'topup', status: 'pending', amount: '25.50', currency: 'USDC' });
+  expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({
+    channel: 'topup',
+    status: 'pending',
+    amount: '25.50',
+    currency: 'USDC',
+  });
 
   expect(await payThroughPage(checkoutUrl)).toContain('Payment received');
   await eventually(async () => (await api.get('/balance')).body.balance === '25.50');
   const overview = await session.get('/account');
   expect(overview.text).toMatch(/data-testid="balance">25\.50</);
-  expect(overview.text).toMatch(/data-testid="ledger-amount">25\.50<\/td>\s*<td[^>]*data-testid="ledger-balance-after">25\.50</);
+  expect(overview.text).toMatch(
+    /data-testid="ledger-amount">25\.50<\/td>\s*<td[^>]*data-testid="ledger-balance-after">25\.50</,
+  );
   const ledger = await session.get('/account/ledger');
   expect(ledger.text).toContain(`/account/orders/${orderId}`);
   const money = await expectLedgerMatchesBalance(h, accountId);
@@ -85,7 +95,9 @@ test(`spec 8: the area shares the ${TOPUPS_PER_HOUR}/hour top-up quota with POST
   expect(area.res.status).toBe(429);
   expect(area.res.text).toContain(`At most ${TOPUPS_PER_HOUR} top-up requests per hour. Please wait`);
   expect(area.res.text).toContain('value="9.00"');
-  const [{ n }] = await h.services.orm.em.fork().execute("select count(*)::int as n from orders where account_id = ? and kind = 'topup'", [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute("select count(*)::int as n from orders where account_id = ? and kind = 'topup'", [accountId]);
   expect(n).toBe(3);
   await expectLedgerMatchesBalance(h, accountId);
 });
@@ -97,13 +109,20 @@ test('a top-up form with a bad amount is refused in plain words and creates noth
     expect(res.status).toBe(400);
     expect(res.text).toMatch(/Please check “Amount”|amount must be greater than 0/);
   }
-  const [{ n }] = await h.services.orm.em.fork().execute('select count(*)::int as n from orders where account_id = ?', [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute('select count(*)::int as n from orders where account_id = ?', [accountId]);
   expect(n).toBe(0);
 });
 
 test('orders list as GET /orders without codes; the detail page shows codes only after "Reveal codes"', async () => {
   const { session, accountId, api } = await withKey(h);
-  await adjustBalance(h.services.orm.em.fork(), { accountId, amount: '40.00', note: 'test funding', levelThresholds: h.config.LEVEL_THRESHOLDS });
+  await adjustBalance(h.services.orm.em.fork(), {
+    accountId,
+    amount: '40.00',
+    note: 'test funding',
+    levelThresholds: h.config.LEVEL_THRESHOLDS,
+  });
   const order = await api.post('/orders', { externalOrderId: 'area-1', productId: 'prod_chatgpt_plus_1m', qty: 2 });
   expect(order.body.codes).toHaveLength(2);
 
@@ -164,7 +183,11 @@ test('the webhook form: PUT /webhook rules, secret shown once, a signed test eve
   expect(detail.text).toContain('500');
   const retried = await session.post(`/account/webhook/deliveries/${failedId}/retry`);
   expect(retried.status).toBe(303);
-  await eventually(async () => (await api.get('/webhook/deliveries')).body.deliveries.find((d: any) => d.id === failedId)?.status === 'succeeded');
+  await eventually(
+    async () =>
+      (await api.get('/webhook/deliveries')).body.deliveries.find((d: any) => d.id === failedId)?.status ===
+      'succeeded',
+  );
   expect(receiver.accepted()).toHaveLength(2);
 
   const cleared = await session.post('/account/webhook', { url: '' });

@@ -40,16 +40,23 @@ const fromIp = () => {
 
 async function signIn(session: AccountSession, email: string, password: string, ip = fromIp()) {
   await session.get('/account/sign-in');
-  return session.request('POST', '/account/sign-in', new URLSearchParams({ _csrf: session.csrf!, email, password }).toString(), {
-    'content-type': 'application/x-www-form-urlencoded',
-    'x-forwarded-for': ip,
-  });
+  return session.request(
+    'POST',
+    '/account/sign-in',
+    new URLSearchParams({ _csrf: session.csrf!, email, password }).toString(),
+    {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-forwarded-for': ip,
+    },
+  );
 }
 
 const accountRow = async (accountId: string) => {
   const em = h.services.orm.em.fork();
   const [row] = await em.execute('select level, balance, cumulative_spending from accounts where id = ?', [accountId]);
-  const [{ n }] = await em.execute('select count(*)::int as n from ledger_transactions where account_id = ?', [accountId]);
+  const [{ n }] = await em.execute('select count(*)::int as n from ledger_transactions where account_id = ?', [
+    accountId,
+  ]);
   return { ...row, ledgerRows: n };
 };
 
@@ -57,14 +64,21 @@ test('sign-up starts an account exactly like the CLI makes one (Lv1, zero balanc
   const { session, accountId } = await signedUp(h);
   const cli = await createAccount(h.services.orm.em.fork(), 'cli-made');
   expect(await accountRow(accountId)).toEqual(await accountRow(cli.accountId));
-  expect(await accountRow(accountId)).toEqual({ level: 1, balance: '0.00', cumulative_spending: '0.00', ledgerRows: 0 });
+  expect(await accountRow(accountId)).toEqual({
+    level: 1,
+    balance: '0.00',
+    cumulative_spending: '0.00',
+    ledgerRows: 0,
+  });
 
   const overview = await session.get('/account');
   expect(overview.status).toBe(200);
   expect(overview.text).toMatch(/data-testid="balance">0\.00</);
   expect(overview.text).toContain('data-testid="level">Lv1<');
   expect(overview.text).toContain('Lv2 at 500.00 USDT: 500.00 USDT to go');
-  const [{ n }] = await h.services.orm.em.fork().execute('select count(*)::int as n from account_sessions where sess::jsonb ->> \'accountId\' = ?', [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute("select count(*)::int as n from account_sessions where sess::jsonb ->> 'accountId' = ?", [accountId]);
   expect(n).toBe(1);
 });
 
@@ -103,11 +117,16 @@ test('session fixation: the session id changes at sign-in, and the id from befor
   expect(attempt.location).toBe('/account/sign-in');
 });
 
-test('every form needs its session\'s CSRF token: missing, wrong or another session\'s token is 403 and changes nothing', async () => {
+test("every form needs its session's CSRF token: missing, wrong or another session's token is 403 and changes nothing", async () => {
   const { session, accountId } = await signedUp(h);
   const other = await signedUp(h);
   await other.session.get('/account/keys');
-  const keyCount = async () => (await h.services.orm.em.fork().execute('select count(*)::int as n from api_keys where account_id = ?', [accountId]))[0].n;
+  const keyCount = async () =>
+    (
+      await h.services.orm.em
+        .fork()
+        .execute('select count(*)::int as n from api_keys where account_id = ?', [accountId])
+    )[0].n;
 
   for (const token of [undefined, '', 'x'.repeat(64), other.session.csrf!]) {
     const fields: Record<string, string> = { name: 'forged' };
@@ -116,7 +135,12 @@ test('every form needs its session\'s CSRF token: missing, wrong or another sess
     expect(res.status).toBe(403);
     expect(res.text).toContain('This form has expired');
   }
-  const forgedTopup = await session.post('/account/topup', { amount: '5.00', currency: 'USDT', nonce: 'web-forgedforged', _csrf: 'nope' });
+  const forgedTopup = await session.post('/account/topup', {
+    amount: '5.00',
+    currency: 'USDT',
+    nonce: 'web-forgedforged',
+    _csrf: 'nope',
+  });
   expect(forgedTopup.status).toBe(403);
   const forgedSignOut = await session.post('/account/sign-out', { _csrf: 'nope' });
   expect(forgedSignOut.status).toBe(403);
@@ -125,8 +149,24 @@ test('every form needs its session\'s CSRF token: missing, wrong or another sess
 
   // Sign-in and sign-up forms are protected too (login CSRF).
   const anonymous = new AccountSession(h.baseUrl);
-  expect((await anonymous.post('/account/sign-in', { email: 'a@example.com', password: 'whatever-password' }, { csrf: false })).status).toBe(403);
-  expect((await anonymous.post('/account/sign-up', { email: 'new@example.com', password: 'whatever-password' }, { csrf: false })).status).toBe(403);
+  expect(
+    (
+      await anonymous.post(
+        '/account/sign-in',
+        { email: 'a@example.com', password: 'whatever-password' },
+        { csrf: false },
+      )
+    ).status,
+  ).toBe(403);
+  expect(
+    (
+      await anonymous.post(
+        '/account/sign-up',
+        { email: 'new@example.com', password: 'whatever-password' },
+        { csrf: false },
+      )
+    ).status,
+  ).toBe(403);
 
   // With the page's own token the same form works.
   await session.get('/account/keys');
@@ -137,7 +177,11 @@ test('every form needs its session\'s CSRF token: missing, wrong or another sess
 test('a failed sign-in never tells whether the email is registered: same status, same words', async () => {
   const { email } = await signedUp(h);
   const wrongPassword = await signIn(new AccountSession(h.baseUrl), email, 'not-the-password-at-all');
-  const unknownEmail = await signIn(new AccountSession(h.baseUrl), `nobody-${randomBytes(4).toString('hex')}@example.com`, 'not-the-password-at-all');
+  const unknownEmail = await signIn(
+    new AccountSession(h.baseUrl),
+    `nobody-${randomBytes(4).toString('hex')}@example.com`,
+    'not-the-password-at-all',
+  );
   const malformed = await signIn(new AccountSession(h.baseUrl), 'not-an-email', 'x');
   for (const res of [wrongPassword, unknownEmail, malformed]) {
     expect(res.status).toBe(401);
@@ -147,24 +191,35 @@ test('a failed sign-in never tells whether the email is registered: same status,
   expect(strip(wrongPassword.text)).toBe(strip(unknownEmail.text.replace(/nobody-[0-9a-f]+@example\.com/, email)));
 });
 
-test('failed sign-ins are limited per account from one address and per IP (for any account), in Postgres; others\' guesses lock nobody out', async () => {
+test("failed sign-ins are limited per account from one address and per IP (for any account), in Postgres; others' guesses lock nobody out", async () => {
   const { email, password } = await signedUp(h);
   // Per account from one address: 3 failures in the window; the fourth try from there is refused even with the right password.
   const guesser = fromIp();
-  for (let i = 0; i < 3; i++) expect((await signIn(new AccountSession(h.baseUrl), email, 'wrong-password-here', guesser)).status).toBe(401);
+  for (let i = 0; i < 3; i++)
+    expect((await signIn(new AccountSession(h.baseUrl), email, 'wrong-password-here', guesser)).status).toBe(401);
   const blocked = await signIn(new AccountSession(h.baseUrl), email, password, guesser);
   expect(blocked.status).toBe(429);
   expect(blocked.headers.get('retry-after')).toMatch(/^\d+$/);
   expect(blocked.text).toContain('Too many sign-in attempts');
   // The owner, from their own address, signs in; successes count against no budget.
   const owner = fromIp();
-  for (let i = 0; i < 5; i++) expect((await signIn(new AccountSession(h.baseUrl), email, password, owner)).status).toBe(303);
+  for (let i = 0; i < 5; i++)
+    expect((await signIn(new AccountSession(h.baseUrl), email, password, owner)).status).toBe(303);
 
   // Per IP: 6 attempts from one address, across accounts; a seventh is refused, another address is not.
   const ip = fromIp();
   const other = await signedUp(h);
   for (let i = 0; i < 6; i++) {
-    expect((await signIn(new AccountSession(h.baseUrl), `probe-${i}-${randomBytes(3).toString('hex')}@example.com`, 'guess-guess-guess', ip)).status).toBe(401);
+    expect(
+      (
+        await signIn(
+          new AccountSession(h.baseUrl),
+          `probe-${i}-${randomBytes(3).toString('hex')}@example.com`,
+          'guess-guess-guess',
+          ip,
+        )
+      ).status,
+    ).toBe(401);
   }
   expect((await signIn(new AccountSession(h.baseUrl), other.email, other.password, ip)).status).toBe(429);
   expect((await signIn(new AccountSession(h.baseUrl), other.email, other.password)).status).toBe(303);
@@ -176,10 +231,15 @@ test('sign-up refuses a weak password and a taken email in plain words, and a re
   const weak = await s.submit('/account/sign-up', '/account/sign-up', { email: 'weak@example.com', password: 'short' });
   expect(weak.status).toBe(400);
   expect(weak.text).toContain('Please check “Password”: use at least 12 characters.');
-  const taken = await s.submit('/account/sign-up', '/account/sign-up', { email: email.toUpperCase(), password: 'another-long-password' });
+  const taken = await s.submit('/account/sign-up', '/account/sign-up', {
+    email: email.toUpperCase(),
+    password: 'another-long-password',
+  });
   expect(taken.status).toBe(400);
   expect(taken.text).toContain('An account could not be created with these details.');
-  const [{ n }] = await h.services.orm.em.fork().execute('select count(*)::int as n from users where email in (?, ?)', ['weak@example.com', email]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute('select count(*)::int as n from users where email in (?, ?)', ['weak@example.com', email]);
   expect(n).toBe(1);
 });
 
@@ -197,7 +257,14 @@ test('sign-out ends the session in Postgres; its cookie no longer opens the area
 
 test('pages are not cached, not framed and take nothing from elsewhere; signed-out visitors are sent to sign in', async () => {
   const { session } = await signedUp(h);
-  for (const path of ['/account', '/account/keys', '/account/orders', '/account/ledger', '/account/webhook', '/account/sign-in']) {
+  for (const path of [
+    '/account',
+    '/account/keys',
+    '/account/orders',
+    '/account/ledger',
+    '/account/webhook',
+    '/account/sign-in',
+  ]) {
     const res = await (path === '/account/sign-in' ? new AccountSession(h.baseUrl) : session).get(path);
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -219,7 +286,8 @@ describe('hostile form bodies are 4xx pages, never 5xx, and the area keeps servi
     session = (await signedUp(h)).session;
     await session.get('/account/keys');
   });
-  const form = (body: string) => session.request('POST', '/account/keys', body, { 'content-type': 'application/x-www-form-urlencoded' });
+  const form = (body: string) =>
+    session.request('POST', '/account/keys', body, { 'content-type': 'application/x-www-form-urlencoded' });
   const token = () => `_csrf=${session.csrf}`;
 
   test.each([
@@ -229,15 +297,31 @@ describe('hostile form bodies are 4xx pages, never 5xx, and the area keeps servi
     ['a repeated field (an array)', () => form(`${token()}&name=a&name=b`)],
     ['too many fields', () => form(`${token()}&${Array.from({ length: 40 }, (_, i) => `f${i}=1`).join('&')}`)],
     ['a body over the size limit', () => form(`${token()}&name=${'a'.repeat(20_000)}`)],
-    ['JSON instead of a form', () => session.request('POST', '/account/keys', JSON.stringify({ _csrf: session.csrf, name: 'x' }), { 'content-type': 'application/json' })],
+    [
+      'JSON instead of a form',
+      () =>
+        session.request('POST', '/account/keys', JSON.stringify({ _csrf: session.csrf, name: 'x' }), {
+          'content-type': 'application/json',
+        }),
+    ],
     ['a NUL in the path', () => session.get('/account/orders/ord%00x')],
     ['a control character in the query', () => session.get('/account/orders?cursor=%07')],
     ['a forged cursor', () => session.get('/account/ledger?cursor=abc.def')],
     ['a key id that is not a uuid', () => session.post('/account/keys/not-a-uuid/revoke')],
     ['a very long key id', () => session.post(`/account/keys/${'9'.repeat(129)}/rotate`)],
-    ['an order id with odd characters', () => session.get(`/account/orders/${encodeURIComponent("ord_'; select 1 --")}`)],
+    [
+      'an order id with odd characters',
+      () => session.get(`/account/orders/${encodeURIComponent("ord_'; select 1 --")}`),
+    ],
     ['a delivery id that does not exist', () => session.post('/account/webhook/deliveries/whd_nope/retry')],
-    ['a NUL in a sign-in password', () => new AccountSession(h.baseUrl).submit('/account/sign-in', '/account/sign-in', { email: 'a@example.com', password: 'a\u0000b' })],
+    [
+      'a NUL in a sign-in password',
+      () =>
+        new AccountSession(h.baseUrl).submit('/account/sign-in', '/account/sign-in', {
+          email: 'a@example.com',
+          password: 'a\u0000b',
+        }),
+    ],
   ])('%s', async (_name, send) => {
     const res = await send();
     expect(res.status).toBeGreaterThanOrEqual(400);
@@ -261,13 +345,21 @@ describe('passwords are never stored or logged in plain text', () => {
     const databaseUrl = await createTestDatabase();
     const port = await freePort();
     const config = loadConfig({
-      DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS, PORT: String(port), LOG_LEVEL: 'trace',
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
+      PORT: String(port),
+      LOG_LEVEL: 'trace',
       TEMPORAL_TASK_QUEUE: `test-${randomBytes(5).toString('hex')}`,
     });
     const sink = new Writable({ write: (chunk, _enc, done) => void (lines.push(String(chunk)), done()) });
     services = await startServices({
-      config, databaseUrl, temporalAddress: config.TEMPORAL_ADDRESS!, registerSearchAttributes: false,
-      logger: createLogger('trace', sink), api: true, worker: false,
+      config,
+      databaseUrl,
+      temporalAddress: config.TEMPORAL_ADDRESS!,
+      registerSearchAttributes: false,
+      logger: createLogger('trace', sink),
+      api: true,
+      worker: false,
     });
     await seedCatalog(services.orm.em.fork());
     baseUrl = `http://127.0.0.1:${port}`;
@@ -281,9 +373,13 @@ describe('passwords are never stored or logged in plain text', () => {
     expect((await s.submit('/account/sign-up', '/account/sign-up', { email, password })).status).toBe(303);
     await s.get('/account');
     await s.post('/account/sign-out');
-    expect((await s.submit('/account/sign-in', '/account/sign-in', { email, password: `${password}x` })).status).toBe(401);
+    expect((await s.submit('/account/sign-in', '/account/sign-in', { email, password: `${password}x` })).status).toBe(
+      401,
+    );
     expect((await s.submit('/account/sign-in', '/account/sign-in', { email, password })).status).toBe(303);
-    expect((await new AccountSession(baseUrl).submit('/account/sign-up', '/account/sign-up', { email, password })).status).toBe(400);
+    expect(
+      (await new AccountSession(baseUrl).submit('/account/sign-up', '/account/sign-up', { email, password })).status,
+    ).toBe(400);
 
     expect(lines.length).toBeGreaterThan(5);
     const logs = lines.join('');
@@ -292,13 +388,17 @@ describe('passwords are never stored or logged in plain text', () => {
     expect(logs).not.toContain(encodeURIComponent(password));
 
     const em = services.orm.em.fork();
-    const tables = await em.execute<{ name: string }[]>("select tablename as name from pg_tables where schemaname = 'public'");
+    const tables = await em.execute<{ name: string }[]>(
+      "select tablename as name from pg_tables where schemaname = 'public'",
+    );
     expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(['users', 'account_sessions', 'rate_limits']));
     for (const { name } of tables) {
       const rows = await em.execute<{ t: string }[]>(`select t::text as t from "${name}" t`);
       for (const { t } of rows) expect(t).not.toContain(password);
     }
-    const [user] = await em.execute<{ password_hash: string }[]>('select password_hash from users where email = ?', [email]);
+    const [user] = await em.execute<{ password_hash: string }[]>('select password_hash from users where email = ?', [
+      email,
+    ]);
     expect(user.password_hash).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
   });
 });

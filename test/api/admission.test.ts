@@ -51,18 +51,30 @@ async function whileProductLocked<T>(fn: () => Promise<T>): Promise<T> {
 const inFlight = async () => (await admissionInFlight.get()).values[0]?.value ?? 0;
 
 async function expectNoWorkflow(accountId: string, externalOrderId: string) {
-  await expect(h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, externalOrderId)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  await expect(
+    h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, externalOrderId)).describe(),
+  ).rejects.toBeInstanceOf(WorkflowNotFoundError);
 }
 
 async function expectNoOrder(accountId: string, externalOrderId: string) {
-  const rows = await h.services.orm.em.fork().execute('select id from orders where account_id = ? and external_order_id = ?', [accountId, externalOrderId]);
+  const rows = await h.services.orm.em
+    .fork()
+    .execute('select id from orders where account_id = ? and external_order_id = ?', [accountId, externalOrderId]);
   expect(rows).toEqual([]);
 }
 
 /** One MCP tool call with this key: its error body, or its result. */
-async function mcpCall(key: string, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; body: any }> {
+async function mcpCall(
+  key: string,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ isError: boolean; body: any }> {
   const mcp = new McpClient({ name: 'admission-test', version: '1.0.0' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${key}` } },
+    }),
+  );
   try {
     const res = (await mcp.callTool({ name, arguments: args })) as CallToolResult;
     return { isError: res.isError ?? false, body: JSON.parse((res.content[0] as { text: string }).text) };
@@ -72,8 +84,16 @@ async function mcpCall(key: string, name: string, args: Record<string, unknown>)
 }
 
 function expectShed(res: ApiResponse, reason: string) {
-  expect({ status: res.status, error: res.body.error, retryable: res.body.retryable, reason: res.body.details?.reason }).toEqual({
-    status: 503, error: 'service_unavailable', retryable: true, reason,
+  expect({
+    status: res.status,
+    error: res.body.error,
+    retryable: res.body.retryable,
+    reason: res.body.details?.reason,
+  }).toEqual({
+    status: 503,
+    error: 'service_unavailable',
+    retryable: true,
+    reason,
   });
   expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
 }
@@ -97,16 +117,29 @@ test('over the limit: 503 retryable at once, nothing charged, no order, no workf
   const api = client(h.apiUrl, apiKey);
   const before = await expectLedgerMatchesBalance(h, accountId);
   const { held, shed, viaMcp } = await whileProductLocked(async () => {
-    const held = holders.flatMap((a, i) => [0, 1].map((j) => client(h.apiUrl, a.apiKey).post('/orders', order(`held-${i}-${j}`))));
+    const held = holders.flatMap((a, i) =>
+      [0, 1].map((j) => client(h.apiUrl, a.apiKey).post('/orders', order(`held-${i}-${j}`))),
+    );
     await eventually(async () => (await inFlight()) === LIMIT, 30_000, 50, 'the limit in flight');
     const shed = await api.post('/orders', order('over-limit'));
     // Every kind of placement, on every surface, meets the same limit.
     const topup = await api.post('/topup', { externalTopupId: 'over-limit-topup', amount: '10.00' });
-    const viaMcp = await mcpCall(apiKey, 'purchase_codes', { externalOrderId: 'over-limit-mcp', productId: HELD, qty: 1 });
+    const viaMcp = await mcpCall(apiKey, 'purchase_codes', {
+      externalOrderId: 'over-limit-mcp',
+      productId: HELD,
+      qty: 1,
+    });
     return { held, shed: [shed, topup], viaMcp };
   });
   for (const answer of shed) expectShed(answer, 'limit');
-  expect(viaMcp).toEqual({ isError: true, body: expect.objectContaining({ error: 'service_unavailable', retryable: true, details: expect.objectContaining({ reason: 'limit' }) }) });
+  expect(viaMcp).toEqual({
+    isError: true,
+    body: expect.objectContaining({
+      error: 'service_unavailable',
+      retryable: true,
+      details: expect.objectContaining({ reason: 'limit' }),
+    }),
+  });
   expect((await Promise.all(held)).map((r) => r.status)).toEqual(Array(LIMIT).fill(200));
 
   // The shed requests left nothing behind: no order, no workflow, the balance and ledger as they were.
@@ -126,7 +159,7 @@ test('over the limit: 503 retryable at once, nothing charged, no order, no workf
   expect(final.rows[1].order_id).toBe(retried.body.orderId);
 });
 
-test("one account over its share while another places: it is refused, the other is let through", async () => {
+test('one account over its share while another places: it is refused, the other is let through', async () => {
   const heavy = await h.account('1000.00');
   const light = await h.account('1000.00');
   const heavyApi = client(h.apiUrl, heavy.apiKey);
@@ -150,6 +183,9 @@ test("one account over its share while another places: it is refused, the other 
   await expectNoWorkflow(heavy.accountId, 'heavy-over');
   const heavyAfter = await expectLedgerMatchesBalance(h, heavy.accountId);
   expect(heavyAfter.rows).toHaveLength(heavyBefore.rows.length + share);
-  expect((await expectLedgerMatchesBalance(h, light.accountId)).rows.map((r) => r.type)).toEqual(['adjust', 'purchase', 'purchase']);
+  expect((await expectLedgerMatchesBalance(h, light.accountId)).rows.map((r) => r.type)).toEqual([
+    'adjust',
+    'purchase',
+    'purchase',
+  ]);
 });
-

@@ -48,7 +48,10 @@ beforeAll(async () => {
     `create role "${SERVICE}" login password '${PASSWORD}' nosuperuser nocreaterole nocreatedb`,
     ...DATABASES.map((db) => `create database "${db}" owner "${OWNER}"`),
   ]);
-  h = await startHarness({ DATABASE_MIGRATION_URL: urlAs(OWNER, DATABASES[0]), SIGN_IN_RATE_LIMIT_PER_IP: '1000' }, { databaseUrl: urlAs(SERVICE, DATABASES[0]) });
+  h = await startHarness(
+    { DATABASE_MIGRATION_URL: urlAs(OWNER, DATABASES[0]), SIGN_IN_RATE_LIMIT_PER_IP: '1000' },
+    { databaseUrl: urlAs(SERVICE, DATABASES[0]) },
+  );
   service = new PgClient({ connectionString: urlAs(SERVICE, DATABASES[0]) });
   await service.connect();
 }, 120_000);
@@ -56,22 +59,41 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.end();
   await h?.stop();
-  await asSuperuser([...DATABASES.map((db) => `drop database if exists "${db}" with (force)`), `drop role if exists "${SERVICE}"`, `drop role if exists "${OWNER}"`]).catch(() => undefined);
+  await asSuperuser([
+    ...DATABASES.map((db) => `drop database if exists "${db}" with (force)`),
+    `drop role if exists "${SERVICE}"`,
+    `drop role if exists "${OWNER}"`,
+  ]).catch(() => undefined);
 });
 
 /** The Postgres error code a statement of the service role fails with. */
-const refusal = (sql: string) => service.query(sql).then(() => 'done', (err: { code?: string }) => err.code);
+const refusal = (sql: string) =>
+  service.query(sql).then(
+    () => 'done',
+    (err: { code?: string }) => err.code,
+  );
 
 test('as a role that owns nothing, the service sells and audits; that role cannot rewrite, empty or unguard the audit log', async () => {
-  expect((await service.query<{ role: string; superuser: boolean }>('select current_user as role, rolsuper as superuser from pg_roles where rolname = current_user')).rows)
-    .toEqual([{ role: SERVICE, superuser: false }]);
+  expect(
+    (
+      await service.query<{ role: string; superuser: boolean }>(
+        'select current_user as role, rolsuper as superuser from pg_roles where rolname = current_user',
+      )
+    ).rows,
+  ).toEqual([{ role: SERVICE, superuser: false }]);
 
   // The service works: a balance order delivered (ledger and balance), a console sign-in audited.
   const { api, accountId } = await reseller(h, '50.00');
   const order = await api.post('/orders', { externalOrderId: 'grants-1', productId: 'prod_chatgpt_plus_1m', qty: 1 });
   expect([order.status, order.body.status]).toEqual([200, 'delivered']);
   const l = await expectLedgerMatchesBalance(h, accountId);
-  expect([l.balance, l.rows.map((r) => [r.type, r.amount])]).toEqual(['32.00', [['adjust', '50.00'], ['purchase', '-18.00']]]);
+  expect([l.balance, l.rows.map((r) => [r.type, r.amount])]).toEqual([
+    '32.00',
+    [
+      ['adjust', '50.00'],
+      ['purchase', '-18.00'],
+    ],
+  ]);
   const member = await staffMember(h, 'support');
   await signedIn(h, member);
   const signIns = await auditRows(h, `staff_id = ? and action = 'staff.sign_in'`, [member.id]);
@@ -124,7 +146,11 @@ test('`wholesale migrate` migrates as the owner and says the service role can on
   const root = resolve(__dirname, '..', '..');
   const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'bin', 'wholesale.js'), 'migrate'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: urlAs(SERVICE, DATABASES[0]), DATABASE_MIGRATION_URL: urlAs(OWNER, DATABASES[0]) },
+    env: {
+      ...process.env,
+      DATABASE_URL: urlAs(SERVICE, DATABASES[0]),
+      DATABASE_MIGRATION_URL: urlAs(OWNER, DATABASES[0]),
+    },
   });
   expect(JSON.parse(stdout)).toEqual({ migrated: [], auditLog: 'grants' });
 });
@@ -152,7 +178,9 @@ test('the service role starts again without the owner once nothing is pending, a
   try {
     const err = await migrate(fresh).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toMatch(/^DATABASE_URL: this role may not change the schema and migrations are pending: run them as the schema's owner with DATABASE_MIGRATION_URL/);
+    expect((err as Error).message).toMatch(
+      /^DATABASE_URL: this role may not change the schema and migrations are pending: run them as the schema's owner with DATABASE_MIGRATION_URL/,
+    );
   } finally {
     await fresh.close();
   }

@@ -1,4 +1,17 @@
-import { auditRows, consoleSession, currentStep, freshCode, postFrom, roomInStep, signedIn, signInWith, staffMember, stuckOrder, STUCK_ORDER_ENV, totp } from '../helpers/console';
+import {
+  auditRows,
+  consoleSession,
+  currentStep,
+  freshCode,
+  postFrom,
+  roomInStep,
+  signedIn,
+  signInWith,
+  staffMember,
+  stuckOrder,
+  STUCK_ORDER_ENV,
+  totp,
+} from '../helpers/console';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import { PAYMENT_ENV } from '../helpers/payments';
@@ -30,14 +43,60 @@ test('admin-API actions are rows recorded as "token", with the typed actor in de
   expect(resumed.status).toBe(200);
   const missing = await admin.post('/redemptions/rdm_missing/claim', { actor: 'ops-bot' });
   expect(missing.status).toBe(404);
-  const refused = await admin.post(`/orders/${orderId}/deliver`, { actor: 'ops-bot', reason: 'by hand', codes: ['HAND-1', 'HAND-2', 'HAND-3'] });
+  const refused = await admin.post(`/orders/${orderId}/deliver`, {
+    actor: 'ops-bot',
+    reason: 'by hand',
+    codes: ['HAND-1', 'HAND-2', 'HAND-3'],
+  });
   expect(refused.status).toBe(400);
 
   const rows = await auditRows(h, `role = 'token'`);
-  expect(rows.map((r) => [r.actor, r.actor_email, r.action, r.subject_id, r.account_id, r.reason, r.details, r.request_id, r.outcome])).toEqual([
-    ['token', null, 'order.resume', orderId, accountId, 'stock is back', { typedActor: 'ops-bot' }, resumed.headers.get('x-request-id'), 'ok'],
-    ['token', null, 'redemption.claim', 'rdm_missing', null, 'claimed from the queue', { typedActor: 'ops-bot' }, missing.body.requestId, 'not_found'],
-    ['token', null, 'order.deliver', orderId, accountId, 'by hand', { typedActor: 'ops-bot', codes: 3 }, refused.body.requestId, 'invalid_input'],
+  expect(
+    rows.map((r) => [
+      r.actor,
+      r.actor_email,
+      r.action,
+      r.subject_id,
+      r.account_id,
+      r.reason,
+      r.details,
+      r.request_id,
+      r.outcome,
+    ]),
+  ).toEqual([
+    [
+      'token',
+      null,
+      'order.resume',
+      orderId,
+      accountId,
+      'stock is back',
+      { typedActor: 'ops-bot' },
+      resumed.headers.get('x-request-id'),
+      'ok',
+    ],
+    [
+      'token',
+      null,
+      'redemption.claim',
+      'rdm_missing',
+      null,
+      'claimed from the queue',
+      { typedActor: 'ops-bot' },
+      missing.body.requestId,
+      'not_found',
+    ],
+    [
+      'token',
+      null,
+      'order.deliver',
+      orderId,
+      accountId,
+      'by hand',
+      { typedActor: 'ops-bot', codes: 3 },
+      refused.body.requestId,
+      'invalid_input',
+    ],
   ]);
   // Codes sent to an action are counted, never kept.
   expect(JSON.stringify(rows)).not.toContain('HAND-1');
@@ -69,7 +128,14 @@ test('admins read and filter the log in the console; support and viewers get 403
   const viewer = await staffMember(h, 'viewer');
   const { accountId } = await reseller(h, '20.00');
   const a = await signedIn(h, adminMember);
-  expect((await postFrom(a, `/console/accounts/${accountId}`, `/console/accounts/${accountId}/adjust`, { amount: '1.00', reason: 'audit filter check' })).status).toBe(303);
+  expect(
+    (
+      await postFrom(a, `/console/accounts/${accountId}`, `/console/accounts/${accountId}/adjust`, {
+        amount: '1.00',
+        reason: 'audit filter check',
+      })
+    ).status,
+  ).toBe(303);
   for (const m of [support, viewer]) expect((await (await signedIn(h, m)).get('/console/audit')).status).toBe(403);
 
   const all = await a.get('/console/audit');
@@ -92,14 +158,55 @@ test('admins read and filter the log in the console; support and viewers get 403
 
 test('`npx wholesale staff create` prints a one-time setup link: password and TOTP are enrolled there, recovery codes shown once', async () => {
   const email = `first-admin-${Date.now()}@example.com`;
-  const out = await wholesale(h, 'staff', 'create', '--role', 'admin', '--email', email, '--name', 'First Admin', '--by', 'Root Operator', '--reason', 'the first admin');
+  const out = await wholesale(
+    h,
+    'staff',
+    'create',
+    '--role',
+    'admin',
+    '--email',
+    email,
+    '--name',
+    'First Admin',
+    '--by',
+    'Root Operator',
+    '--reason',
+    'the first admin',
+  );
   expect(out.exitCode).toBe(0);
-  expect(out.json).toMatchObject({ email, role: 'admin', name: 'First Admin', setupUrl: expect.stringMatching(/\/console\/setup\?token=[\w-]{43}$/) });
+  expect(out.json).toMatchObject({
+    email,
+    role: 'admin',
+    name: 'First Admin',
+    setupUrl: expect.stringMatching(/\/console\/setup\?token=[\w-]{43}$/),
+  });
   expect(JSON.stringify(out.json)).not.toMatch(/password_hash|totp_secret/);
   const setupPath = new URL(out.json.setupUrl).pathname + new URL(out.json.setupUrl).search;
-  expect((await auditRows(h, `action = 'staff.invite' and role = 'cli'`)).map((r) => [r.details.email, r.outcome])).toEqual([[email, 'ok']]);
-  expect((await auditRows(h, `action = 'staff.invite' and role = 'cli'`)).map((r) => [r.actor, r.reason])).toEqual([['cli:Root Operator', 'the first admin']]);
-  expect((await wholesale(h, 'staff', 'create', '--role', 'owner', '--email', 'x@example.com', '--name', 'X', '--by', 'Root Operator', '--reason', 'r')).json).toMatchObject({ error: 'invalid_input' });
+  expect(
+    (await auditRows(h, `action = 'staff.invite' and role = 'cli'`)).map((r) => [r.details.email, r.outcome]),
+  ).toEqual([[email, 'ok']]);
+  expect((await auditRows(h, `action = 'staff.invite' and role = 'cli'`)).map((r) => [r.actor, r.reason])).toEqual([
+    ['cli:Root Operator', 'the first admin'],
+  ]);
+  expect(
+    (
+      await wholesale(
+        h,
+        'staff',
+        'create',
+        '--role',
+        'owner',
+        '--email',
+        'x@example.com',
+        '--name',
+        'X',
+        '--by',
+        'Root Operator',
+        '--reason',
+        'r',
+      )
+    ).json,
+  ).toMatchObject({ error: 'invalid_input' });
 
   const s = consoleSession(h);
   const page = await s.get(setupPath);
@@ -118,12 +225,27 @@ test('`npx wholesale staff create` prints a one-time setup link: password and TO
   expect((await s.get(setupPath)).status).toBe(404);
 
   // The setup code's step is spent; the next one signs in, and the new admin manages staff.
-  const member = { email, password: 'a long enough password', secret, lastStep: step, id: '', name: 'First Admin', role: 'admin' as const, recoveryCodes: codes };
+  const member = {
+    email,
+    password: 'a long enough password',
+    secret,
+    lastStep: step,
+    id: '',
+    name: 'First Admin',
+    role: 'admin' as const,
+    recoveryCodes: codes,
+  };
   expect((await signInWith(consoleSession(h), member, totp(secret, step))).status).toBe(401);
   const signed = consoleSession(h);
   expect((await signInWith(signed, member, await freshCode(member))).location).toBe('/console');
-  const invited = await postFrom(signed, '/console/staff', '/console/staff', { name: 'New Viewer', email: `viewer-${Date.now()}@example.com`, role: 'viewer' });
+  const invited = await postFrom(signed, '/console/staff', '/console/staff', {
+    name: 'New Viewer',
+    email: `viewer-${Date.now()}@example.com`,
+    role: 'viewer',
+  });
   expect(invited.status).toBe(200);
   expect(invited.text).toMatch(/data-testid="setup-link">http[^<]+\/console\/setup\?token=[\w-]{43}</);
-  expect((await auditRows(h, `action = 'staff.invite' and actor = 'First Admin'`)).map((r) => [r.role, r.outcome])).toEqual([['admin', 'ok']]);
+  expect(
+    (await auditRows(h, `action = 'staff.invite' and actor = 'First Admin'`)).map((r) => [r.role, r.outcome]),
+  ).toEqual([['admin', 'ok']]);
 });

@@ -11,7 +11,10 @@ const USAGE = 'usage: wholesale <command>';
 // Nothing listens on port 1: a command that gets past its arguments fails on connecting.
 const UNREACHABLE_DB = 'postgres://wholesale:wholesale@127.0.0.1:1/wholesale';
 
-function wholesale(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function wholesale(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [join(root, 'bin', 'wholesale.js'), ...args], {
       cwd: root,
@@ -32,7 +35,11 @@ test.each([
   ['--help after a command', ['accounts', 'create', '--help']],
 ])('%s: the usage on stdout, nothing on stderr, exit 0', async (_case, args) => {
   const run = await wholesale(args);
-  expect({ code: run.code, usage: run.stdout.startsWith(USAGE), stderr: run.stderr }).toEqual({ code: 0, usage: true, stderr: '' });
+  expect({ code: run.code, usage: run.stdout.startsWith(USAGE), stderr: run.stderr }).toEqual({
+    code: 0,
+    usage: true,
+    stderr: '',
+  });
 });
 
 test.each([
@@ -43,13 +50,33 @@ test.each([
 ])('%s: what was wrong and the usage on stderr, nothing on stdout, exit 2', async (_case, args, first) => {
   const run = await wholesale(args);
   const [line, usage] = run.stderr.split('\n');
-  expect({ code: run.code, line: line.startsWith(first), usage, stdout: run.stdout }).toEqual({ code: 2, line: true, usage: USAGE, stdout: '' });
+  expect({ code: run.code, line: line.startsWith(first), usage, stdout: run.stdout }).toEqual({
+    code: 2,
+    line: true,
+    usage: USAGE,
+    stdout: '',
+  });
 });
 
 test.each([
-  ['the database cannot be reached', ['accounts', 'create', '--name', 'x'], {}, { error: 'error', message: expect.stringContaining('ECONNREFUSED') }],
-  ['the configuration is invalid', ['accounts', 'create', '--name', 'x'], { PAYMENT_PROVIDER: 'cash' }, { error: 'error', message: expect.stringMatching(/^Invalid configuration:\n.*PAYMENT_PROVIDER/) }],
-  ['the API it talks to is down', ['webhooks', 'listen', '--api', 'http://127.0.0.1:1/wholesale/v1', '--key', 'wsk_x'], {}, { error: 'error', message: 'fetch failed' }],
+  [
+    'the database cannot be reached',
+    ['accounts', 'create', '--name', 'x'],
+    {},
+    { error: 'error', message: expect.stringContaining('ECONNREFUSED') },
+  ],
+  [
+    'the configuration is invalid',
+    ['accounts', 'create', '--name', 'x'],
+    { PAYMENT_PROVIDER: 'cash' },
+    { error: 'error', message: expect.stringMatching(/^Invalid configuration:\n.*PAYMENT_PROVIDER/) },
+  ],
+  [
+    'the API it talks to is down',
+    ['webhooks', 'listen', '--api', 'http://127.0.0.1:1/wholesale/v1', '--key', 'wsk_x'],
+    {},
+    { error: 'error', message: 'fetch failed' },
+  ],
 ])('a command fails because %s: one JSON line on stderr, no stack trace, exit 1', async (_case, args, env, body) => {
   const run = await wholesale(args, env);
   const lines = run.stderr.split('\n').filter(Boolean);

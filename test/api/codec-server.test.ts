@@ -5,7 +5,13 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-import { dataConverter, EncryptionCodec, ENCRYPTED_ENCODING, KEY_ID_METADATA, parseKeyRing } from '../../src/temporal/codec';
+import {
+  dataConverter,
+  EncryptionCodec,
+  ENCRYPTED_ENCODING,
+  KEY_ID_METADATA,
+  parseKeyRing,
+} from '../../src/temporal/codec';
 import { startHarness, type Harness } from '../helpers/harness';
 import { encodingOf, payloadsOf, rawHistory } from '../helpers/history';
 import { reseller } from '../helpers/payments';
@@ -30,7 +36,12 @@ let h: Harness;
 let codecUrl: string;
 
 beforeAll(async () => {
-  h = await startHarness({ TEMPORAL_PAYLOAD_KEYS: `${NEW},${OLD}`, ADMIN_TOKEN, CODEC_TOKEN, TEMPORAL_UI_ORIGIN: UI_ORIGIN });
+  h = await startHarness({
+    TEMPORAL_PAYLOAD_KEYS: `${NEW},${OLD}`,
+    ADMIN_TOKEN,
+    CODEC_TOKEN,
+    TEMPORAL_UI_ORIGIN: UI_ORIGIN,
+  });
   codecUrl = `${h.baseUrl}/codec`;
 });
 afterAll(() => h?.stop());
@@ -42,13 +53,19 @@ const toJson = (p: Payload): JsonPayload => ({
   metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, b64(v ?? new Uint8Array())])),
   data: b64(p.data ?? new Uint8Array()),
 });
-const jsonPlain = (value: unknown): JsonPayload => ({ metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify(value)) });
+const jsonPlain = (value: unknown): JsonPayload => ({
+  metadata: { encoding: b64('json/plain') },
+  data: b64(JSON.stringify(value)),
+});
 const valueOf = (p: JsonPayload) => JSON.parse(Buffer.from(p.data, 'base64').toString('utf8'));
-const metaOf = (p: JsonPayload, key: string) => (p.metadata[key] ? Buffer.from(p.metadata[key], 'base64').toString('utf8') : undefined);
+const metaOf = (p: JsonPayload, key: string) =>
+  p.metadata[key] ? Buffer.from(p.metadata[key], 'base64').toString('utf8') : undefined;
 
 /** A payload as a client with only `keys` would send it to the Temporal server. */
 async function sealedWith(keys: string, value: unknown): Promise<JsonPayload> {
-  const [sealed] = await new EncryptionCodec(parseKeyRing(keys)).encode([{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(value)) }]);
+  const [sealed] = await new EncryptionCodec(parseKeyRing(keys)).encode([
+    { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(value)) },
+  ]);
   return toJson(sealed);
 }
 
@@ -72,7 +89,12 @@ describe('authorisation', () => {
     const sealed = await sealedWith(NEW, { secret: 'never shown' });
     const res = await codec('/decode', [sealed], headers);
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: 'unauthorized', message: expect.any(String), requestId: res.headers.get('x-request-id'), retryable: false });
+    expect(res.body).toEqual({
+      error: 'unauthorized',
+      message: expect.any(String),
+      requestId: res.headers.get('x-request-id'),
+      retryable: false,
+    });
     expect(JSON.stringify(res.body)).not.toContain('never shown');
   });
 
@@ -95,7 +117,12 @@ describe('authorisation', () => {
         for (const headers of [{}, bearer(CODEC_TOKEN), bearer(ADMIN_TOKEN)]) {
           const res = await codec(`/${token}/${action}`, [sealed], headers);
           expect(res.status).toBe(404);
-          expect(res.body).toEqual({ error: 'not_found', message: expect.any(String), requestId: res.headers.get('x-request-id'), retryable: false });
+          expect(res.body).toEqual({
+            error: 'not_found',
+            message: expect.any(String),
+            requestId: res.headers.get('x-request-id'),
+            retryable: false,
+          });
           expect(JSON.stringify(res.body)).not.toContain('not through the path');
           // The refusal does not echo the token it was given.
           expect(JSON.stringify(res.body)).not.toContain(token);
@@ -108,14 +135,23 @@ describe('authorisation', () => {
     for (const headers of [bearer(CODEC_TOKEN), {}]) {
       const refused = await codec('/encode', [jsonPlain({ forged: 'paid' })], headers);
       expect(refused.status).toBe(401);
-      expect(refused.body).toEqual({ error: 'unauthorized', message: expect.any(String), requestId: refused.headers.get('x-request-id'), retryable: false });
+      expect(refused.body).toEqual({
+        error: 'unauthorized',
+        message: expect.any(String),
+        requestId: refused.headers.get('x-request-id'),
+        retryable: false,
+      });
       expect(refused.body.payloads).toBeUndefined();
     }
     const encoded = await codec('/encode', [jsonPlain({ forged: 'paid' })], bearer(ADMIN_TOKEN));
     expect(encoded.status).toBe(200);
     expect(metaOf(encoded.body.payloads[0], 'encoding')).toBe(ENCRYPTED_ENCODING);
     // An empty list seals nothing: the CLI's `workflow query` asks for it with CODEC_TOKEN (below).
-    const empty = await fetch(`${codecUrl}/encode`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) }, body: '{}' });
+    const empty = await fetch(`${codecUrl}/encode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) },
+      body: '{}',
+    });
     expect([empty.status, await empty.json()]).toEqual([200, { payloads: [] }]);
   });
 
@@ -123,14 +159,18 @@ describe('authorisation', () => {
     const size = 8 << 20;
     // Only the first 64 kB of a declared 8 MB is sent: the answer comes before the body could be read.
     const early = await new Promise<{ status: number; body: any }>((ok, fail) => {
-      const req = request(`${codecUrl}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(size) } }, (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          ok({ status: res.statusCode!, body: JSON.parse(text) });
-          req.destroy();
-        });
-      });
+      const req = request(
+        `${codecUrl}/decode`,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(size) } },
+        (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => {
+            ok({ status: res.statusCode!, body: JSON.parse(text) });
+            req.destroy();
+          });
+        },
+      );
       req.on('error', fail);
       req.write(Buffer.alloc(64 << 10, '['));
     });
@@ -140,12 +180,20 @@ describe('authorisation', () => {
     const junk = Buffer.alloc(size, '{');
     for (const path of ['/decode', '/encode']) {
       for (const headers of [{}, bearer('codec-not-the-right-token-at-all')]) {
-        const res = await fetch(`${codecUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: junk });
+        const res = await fetch(`${codecUrl}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: junk,
+        });
         expect([path, res.status, (await res.json()).error]).toEqual([path, 401, 'unauthorized']);
       }
     }
     // The same body with the token is parsed, and refused as a bad body (4xx, never a 5xx).
-    const parsed = await fetch(`${codecUrl}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) }, body: junk });
+    const parsed = await fetch(`${codecUrl}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) },
+      body: junk,
+    });
     expect(parsed.status).toBe(400);
     await parsed.body?.cancel();
 
@@ -154,8 +202,12 @@ describe('authorisation', () => {
     expect(valueOf(after.body.payloads[0])).toBe('still serving');
   });
 
-  test('a body that is not the protocol\'s shape is refused with a 4xx, not a 5xx', async () => {
-    const res = await fetch(`${codecUrl}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) }, body: '{"payloads":"x"}' });
+  test("a body that is not the protocol's shape is refused with a 4xx, not a 5xx", async () => {
+    const res = await fetch(`${codecUrl}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(CODEC_TOKEN) },
+      body: '{"payloads":"x"}',
+    });
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
   });
@@ -163,7 +215,11 @@ describe('authorisation', () => {
   test('with neither ADMIN_TOKEN nor CODEC_TOKEN the codec server is off (404)', async () => {
     const off = await startHarness({}, { worker: false });
     try {
-      const res = await fetch(`${off.baseUrl}/codec/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"payloads":[]}' });
+      const res = await fetch(`${off.baseUrl}/codec/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"payloads":[]}',
+      });
       expect(res.status).toBe(404);
     } finally {
       await off.stop();
@@ -176,29 +232,38 @@ describe('CORS (only the configured Temporal UI origin)', () => {
   const preflight = (origin: string) =>
     fetch(`${codecUrl}/decode`, {
       method: 'OPTIONS',
-      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,x-namespace' },
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type,x-namespace',
+      },
     });
 
-  test('a preflight from TEMPORAL_UI_ORIGIN is allowed with the UI\'s headers, and the POST carries the allow-origin header', async () => {
+  test("a preflight from TEMPORAL_UI_ORIGIN is allowed with the UI's headers, and the POST carries the allow-origin header", async () => {
     const res = await preflight(UI_ORIGIN);
     expect(res.status).toBe(204);
     expect(res.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
     expect(res.headers.get('access-control-allow-methods')).toContain('POST');
-    expect(res.headers.get('access-control-allow-headers')?.split(/,\s*/)).toEqual(expect.arrayContaining(['content-type', 'x-namespace', 'authorization']));
+    expect(res.headers.get('access-control-allow-headers')?.split(/,\s*/)).toEqual(
+      expect.arrayContaining(['content-type', 'x-namespace', 'authorization']),
+    );
     expect(res.headers.get('vary')).toContain('Origin');
     const post = await codec('/decode', [await sealedWith(NEW, 1)], { origin: UI_ORIGIN, ...bearer(CODEC_TOKEN) });
     expect(post.status).toBe(200);
     expect(post.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
   });
 
-  test.each(['http://evil.example', 'http://127.0.0.1:18234', 'null'])('origin %s gets no allow headers', async (origin) => {
-    const res = await preflight(origin);
-    expect(res.status).not.toBe(204);
-    expect(res.headers.get('access-control-allow-origin')).toBeNull();
-    expect(res.headers.get('access-control-allow-headers')).toBeNull();
-    const post = await codec('/decode', [await sealedWith(NEW, 1)], { origin, ...bearer(CODEC_TOKEN) });
-    expect(post.headers.get('access-control-allow-origin')).toBeNull();
-  });
+  test.each(['http://evil.example', 'http://127.0.0.1:18234', 'null'])(
+    'origin %s gets no allow headers',
+    async (origin) => {
+      const res = await preflight(origin);
+      expect(res.status).not.toBe(204);
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+      expect(res.headers.get('access-control-allow-headers')).toBeNull();
+      const post = await codec('/decode', [await sealedWith(NEW, 1)], { origin, ...bearer(CODEC_TOKEN) });
+      expect(post.headers.get('access-control-allow-origin')).toBeNull();
+    },
+  );
 });
 
 describe('key rotation and old histories', () => {
@@ -214,15 +279,25 @@ describe('key rotation and old histories', () => {
     expect(metaOf(encoded.body.payloads[0], 'encoding')).toBe(ENCRYPTED_ENCODING);
     expect(metaOf(encoded.body.payloads[0], KEY_ID_METADATA)).toBe('new');
     // What /encode made opens with the new key alone, not with the old one alone.
-    const [opened] = await new EncryptionCodec(parseKeyRing(NEW)).decode([{
-      metadata: Object.fromEntries(Object.entries(encoded.body.payloads[0].metadata as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
-      data: Buffer.from(encoded.body.payloads[0].data, 'base64'),
-    }]);
+    const [opened] = await new EncryptionCodec(parseKeyRing(NEW)).decode([
+      {
+        metadata: Object.fromEntries(
+          Object.entries(encoded.body.payloads[0].metadata as Record<string, string>).map(([k, v]) => [
+            k,
+            Buffer.from(v, 'base64'),
+          ]),
+        ),
+        data: Buffer.from(encoded.body.payloads[0].data, 'base64'),
+      },
+    ]);
     expect(JSON.parse(Buffer.from(opened.data!).toString('utf8'))).toEqual({ placed: 'after the rotation' });
   });
 
   test('a payload that is not encrypted (an old history, or a forged plain signal) passes through unchanged', async () => {
-    const plain = [jsonPlain({ orderId: 'ord_before_encryption' }), { metadata: { encoding: b64('binary/null') }, data: '' }];
+    const plain = [
+      jsonPlain({ orderId: 'ord_before_encryption' }),
+      { metadata: { encoding: b64('binary/null') }, data: '' },
+    ];
     const res = await codec('/decode', plain, bearer(ADMIN_TOKEN));
     expect(res.status).toBe(200);
     expect(res.body.payloads).toEqual(plain);
@@ -243,7 +318,9 @@ describe('key rotation and old histories', () => {
     expect(res.body.payloads[1]).toEqual(tampered);
     expect(valueOf(res.body.payloads[2])).toBe('fine');
     // The operator is told which key ids opened nothing (ids only, never payload bytes).
-    const told = warn.mock.calls.find(([, msg]) => typeof msg === 'string' && msg.startsWith('codec: no configured key opens'));
+    const told = warn.mock.calls.find(
+      ([, msg]) => typeof msg === 'string' && msg.startsWith('codec: no configured key opens'),
+    );
     expect(told?.[0]).toMatchObject({ keyIds: ['gone', 'new'] });
     warn.mockRestore();
   });
@@ -251,19 +328,36 @@ describe('key rotation and old histories', () => {
   test('/encode then /decode round-trips a batch', async () => {
     const batch = [jsonPlain({ a: 1 }), jsonPlain('two'), jsonPlain([3, { four: null }])];
     const encoded = await codec('/encode', batch, bearer(ADMIN_TOKEN));
-    expect(encoded.body.payloads.map((p: JsonPayload) => metaOf(p, 'encoding'))).toEqual([ENCRYPTED_ENCODING, ENCRYPTED_ENCODING, ENCRYPTED_ENCODING]);
+    expect(encoded.body.payloads.map((p: JsonPayload) => metaOf(p, 'encoding'))).toEqual([
+      ENCRYPTED_ENCODING,
+      ENCRYPTED_ENCODING,
+      ENCRYPTED_ENCODING,
+    ]);
     expect(JSON.stringify(encoded.body)).not.toContain(batch[1].data);
     const decoded = await codec('/decode', encoded.body.payloads, bearer(CODEC_TOKEN));
     expect(decoded.body.payloads).toEqual(batch);
   });
 });
 
-describe('the temporal CLI through the codec server (the runbook\'s command)', () => {
+describe("the temporal CLI through the codec server (the runbook's command)", () => {
   let binary: string;
   const cli = async (args: string[], withCodec: boolean) => {
     binary ??= (await run(process.execPath, [join(root, 'scripts', 'ensure-temporal.mjs')])).stdout.trim();
     const codecArgs = withCodec ? ['--codec-endpoint', codecUrl, '--codec-auth', `Bearer ${CODEC_TOKEN}`] : [];
-    const { stdout } = await run(binary, [...args, ...codecArgs, '--address', h.config.TEMPORAL_ADDRESS!, '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json'], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(
+      binary,
+      [
+        ...args,
+        ...codecArgs,
+        '--address',
+        h.config.TEMPORAL_ADDRESS!,
+        '--namespace',
+        h.config.TEMPORAL_NAMESPACE,
+        '-o',
+        'json',
+      ],
+      { maxBuffer: 16 << 20 },
+    );
     return stdout;
   };
   const show = async (workflowId: string, withCodec: boolean) => {
@@ -282,8 +376,11 @@ describe('the temporal CLI through the codec server (the runbook\'s command)', (
     expect(placed.body.status).toBe('delivered');
     const workflowId = `order:${accountId}:cli-1`;
     // Written under the first key of the ring.
-    const keyIds = new Set(payloadsOf(await rawHistory(h.services.temporal.client, workflowId), { except: ['searchAttributes'] })
-      .filter((p) => encodingOf(p) === ENCRYPTED_ENCODING).map((p) => Buffer.from(p.metadata![KEY_ID_METADATA]!).toString('utf8')));
+    const keyIds = new Set(
+      payloadsOf(await rawHistory(h.services.temporal.client, workflowId), { except: ['searchAttributes'] })
+        .filter((p) => encodingOf(p) === ENCRYPTED_ENCODING)
+        .map((p) => Buffer.from(p.metadata![KEY_ID_METADATA]!).toString('utf8')),
+    );
     expect([...keyIds]).toEqual(['new']);
 
     const decoded = await show(workflowId, true);
@@ -299,18 +396,34 @@ describe('the temporal CLI through the codec server (the runbook\'s command)', (
 
   test('`workflow query` works with CODEC_TOKEN (it asks /encode for an empty list of arguments) and answers decoded', async () => {
     const { api, accountId } = await reseller(h, '1.00');
-    const placed = await api.post('/orders', { externalOrderId: 'cli-query', productId: 'prod_api_order_test', qty: 1 });
-    const answer = JSON.parse(await cli(['workflow', 'query', '-w', `order:${accountId}:cli-query`, '--type', 'state'], true));
-    expect(answer.queryResult).toEqual([expect.objectContaining({ orderId: placed.body.orderId, status: 'delivered' })]);
+    const placed = await api.post('/orders', {
+      externalOrderId: 'cli-query',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
+    const answer = JSON.parse(
+      await cli(['workflow', 'query', '-w', `order:${accountId}:cli-query`, '--type', 'state'], true),
+    );
+    expect(answer.queryResult).toEqual([
+      expect.objectContaining({ orderId: placed.body.orderId, status: 'delivered' }),
+    ]);
   });
 
   test('a history written before the rotation (old key only) is read through the codec server of the rotated ring', async () => {
     // A client of the service before the rotation: its ring held only `old`. Nobody polls this queue.
     const connection = await Connection.connect({ address: h.config.TEMPORAL_ADDRESS! });
-    const before = new Client({ connection, namespace: h.config.TEMPORAL_NAMESPACE, dataConverter: dataConverter(parseKeyRing(OLD)) });
+    const before = new Client({
+      connection,
+      namespace: h.config.TEMPORAL_NAMESPACE,
+      dataConverter: dataConverter(parseKeyRing(OLD)),
+    });
     const marker = `written-under-old-${randomBytes(4).toString('hex')}`;
     const workflowId = `codec-rotation-${randomBytes(4).toString('hex')}`;
-    const handle = await before.workflow.start('orderWorkflow', { workflowId, taskQueue: `nobody-${randomBytes(4).toString('hex')}`, args: [{ marker }] });
+    const handle = await before.workflow.start('orderWorkflow', {
+      workflowId,
+      taskQueue: `nobody-${randomBytes(4).toString('hex')}`,
+      args: [{ marker }],
+    });
     try {
       const decoded = await show(workflowId, true);
       expect(decoded).toEqual({ encodings: ['json/plain'], text: JSON.stringify([{ marker }]).slice(1, -1) });

@@ -20,15 +20,25 @@ afterEach(() => jest.restoreAllMocks());
 type JsonPayload = { metadata: Record<string, string>; data: string };
 
 async function sealed(keys: string, value: unknown): Promise<JsonPayload> {
-  const [p] = await new EncryptionCodec(parseKeyRing(keys)).encode([{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(value)) }]);
-  return { metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')])), data: Buffer.from(p.data!).toString('base64') };
+  const [p] = await new EncryptionCodec(parseKeyRing(keys)).encode([
+    { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from(JSON.stringify(value)) },
+  ]);
+  return {
+    metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')])),
+    data: Buffer.from(p.data!).toString('base64'),
+  };
 }
 const lostKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
 
 async function decode(payloads: JsonPayload[], headers: Record<string, string> = {}) {
   const res = await fetch(`${h.baseUrl}/codec/decode`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-namespace': 'default', authorization: `Bearer ${CODEC_TOKEN}`, ...headers },
+    headers: {
+      'content-type': 'application/json',
+      'x-namespace': 'default',
+      authorization: `Bearer ${CODEC_TOKEN}`,
+      ...headers,
+    },
     body: JSON.stringify({ payloads }),
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as { payloads: JsonPayload[] } };
@@ -39,7 +49,10 @@ async function unopenedCounter(): Promise<number> {
   return Number(/^wholesale_codec_unopened_payloads_total(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? 0);
 }
 
-const warnings = (spy: jest.SpyInstance) => spy.mock.calls.filter(([, msg]) => typeof msg === 'string' && msg.startsWith('codec: no configured key opens')).map(([fields]) => fields.keyIds);
+const warnings = (spy: jest.SpyInstance) =>
+  spy.mock.calls
+    .filter(([, msg]) => typeof msg === 'string' && msg.startsWith('codec: no configured key opens'))
+    .map(([fields]) => fields.keyIds);
 
 test('unopened payloads: shown as they are, named in the headers, counted, and one warning per key id per minute', async () => {
   const warn = jest.spyOn(h.services.logger, 'warn');
@@ -57,7 +70,8 @@ test('unopened payloads: shown as they are, named in the headers, counted, and o
   expect(warnings(warn)).toEqual([['gone-2025']]);
 
   // The next pages of the same history within the minute: told in the answer and counted, not logged.
-  for (let page = 0; page < 5; page++) expect((await decode([gone])).headers.get('x-codec-unopened-key-ids')).toBe('gone-2025');
+  for (let page = 0; page < 5; page++)
+    expect((await decode([gone])).headers.get('x-codec-unopened-key-ids')).toBe('gone-2025');
   expect(await unopenedCounter()).toBe(before + 7);
   expect(warnings(warn)).toEqual([['gone-2025']]);
 
@@ -78,6 +92,9 @@ test('a payload every key opens carries no such header; the UI origin may read t
   expect(ok.headers.get('x-codec-unopened')).toBeNull();
   const cross = await decode([await sealed(lostKey('gone-ui'), 'x')], { origin: UI_ORIGIN });
   expect(cross.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
-  expect(cross.headers.get('access-control-expose-headers')?.toLowerCase().split(/,\s*/)).toEqual(['x-codec-unopened', 'x-codec-unopened-key-ids']);
+  expect(cross.headers.get('access-control-expose-headers')?.toLowerCase().split(/,\s*/)).toEqual([
+    'x-codec-unopened',
+    'x-codec-unopened-key-ids',
+  ]);
   expect(cross.headers.get('x-codec-unopened')).toBe('1');
 });

@@ -19,7 +19,12 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 const priceAt = async (level: number) => {
-  const [row] = await h.services.orm.em.fork().execute<{ price: string }[]>('select price from product_prices where product_id = ? and level = ?', [PRODUCT, level]);
+  const [row] = await h.services.orm.em
+    .fork()
+    .execute<{ price: string }[]>('select price from product_prices where product_id = ? and level = ?', [
+      PRODUCT,
+      level,
+    ]);
   return row?.price;
 };
 
@@ -35,7 +40,11 @@ test('an admin sets a level price with a reason; the reseller sees it and an ord
   expect(page.text).toContain(`data-product="${PRODUCT}"`);
   expect(page.text).toContain('data-testid="set-price"');
 
-  const set = await postFrom(session, '/console/prices', `/console/prices/${PRODUCT}`, { level: '1', price: '0.03', reason: 'supplier <b>cost</b> rose' });
+  const set = await postFrom(session, '/console/prices', `/console/prices/${PRODUCT}`, {
+    level: '1',
+    price: '0.03',
+    reason: 'supplier <b>cost</b> rose',
+  });
   expect(set.status).toBe(303);
   expect(Number(await priceAt(1))).toBe(0.03);
   const shown = await session.get('/console/prices?notice=priced');
@@ -43,7 +52,12 @@ test('an admin sets a level price with a reason; the reseller sees it and an ord
 
   const after = await api.get(`/products/${PRODUCT}`);
   expect(after.body.price).toBe('0.03');
-  const refused = await api.post('/orders', { externalOrderId: 'old-price', productId: PRODUCT, qty: 1, expectedUnitPrice: oldPrice });
+  const refused = await api.post('/orders', {
+    externalOrderId: 'old-price',
+    productId: PRODUCT,
+    qty: 1,
+    expectedUnitPrice: oldPrice,
+  });
   expect(refused.status).toBe(409);
   expect(refused.body.error).toBe('price_changed');
   const money = await ledgerOf(h, accountId);
@@ -52,7 +66,13 @@ test('an admin sets a level price with a reason; the reseller sees it and an ord
 
   const rows = await auditRows(h, `action = 'price.set' and subject_id = ?`, [PRODUCT]);
   expect(rows).toHaveLength(1);
-  expect(rows[0]).toMatchObject({ actor: 'Ada Admin', role: 'admin', reason: 'supplier <b>cost</b> rose', outcome: 'ok', details: { level: 1, price: '0.03' } });
+  expect(rows[0]).toMatchObject({
+    actor: 'Ada Admin',
+    role: 'admin',
+    reason: 'supplier <b>cost</b> rose',
+    outcome: 'ok',
+    details: { level: 1, price: '0.03' },
+  });
   expect(rows[0].request_id).toMatch(/^req_/);
 });
 
@@ -62,16 +82,29 @@ test('support reads prices but cannot set one; a bad price changes nothing', asy
   const page = await session.get('/console/prices');
   expect(page.status).toBe(200);
   expect(page.text).not.toContain('data-testid="set-price"');
-  const refused = await postFrom(session, '/console/prices', `/console/prices/${PRODUCT}`, { level: '2', price: '9.99', reason: 'try' });
+  const refused = await postFrom(session, '/console/prices', `/console/prices/${PRODUCT}`, {
+    level: '2',
+    price: '9.99',
+    reason: 'try',
+  });
   expect(refused.status).toBe(403);
   expect(await priceAt(2)).toBe(before);
 
   const adminSession = await signedIn(h, admin);
-  for (const fields of [{ level: '2', price: '0', reason: 'zero' }, { level: '9', price: '1.00', reason: 'no such level' }, { level: '2', price: 'abc', reason: 'junk' }, { level: '2', price: '1.00', reason: '' }]) {
+  for (const fields of [
+    { level: '2', price: '0', reason: 'zero' },
+    { level: '9', price: '1.00', reason: 'no such level' },
+    { level: '2', price: 'abc', reason: 'junk' },
+    { level: '2', price: '1.00', reason: '' },
+  ]) {
     const bad = await postFrom(adminSession, '/console/prices', `/console/prices/${PRODUCT}`, fields);
     expect(bad.status).toBe(400);
   }
-  const missing = await postFrom(adminSession, '/console/prices', '/console/prices/prod_nope', { level: '2', price: '1.00', reason: 'gone' });
+  const missing = await postFrom(adminSession, '/console/prices', '/console/prices/prod_nope', {
+    level: '2',
+    price: '1.00',
+    reason: 'gone',
+  });
   expect(missing.status).toBe(404);
   expect(await priceAt(2)).toBe(before);
   // The refused and invalid tries ran nothing: no price.set row ended `ok` but the first test's.

@@ -6,7 +6,20 @@ import { adjustBalance } from '../../src/services/admin';
 import { redemptionWorkflowId } from '../../src/contracts/redemptions';
 import { CONSOLE_COOKIE } from '../../src/console/session';
 import { signedUp, type AccountSession } from '../helpers/account-session';
-import { auditRows, consoleSession, freshCode, postFrom, roomInStep, signedIn, signInWith, staffMember, stuckOrder, STUCK_ORDER_ENV, totp, type Member } from '../helpers/console';
+import {
+  auditRows,
+  consoleSession,
+  freshCode,
+  postFrom,
+  roomInStep,
+  signedIn,
+  signInWith,
+  staffMember,
+  stuckOrder,
+  STUCK_ORDER_ENV,
+  totp,
+  type Member,
+} from '../helpers/console';
 import { startHarness, type Harness } from '../helpers/harness';
 import { decodedHistoryText } from '../helpers/history';
 import { client, eventually } from '../helpers/http';
@@ -34,10 +47,20 @@ beforeAll(async () => {
     OPERATOR_CLAIM_SECONDS: '120',
   });
   const base = demoCatalog.find((p) => p.id === 'prod_chatgpt_team_1m')!;
-  await seedCatalog(h.services.orm.em.fork(), [{
-    ...base, id: PW_PRODUCT, slug: 'console-pw-redeem', stockMode: 'on_demand', limitedRemaining: null, redeemFieldsEn: [],
-    redeemFields: [{ key: 'email', label: 'Email', type: 'email', required: true }, { key: 'password', label: 'Password', type: 'password', required: true }],
-  }]);
+  await seedCatalog(h.services.orm.em.fork(), [
+    {
+      ...base,
+      id: PW_PRODUCT,
+      slug: 'console-pw-redeem',
+      stockMode: 'on_demand',
+      limitedRemaining: null,
+      redeemFieldsEn: [],
+      redeemFields: [
+        { key: 'email', label: 'Email', type: 'email', required: true },
+        { key: 'password', label: 'Password', type: 'password', required: true },
+      ],
+    },
+  ]);
   admin = await staffMember(h, 'admin', { name: 'Ada Admin' });
   alice = await staffMember(h, 'support', { name: 'Alice Agent' });
   bob = await staffMember(h, 'support', { name: 'Bob Agent' });
@@ -53,7 +76,8 @@ const sessionOf = (m: Member) => {
   return sessions.get(m)!;
 };
 
-const actionRows = (orderOrAccount: string) => auditRows(h, `(subject_id = ? or account_id = ?) and action not like 'staff.%'`, [orderOrAccount, orderOrAccount]);
+const actionRows = (orderOrAccount: string) =>
+  auditRows(h, `(subject_id = ? or account_id = ?) and action not like 'staff.%'`, [orderOrAccount, orderOrAccount]);
 
 describe('sign-in: email, password and TOTP', () => {
   test('a wrong code is refused; the right one signs in on a new session id; a replayed one and a spent recovery code are refused', async () => {
@@ -63,7 +87,10 @@ describe('sign-in: email, password and TOTP', () => {
     const code = totp(m.secret);
     const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0');
     const refused = await signInWith(s, m, wrong);
-    expect([refused.status, refused.text]).toEqual([401, expect.stringContaining('The email, password or code is not right.')]);
+    expect([refused.status, refused.text]).toEqual([
+      401,
+      expect.stringContaining('The email, password or code is not right.'),
+    ]);
     expect((await s.get('/console')).location).toBe('/console/sign-in');
     expect((await signInWith(s, { ...m, password: 'not-the-password' }, code)).status).toBe(401);
 
@@ -86,14 +113,23 @@ describe('sign-in: email, password and TOTP', () => {
     // The same code again, from another browser: its time step is spent.
     const replay = await signInWith(consoleSession(h), m, code);
     expect(replay.status).toBe(401);
-    expect((await auditRows(h, `staff_id = ? and action = 'staff.sign_in'`, [m.id])).map((r) => [r.details.recoveryCodeUsed, r.outcome])).toEqual([[false, 'ok']]);
+    expect(
+      (await auditRows(h, `staff_id = ? and action = 'staff.sign_in'`, [m.id])).map((r) => [
+        r.details.recoveryCodeUsed,
+        r.outcome,
+      ]),
+    ).toEqual([[false, 'ok']]);
 
     // A recovery code instead of the app's code signs in once (another member: five tries per email per window).
     const other = await staffMember(h, 'viewer');
     const [recovery] = other.recoveryCodes;
     expect((await signInWith(consoleSession(h), other, recovery.toUpperCase())).status).toBe(303);
     expect((await signInWith(consoleSession(h), other, recovery)).status).toBe(401);
-    expect((await auditRows(h, `staff_id = ? and action = 'staff.sign_in'`, [other.id])).map((r) => r.details.recoveryCodeUsed)).toEqual([true]);
+    expect(
+      (await auditRows(h, `staff_id = ? and action = 'staff.sign_in'`, [other.id])).map(
+        (r) => r.details.recoveryCodeUsed,
+      ),
+    ).toEqual([true]);
   });
 
   test('too many tries: five per email per window, then 429 with Retry-After even for the right code', async () => {
@@ -127,13 +163,22 @@ describe('roles and CSRF on a needs_attention order: refused requests change not
   beforeAll(async () => {
     ({ api, accountId } = await reseller(h, '200.00'));
     orderId = await stuckOrder(api, 'prod_apple_gift_card_us_50', 2, 1, 'console-refusals');
-    [{ id: keyId }] = await h.services.orm.em.fork().execute<{ id: string }[]>('select id from api_keys where account_id = ?', [accountId]);
+    [{ id: keyId }] = await h.services.orm.em
+      .fork()
+      .execute<{ id: string }[]>('select id from api_keys where account_id = ?', [accountId]);
   });
 
   async function unchanged() {
-    expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({ status: 'paid', fulfillmentStatus: 'needs_attention', codes: [] });
+    expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({
+      status: 'paid',
+      fulfillmentStatus: 'needs_attention',
+      codes: [],
+    });
     const l = await expectLedgerMatchesBalance(h, accountId);
-    expect(l.rows.map((r) => [r.type, r.amount])).toEqual([['adjust', '200.00'], ['purchase', '-97.60']]);
+    expect(l.rows.map((r) => [r.type, r.amount])).toEqual([
+      ['adjust', '200.00'],
+      ['purchase', '-97.60'],
+    ]);
     expect((await api.get('/balance')).status).toBe(200); // the key was not revoked
     expect(await actionRows(orderId)).toEqual([]);
     expect(await actionRows(accountId)).toEqual([]);
@@ -170,7 +215,7 @@ describe('roles and CSRF on a needs_attention order: refused requests change not
     await unchanged();
   });
 
-  test('CSRF: a form without its token, or with another session\'s, is 403 and nothing changes', async () => {
+  test("CSRF: a form without its token, or with another session's, is 403 and nothing changes", async () => {
     const a = await sessionOf(alice);
     const b = await sessionOf(bob);
     await a.get(`/console/orders/${orderId}`);
@@ -178,7 +223,8 @@ describe('roles and CSRF on a needs_attention order: refused requests change not
     const fields = { reason: 'codes from the desk', codes: 'HAND-0001' };
     const missing = await a.post(`/console/orders/${orderId}/deliver`, fields, { csrf: false });
     const foreign = await a.post(`/console/orders/${orderId}/deliver`, { ...fields, _csrf: b.csrf! });
-    for (const res of [missing, foreign]) expect([res.status, res.text]).toEqual([403, expect.stringContaining('Nothing was changed')]);
+    for (const res of [missing, foreign])
+      expect([res.status, res.text]).toEqual([403, expect.stringContaining('Nothing was changed')]);
     await unchanged();
   });
 
@@ -193,7 +239,9 @@ describe('roles and CSRF on a needs_attention order: refused requests change not
       ['a repeated field', `${token}&codes=HAND-1&reason=a&reason=b`],
     ];
     for (const [name, body] of cases) {
-      const res = await a.request('POST', `/console/orders/${orderId}/deliver`, body, { 'content-type': 'application/x-www-form-urlencoded' });
+      const res = await a.request('POST', `/console/orders/${orderId}/deliver`, body, {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       expect([name, res.status]).toEqual([name, 400]);
     }
     await unchanged();
@@ -205,23 +253,49 @@ test('support refunds from the console: the ledger, the order story and one audi
   const orderId = await stuckOrder(api, 'prod_apple_gift_card_us_100', 3, 1, 'console-refund');
   const s = await sessionOf(alice);
   const queue = await s.get('/console');
-  expect(queue.text).toMatch(new RegExp(`data-order-id="${orderId}"[\\s\\S]*?data-testid="workflow-state">needs_attention · \\d+ rounds · 2 missing`));
+  expect(queue.text).toMatch(
+    new RegExp(
+      `data-order-id="${orderId}"[\\s\\S]*?data-testid="workflow-state">needs_attention · \\d+ rounds · 2 missing`,
+    ),
+  );
 
-  const res = await postFrom(s, `/console/orders/${orderId}`, `/console/orders/${orderId}/refund`, { reason: 'supplier out of stock for a week' });
+  const res = await postFrom(s, `/console/orders/${orderId}`, `/console/orders/${orderId}/refund`, {
+    reason: 'supplier out of stock for a week',
+  });
   expect([res.status, res.location]).toEqual([303, `/console/orders/${orderId}?notice=refund`]);
   const requestId = res.headers.get('x-request-id');
-  expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({ status: 'refunded', fulfillmentStatus: 'refunded' });
+  expect((await api.get(`/orders/${orderId}`)).body).toMatchObject({
+    status: 'refunded',
+    fulfillmentStatus: 'refunded',
+  });
   const l = await expectLedgerMatchesBalance(h, accountId);
-  expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([['adjust', '300.00', '300.00'], ['purchase', '-291.00', '9.00'], ['refund', '194.00', '203.00']]);
-  expect(await supportActionsOf(h, orderId)).toEqual([expect.objectContaining({ action: 'refund', actor: alice.email, reason: 'supplier out of stock for a week' })]);
-  expect(await actionRows(orderId)).toEqual([expect.objectContaining({
-    actor: 'Alice Agent', actor_email: alice.email, role: 'support', action: 'order.refund', subject_id: orderId, account_id: accountId,
-    reason: 'supplier out of stock for a week', request_id: requestId, outcome: 'ok',
-  })]);
+  expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([
+    ['adjust', '300.00', '300.00'],
+    ['purchase', '-291.00', '9.00'],
+    ['refund', '194.00', '203.00'],
+  ]);
+  expect(await supportActionsOf(h, orderId)).toEqual([
+    expect.objectContaining({ action: 'refund', actor: alice.email, reason: 'supplier out of stock for a week' }),
+  ]);
+  expect(await actionRows(orderId)).toEqual([
+    expect.objectContaining({
+      actor: 'Alice Agent',
+      actor_email: alice.email,
+      role: 'support',
+      action: 'order.refund',
+      subject_id: orderId,
+      account_id: accountId,
+      reason: 'supplier out of stock for a week',
+      request_id: requestId,
+      outcome: 'ok',
+    }),
+  ]);
 
   const story = await s.get(`/console/orders/${orderId}?notice=refund`);
   expect(story.text).toContain('data-testid="order-status">refunded');
-  expect(story.text).toContain(`href="http://127.0.0.1:${h.config.TEMPORAL_UI_PORT}/namespaces/default/workflows/procure%3A${orderId}"`);
+  expect(story.text).toContain(
+    `href="http://127.0.0.1:${h.config.TEMPORAL_UI_PORT}/namespaces/default/workflows/procure%3A${orderId}"`,
+  );
   expect(story.text).toContain(requestId!);
   expect(story.text).not.toContain('data-testid="refund"'); // nothing left to resolve
 });
@@ -229,13 +303,26 @@ test('support refunds from the console: the ledger, the order story and one audi
 test('an admin adjusts a balance with a reason; a refused adjustment keeps its audit row with the outcome', async () => {
   const { accountId } = await reseller(h, '10.00');
   const s = await sessionOf(admin);
-  const ok = await postFrom(s, `/console/accounts/${accountId}`, `/console/accounts/${accountId}/adjust`, { amount: '-2.50', reason: 'goodwill reversal' });
+  const ok = await postFrom(s, `/console/accounts/${accountId}`, `/console/accounts/${accountId}/adjust`, {
+    amount: '-2.50',
+    reason: 'goodwill reversal',
+  });
   expect(ok.status).toBe(303);
-  const tooMuch = await postFrom(s, `/console/accounts/${accountId}`, `/console/accounts/${accountId}/adjust`, { amount: '-100.00', reason: 'typo' });
+  const tooMuch = await postFrom(s, `/console/accounts/${accountId}`, `/console/accounts/${accountId}/adjust`, {
+    amount: '-100.00',
+    reason: 'typo',
+  });
   expect([tooMuch.status, tooMuch.text]).toEqual([402, expect.stringContaining('data-testid="error"')]);
   const l = await expectLedgerMatchesBalance(h, accountId);
-  expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([['adjust', '10.00', '10.00'], ['adjust', '-2.50', '7.50']]);
-  const [note] = await h.services.orm.em.fork().execute<{ note: string }[]>(`select note from ledger_transactions where account_id = ? and amount < 0`, [accountId]);
+  expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([
+    ['adjust', '10.00', '10.00'],
+    ['adjust', '-2.50', '7.50'],
+  ]);
+  const [note] = await h.services.orm.em
+    .fork()
+    .execute<{ note: string }[]>(`select note from ledger_transactions where account_id = ? and amount < 0`, [
+      accountId,
+    ]);
   expect(note.note).toBe('goodwill reversal');
   expect((await actionRows(accountId)).map((r) => [r.actor, r.action, r.reason, r.details.amount, r.outcome])).toEqual([
     ['Ada Admin', 'balance.adjust', 'goodwill reversal', '-2.50', 'ok'],
@@ -254,7 +341,9 @@ test('markup in any field the console shows is escaped: account name, order id, 
   const orderId = await stuckOrder(api, 'prod_roblox_gift_card_us_10', 2, 1, `<b>"x'&</b>`);
   const marked = await staffMember(h, 'support', { name: MARK });
   const s = await signedIn(h, marked);
-  expect((await postFrom(s, `/console/orders/${orderId}`, `/console/orders/${orderId}/resume`, { reason: MARK })).status).toBe(303);
+  expect(
+    (await postFrom(s, `/console/orders/${orderId}`, `/console/orders/${orderId}/resume`, { reason: MARK })).status,
+  ).toBe(303);
   const adminSession = await sessionOf(admin);
   const pages = [
     await s.get('/console'),
@@ -278,7 +367,8 @@ test('markup in any field the console shows is escaped: account name, order id, 
 test('two agents claim one redemption: one wins; redeem details only on its claim page, never in lists, audit rows, logs or history', async () => {
   const logged: unknown[] = [];
   const spies = (['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const).map((level) =>
-    jest.spyOn(h.services.logger, level).mockImplementation(((...args: unknown[]) => void logged.push(args)) as never));
+    jest.spyOn(h.services.logger, level).mockImplementation(((...args: unknown[]) => void logged.push(args)) as never),
+  );
   try {
     const { api } = await reseller(h);
     const { code } = await buyCode(api, PW_PRODUCT);
@@ -289,7 +379,9 @@ test('two agents claim one redemption: one wins; redeem details only on its clai
     await redemptionReaches(api, redemptionId, 'processing');
     const a = await sessionOf(alice);
     const b = await sessionOf(bob);
-    await eventually(async () => (await a.get('/console/redemptions')).text.includes(`data-redemption-id="${redemptionId}"`));
+    await eventually(async () =>
+      (await a.get('/console/redemptions')).text.includes(`data-redemption-id="${redemptionId}"`),
+    );
     await b.get('/console/redemptions');
 
     const path = `/console/redemptions/${redemptionId}/claim`;
@@ -306,20 +398,38 @@ test('two agents claim one redemption: one wins; redeem details only on its clai
     const viewed = await v.get('/console/redemptions');
     expect(viewed.text).toContain(winner.email);
     expect(viewed.text).not.toContain('data-testid="claim"');
-    const seen = [viewed, await a.get('/console/redemptions'), await a.get(`/console/search?q=${redemptionId}`), await (await sessionOf(admin)).get(`/console/audit?id=${redemptionId}`)];
+    const seen = [
+      viewed,
+      await a.get('/console/redemptions'),
+      await a.get(`/console/search?q=${redemptionId}`),
+      await (await sessionOf(admin)).get(`/console/audit?id=${redemptionId}`),
+    ];
     for (const page of seen) for (const secret of [email, password]) expect(page.text).not.toContain(secret);
     expect(JSON.stringify(await auditRows(h, 'subject_id = ?', [redemptionId]))).not.toContain(password);
 
     const holder = won === 0 ? a : b;
-    const fulfil = await holder.post(`/console/redemptions/${redemptionId}/fulfil`, { deliverable: 'Seat added; invite sent.', reason: 'added by hand' });
+    const fulfil = await holder.post(`/console/redemptions/${redemptionId}/fulfil`, {
+      deliverable: 'Seat added; invite sent.',
+      reason: 'added by hand',
+    });
     expect([fulfil.status, fulfil.location]).toEqual([303, '/console/redemptions?notice=fulfilled']);
-    expect(await redemptionReaches(api, redemptionId, 'fulfilled')).toMatchObject({ deliverable: 'Seat added; invite sent.' });
+    expect(await redemptionReaches(api, redemptionId, 'fulfilled')).toMatchObject({
+      deliverable: 'Seat added; invite sent.',
+    });
     const rows = await auditRows(h, 'subject_id = ?', [redemptionId]);
-    expect(rows.map((r) => [r.actor_email, r.action, r.outcome]).sort()).toEqual([
-      [loser.email, 'redemption.claim', 'claim_conflict'], [winner.email, 'redemption.claim', 'ok'], [winner.email, 'redemption.fulfil', 'ok'],
-    ].sort());
+    expect(rows.map((r) => [r.actor_email, r.action, r.outcome]).sort()).toEqual(
+      [
+        [loser.email, 'redemption.claim', 'claim_conflict'],
+        [winner.email, 'redemption.claim', 'ok'],
+        [winner.email, 'redemption.fulfil', 'ok'],
+      ].sort(),
+    );
 
-    const history = await decodedHistoryText(h.services.temporal.client, h.config.TEMPORAL_PAYLOAD_KEYS, redemptionWorkflowId(redemptionId, 1));
+    const history = await decodedHistoryText(
+      h.services.temporal.client,
+      h.config.TEMPORAL_PAYLOAD_KEYS,
+      redemptionWorkflowId(redemptionId, 1),
+    );
     for (const secret of [email, password]) {
       expect(history).not.toContain(secret);
       expect(JSON.stringify(logged)).not.toContain(secret);
@@ -335,10 +445,18 @@ test('a disabled member is signed out at the next request', async () => {
   const s = await signedIn(h, m);
   expect((await s.get('/console')).status).toBe(200);
   const adminSession = await sessionOf(admin);
-  const res = await postFrom(adminSession, '/console/staff', `/console/staff/${m.id}/disable`, { reason: 'left the team' });
+  const res = await postFrom(adminSession, '/console/staff', `/console/staff/${m.id}/disable`, {
+    reason: 'left the team',
+  });
   expect(res.status).toBe(303);
   expect((await s.get('/console')).location).toBe('/console/sign-in?notice=session-ended');
   await roomInStep();
   expect((await signInWith(consoleSession(h), m, await freshCode(m))).status).toBe(401);
-  expect((await auditRows(h, `action = 'staff.disable' and subject_id = ?`, [m.id])).map((r) => [r.actor, r.reason, r.outcome])).toEqual([['Ada Admin', 'left the team', 'ok']]);
+  expect(
+    (await auditRows(h, `action = 'staff.disable' and subject_id = ?`, [m.id])).map((r) => [
+      r.actor,
+      r.reason,
+      r.outcome,
+    ]),
+  ).toEqual([['Ada Admin', 'left the team', 'ok']]);
 });

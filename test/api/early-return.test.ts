@@ -35,18 +35,34 @@ function expectNoFailure(events: temporal.api.history.v1.IHistoryEvent[]) {
 
 test('a balance order is answered in the first workflow task, by a local activity (a marker), with no activity task', async () => {
   const { accountId, apiKey } = await h.account('1.00');
-  const placed = await client(h.apiUrl, apiKey).post('/orders', { externalOrderId: 'early-1', productId: 'prod_api_order_test', qty: 1 });
+  const placed = await client(h.apiUrl, apiKey).post('/orders', {
+    externalOrderId: 'early-1',
+    productId: 'prod_api_order_test',
+    qty: 1,
+  });
   expect(placed.body).toMatchObject({ status: 'delivered', reused: false });
   expect(placed.body.codes).toHaveLength(1);
   const events = names(await historyOf(orderWorkflowId(accountId, 'early-1')));
   expect(events.slice(0, 4)).toEqual([
-    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED', 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', 'EVENT_TYPE_WORKFLOW_TASK_STARTED', 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+    'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
   ]);
   // Everything that answers the caller is in what that first task produced.
-  const firstTaskCommands = events.slice(4, events.indexOf('EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', 4) === -1 ? undefined : events.indexOf('EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', 4));
-  expect(firstTaskCommands).toEqual(expect.arrayContaining([
-    'EVENT_TYPE_MARKER_RECORDED', 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED',
-  ]));
+  const firstTaskCommands = events.slice(
+    4,
+    events.indexOf('EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', 4) === -1
+      ? undefined
+      : events.indexOf('EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', 4),
+  );
+  expect(firstTaskCommands).toEqual(
+    expect.arrayContaining([
+      'EVENT_TYPE_MARKER_RECORDED',
+      'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+      'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+    ]),
+  );
   expect(events).not.toContain('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
   expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('0.99');
 });
@@ -57,20 +73,23 @@ test.each([
   ['not_found', 404, { productId: 'prod_does_not_exist', qty: 1 }],
   ['insufficient_stock', 409, { productId: 'prod_chatgpt_team_1m', qty: 1000 }],
   ['out_of_stock', 409, { productId: 'prod_spotify_premium_1m', qty: 1 }],
-])('a rejected placement (%s) is the API error and leaves no failure anywhere in history', async (code, status, body) => {
-  const { accountId, apiKey } = await h.account('0.50');
-  const res = await client(h.apiUrl, apiKey).post('/orders', { externalOrderId: `rejected-${code}`, ...body });
-  expect(res.status).toBe(status);
-  expect(res.body.error).toBe(code);
-  if (code === 'price_changed') expect(res.body.details).toEqual({ actualUnitPrice: '18.00' });
-  const events = await historyOf(orderWorkflowId(accountId, `rejected-${code}`));
-  expectNoFailure(events);
-  expect(names(events)).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
-  // Nothing moved.
-  const money = await expectLedgerMatchesBalance(h, accountId);
-  expect(money.balance).toBe('0.50');
-  expect(money.rows).toHaveLength(1);
-});
+])(
+  'a rejected placement (%s) is the API error and leaves no failure anywhere in history',
+  async (code, status, body) => {
+    const { accountId, apiKey } = await h.account('0.50');
+    const res = await client(h.apiUrl, apiKey).post('/orders', { externalOrderId: `rejected-${code}`, ...body });
+    expect(res.status).toBe(status);
+    expect(res.body.error).toBe(code);
+    if (code === 'price_changed') expect(res.body.details).toEqual({ actualUnitPrice: '18.00' });
+    const events = await historyOf(orderWorkflowId(accountId, `rejected-${code}`));
+    expectNoFailure(events);
+    expect(names(events)).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+    // Nothing moved.
+    const money = await expectLedgerMatchesBalance(h, accountId);
+    expect(money.balance).toBe('0.50');
+    expect(money.rows).toHaveLength(1);
+  },
+);
 
 test('top-ups: opened by a local activity in the first task; the unpaid limit is an answer, not a failure', async () => {
   const { accountId, apiKey } = await h.account('0');
@@ -85,15 +104,23 @@ test('top-ups: opened by a local activity in the first task; the unpaid limit is
   // marker (`patched`) and the search attribute Temporal keeps with it.
   const completed = events.indexOf('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED');
   expect(events.slice(0, 4)).toEqual([
-    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED', 'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED', 'EVENT_TYPE_WORKFLOW_TASK_STARTED', 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+    'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
+    'EVENT_TYPE_WORKFLOW_TASK_STARTED',
+    'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
   ]);
   const firstTask = history.slice(4, completed);
-  expect(names(firstTask).filter((n) => n !== 'EVENT_TYPE_MARKER_RECORDED' && n !== 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED']);
+  expect(
+    names(firstTask).filter(
+      (n) => n !== 'EVENT_TYPE_MARKER_RECORDED' && n !== 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+    ),
+  ).toEqual(['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED']);
   const markers = firstTask.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
   expect(markers.filter((m) => m === 'core_local_activity')).toHaveLength(1);
   expect(markers.filter((m) => m !== 'core_local_activity' && m !== 'core_patch')).toEqual([]);
 
-  for (let i = 2; i <= 5; i++) expect((await api.post('/topup', { externalTopupId: `early-top-${i}`, amount: '5.00' })).status).toBe(200);
+  for (let i = 2; i <= 5; i++)
+    expect((await api.post('/topup', { externalTopupId: `early-top-${i}`, amount: '5.00' })).status).toBe(200);
   // The sixth unpaid top-up is refused by the API's own check; one racing past it is refused by
   // the placement itself, as a value. Either way: 429 and no failure in history.
   const refused = await api.post('/topup', { externalTopupId: 'early-top-6', amount: '5.00' });

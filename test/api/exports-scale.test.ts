@@ -43,7 +43,12 @@ afterAll(async () => {
 
 const startWorker = async () => {
   const w = startWorkerProcess(h, { ...env, METRICS_PORT: String(metricsPort) });
-  await eventually(async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status === 200, 90_000, 250, 'worker process ready');
+  await eventually(
+    async () => (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status === 200,
+    90_000,
+    250,
+    'worker process ready',
+  );
   return w;
 };
 
@@ -57,7 +62,12 @@ test(`${ORDERS} orders: the export job survives SIGKILL of its worker, its file 
   await seedOrders(h, acct.accountId, ORDERS, { tag: 'big', start, everyMs: MINUTE });
   await h.services.orm.em.fork().execute('analyze orders');
   worker = await workerPromise;
-  await eventually(async () => (await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status === 200, 60_000, 250, 'API process ready');
+  await eventually(
+    async () => (await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status === 200,
+    60_000,
+    250,
+    'API process ready',
+  );
   const reseller = client(`http://127.0.0.1:${apiPort}/wholesale/v1`, acct.apiKey);
   const range = { from: start.toISOString(), to: new Date(start.getTime() + ORDERS * MINUTE).toISOString() };
 
@@ -76,18 +86,31 @@ test(`${ORDERS} orders: the export job survives SIGKILL of its worker, its file 
   expect(atKill).toBeLessThan(ORDERS);
   worker = await startWorker();
   base = resetPeak(worker.pid!);
-  const done = await eventually(async () => {
-    const p = await progress();
-    return p.status === 'ready' ? p : undefined;
-  }, 180_000, 200, 'export ready');
+  const done = await eventually(
+    async () => {
+      const p = await progress();
+      return p.status === 'ready' ? p : undefined;
+    },
+    180_000,
+    200,
+    'export ready',
+  );
   const jobSeconds = (Date.now() - began) / 1000;
   const secondWorker = { peak: peakMiB(worker.pid!) - base };
   expect(done).toMatchObject({ rows: ORDERS, totalRows: ORDERS });
   // Every page written once: the pages hold each row once, in order, none lost at the kill.
-  const [pages] = await h.services.orm.em.fork().execute<{ n: string; rows: string; first: number; last: number }[]>(
-    'select count(*) as n, sum(rows) as rows, min(page) as first, max(page) as last from export_pages where export_id = ?', [id]);
-  expect({ n: Number(pages.n), rows: Number(pages.rows), first: pages.first, last: pages.last })
-    .toEqual({ n: Math.ceil(ORDERS / 2000), rows: ORDERS, first: 0, last: Math.ceil(ORDERS / 2000) - 1 });
+  const [pages] = await h.services.orm.em
+    .fork()
+    .execute<{ n: string; rows: string; first: number; last: number }[]>(
+      'select count(*) as n, sum(rows) as rows, min(page) as first, max(page) as last from export_pages where export_id = ?',
+      [id],
+    );
+  expect({ n: Number(pages.n), rows: Number(pages.rows), first: pages.first, last: pages.last }).toEqual({
+    n: Math.ceil(ORDERS / 2000),
+    rows: ORDERS,
+    first: 0,
+    last: Math.ceil(ORDERS / 2000) - 1,
+  });
 
   // The download, sent by the API process from the stored pages.
   const link = new URL(done.downloadUrl);
@@ -113,22 +136,51 @@ test(`${ORDERS} orders: the export job survives SIGKILL of its worker, its file 
     [`${h.baseUrl}/redeem`, acct.accountId],
   );
   const parsed = rows.map((r) => ({
-    id: r.id, external_order_id: orNull(r.external_order_id), channel: r.channel, product_id: orNull(r.product_id), order_number: r.order_number,
-    qty: Number(r.qty), unit_price: r.unit_price, amount: r.amount, currency: r.currency, status: r.status, deliveryType: orNull(r.deliveryType),
-    fulfillmentStatus: orNull(r.fulfillmentStatus), fulfilledQuantity: Number(r.fulfilledQuantity), errorCode: orNull(r.errorCode),
-    resolution: orNull(r.resolution), redeemUrl: orNull(r.redeemUrl), created_at: unix(r.created_at), paid_at: unix(r.paid_at),
+    id: r.id,
+    external_order_id: orNull(r.external_order_id),
+    channel: r.channel,
+    product_id: orNull(r.product_id),
+    order_number: r.order_number,
+    qty: Number(r.qty),
+    unit_price: r.unit_price,
+    amount: r.amount,
+    currency: r.currency,
+    status: r.status,
+    deliveryType: orNull(r.deliveryType),
+    fulfillmentStatus: orNull(r.fulfillmentStatus),
+    fulfilledQuantity: Number(r.fulfilledQuantity),
+    errorCode: orNull(r.errorCode),
+    resolution: orNull(r.resolution),
+    redeemUrl: orNull(r.redeemUrl),
+    created_at: unix(r.created_at),
+    paid_at: unix(r.paid_at),
   }));
   expect(parsed.length).toBe(ORDERS);
   // Compared one by one: a mismatch names its first record, not a diff of the whole file.
   const differs = parsed.findIndex((r, i) => !isDeepStrictEqual(r, expected[i]));
-  expect(differs < 0 ? 'every record equal' : { record: differs, csv: parsed[differs], api: expected[differs] }).toBe('every record equal');
+  expect(differs < 0 ? 'every record equal' : { record: differs, csv: parsed[differs], api: expected[differs] }).toBe(
+    'every record equal',
+  );
   // ...and as the API itself answers, for the newest hundred (GET /orders) and a spread of details (GET /orders/{id}).
   const newest = (await reseller.get('/orders?limit=100')).body.orders;
-  expect(newest.map((o: { id: string }) => o.id)).toEqual(parsed.slice(-100).reverse().map((r) => r.id));
+  expect(newest.map((o: { id: string }) => o.id)).toEqual(
+    parsed
+      .slice(-100)
+      .reverse()
+      .map((r) => r.id),
+  );
   const byId = new Map(parsed.map((r) => [r.id, r]));
-  for (const o of newest) expect(o).toEqual(Object.fromEntries(Object.keys(o).map((k) => [k, byId.get(o.id)![k as keyof (typeof parsed)[number]]])));
+  for (const o of newest)
+    expect(o).toEqual(
+      Object.fromEntries(Object.keys(o).map((k) => [k, byId.get(o.id)![k as keyof (typeof parsed)[number]]])),
+    );
   for (let i = 0; i < ORDERS; i += Math.ceil(ORDERS / 25)) {
-    const { codes: _c, paymentUrl: _p, product_name: _n, ...detail } = (await reseller.get(`/orders/${parsed[i].id}`)).body;
+    const {
+      codes: _c,
+      paymentUrl: _p,
+      product_name: _n,
+      ...detail
+    } = (await reseller.get(`/orders/${parsed[i].id}`)).body;
     expect(parsed[i]).toEqual(detail);
   }
 

@@ -16,7 +16,12 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const errorShape = (code: string) => ({ error: code, message: expect.any(String), requestId: expect.any(String), retryable: expect.any(Boolean) });
+const errorShape = (code: string) => ({
+  error: code,
+  message: expect.any(String),
+  requestId: expect.any(String),
+  retryable: expect.any(Boolean),
+});
 
 describe('authentication (spec 5) and the error body (spec 2.11)', () => {
   test.each([
@@ -57,13 +62,36 @@ describe('catalog (spec 2.1, 4.1)', () => {
     expect(res.status).toBe(200);
     const ids = res.body.products.map((p: any) => p.id);
     expect(ids).not.toContain('prod_api_order_test');
-    expect(ids).toEqual(expect.arrayContaining(['prod_chatgpt_plus_1m', 'prod_apple_gift_card_us_10', 'prod_robux_400']));
+    expect(ids).toEqual(
+      expect.arrayContaining(['prod_chatgpt_plus_1m', 'prod_apple_gift_card_us_10', 'prod_robux_400']),
+    );
     for (const p of res.body.products) {
-      expect(Object.keys(p).sort()).toEqual([
-        'available', 'availabilityStatus', 'currency', 'deliveryMode', 'deliveryType', 'denomination', 'faceCurrency',
-        'fulfillmentMode', 'id', 'inStock', 'name', 'nameEn', 'price', 'productGroupId', 'redeemFields', 'redeemFieldsEn',
-        'region', 'retailPrice', 'slug', 'stock', 'stockCapped', 'stockMode',
-      ].sort());
+      expect(Object.keys(p).sort()).toEqual(
+        [
+          'available',
+          'availabilityStatus',
+          'currency',
+          'deliveryMode',
+          'deliveryType',
+          'denomination',
+          'faceCurrency',
+          'fulfillmentMode',
+          'id',
+          'inStock',
+          'name',
+          'nameEn',
+          'price',
+          'productGroupId',
+          'redeemFields',
+          'redeemFieldsEn',
+          'region',
+          'retailPrice',
+          'slug',
+          'stock',
+          'stockCapped',
+          'stockMode',
+        ].sort(),
+      );
       expect(p.price).toMatch(DECIMAL_RE);
       expect(p.retailPrice).toMatch(DECIMAL_RE);
       if (p.deliveryType === 'direct_code') expect(p.redeemFields).toEqual([]);
@@ -77,7 +105,12 @@ describe('catalog (spec 2.1, 4.1)', () => {
     const api = client(h.apiUrl, key);
     const test = await api.get('/products/prod_api_order_test');
     expect(test.status).toBe(200);
-    expect(test.body).toMatchObject({ id: 'prod_api_order_test', price: '0.01', retailPrice: '0.01', deliveryMode: 'test_code_only' });
+    expect(test.body).toMatchObject({
+      id: 'prod_api_order_test',
+      price: '0.01',
+      retailPrice: '0.01',
+      deliveryMode: 'test_code_only',
+    });
     const missing = await api.get('/products/prod_nope');
     expect(missing.status).toBe(404);
     expect(missing.body.error).toBe('not_found');
@@ -105,9 +138,18 @@ describe('catalog (spec 2.1, 4.1)', () => {
       const res = await client(h.apiUrl, key).get('/products/prod_apple_gift_card_us_25/availability');
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
-        productId: 'prod_apple_gift_card_us_25', qty: 1, available: true, stockMode: 'on_demand',
-        productGroupId: 'apple-gift-card-us', denomination: '25', faceCurrency: 'USD', region: 'US',
-        deliveryType: 'direct_code', unitPrice: '24.50', checkedAt: expect.any(Number), availabilityStatus: 'available',
+        productId: 'prod_apple_gift_card_us_25',
+        qty: 1,
+        available: true,
+        stockMode: 'on_demand',
+        productGroupId: 'apple-gift-card-us',
+        denomination: '25',
+        faceCurrency: 'USD',
+        region: 'US',
+        deliveryType: 'direct_code',
+        unitPrice: '24.50',
+        checkedAt: expect.any(Number),
+        availabilityStatus: 'available',
         deliveryMode: 'automatic',
       });
       expect(Math.abs(res.body.checkedAt - Date.now() / 1000)).toBeLessThan(30);
@@ -139,10 +181,14 @@ describe('balance (spec 2.6)', () => {
   });
 });
 
-describe('scope (spec 5.5): another account never sees this account\'s data', () => {
+describe("scope (spec 5.5): another account never sees this account's data", () => {
   test('orders and ledgers are per account', async () => {
     const other = await h.account('5.00');
-    const mine = await client(h.apiUrl, key).post('/orders', { externalOrderId: 'scope-1', productId: 'prod_api_order_test', qty: 1 });
+    const mine = await client(h.apiUrl, key).post('/orders', {
+      externalOrderId: 'scope-1',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
     expect(mine.status).toBe(200);
     const theirs = client(h.apiUrl, other.apiKey);
     const detail = await theirs.get(`/orders/${mine.body.orderId}`);
@@ -154,7 +200,11 @@ describe('scope (spec 5.5): another account never sees this account\'s data', ()
     expect(tx.map((t: any) => t.order_id)).not.toContain(mine.body.orderId);
     expect((await theirs.get('/balance')).body.balance).toBe('5.00');
     // The same externalOrderId is independent per account.
-    const again = await theirs.post('/orders', { externalOrderId: 'scope-1', productId: 'prod_api_order_test', qty: 1 });
+    const again = await theirs.post('/orders', {
+      externalOrderId: 'scope-1',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
     expect(again.body.reused).toBe(false);
     expect(again.body.orderId).not.toBe(mine.body.orderId);
   });
@@ -166,10 +216,17 @@ describe('service endpoints', () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.servers).toEqual([{ url: h.baseUrl }]);
-    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining([
-      '/wholesale/v1/products', '/wholesale/v1/products/{id}', '/wholesale/v1/products/{id}/availability',
-      '/wholesale/v1/balance', '/wholesale/v1/orders', '/wholesale/v1/orders/{id}', '/wholesale/v1/transactions',
-    ]));
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/wholesale/v1/products',
+        '/wholesale/v1/products/{id}',
+        '/wholesale/v1/products/{id}/availability',
+        '/wholesale/v1/balance',
+        '/wholesale/v1/orders',
+        '/wholesale/v1/orders/{id}',
+        '/wholesale/v1/transactions',
+      ]),
+    );
     expect(res.body.paths['/wholesale/v1/orders'].post.requestBody).toBeDefined();
   });
 
@@ -178,7 +235,7 @@ describe('service endpoints', () => {
     expect(res).toMatchObject({ status: 200, body: { ok: true } });
   });
 
-  test('a keep-alive connection left idle past Node\'s 5 s default is still answered (HTTP_KEEP_ALIVE_SECONDS, 65 s)', async () => {
+  test("a keep-alive connection left idle past Node's 5 s default is still answered (HTTP_KEEP_ALIVE_SECONDS, 65 s)", async () => {
     // A client pool keeps a connection for as long as the server's Keep-Alive hint allows. A
     // server that closes first races the client's next request on it, and a POST sent into that
     // close fails with a reset the client cannot tell from a lost order.

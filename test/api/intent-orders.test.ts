@@ -23,7 +23,12 @@ afterAll(async () => {
 });
 beforeEach(() => resetSandboxControl());
 
-const intent = (externalOrderId: string, productId = 'prod_chatgpt_plus_1m', qty = 1) => ({ externalOrderId, productId, qty, payment: 'intent' });
+const intent = (externalOrderId: string, productId = 'prod_chatgpt_plus_1m', qty = 1) => ({
+  externalOrderId,
+  productId,
+  qty,
+  payment: 'intent',
+});
 
 describe('intent orders (spec 3.1, 4.3)', () => {
   test('pending with checkoutUrl and no debit; paid at the checkout, delivered with codes; spending raises the level', async () => {
@@ -31,17 +36,30 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     const res = await api.post('/orders', intent('i-1', 'prod_chatgpt_plus_1m', 2));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
-      status: 'pending', codes: [], amount: '36.00', reused: false, deliveryType: 'redemption',
+      status: 'pending',
+      codes: [],
+      amount: '36.00',
+      reused: false,
+      deliveryType: 'redemption',
       checkoutUrl: expect.stringMatching(/\/checkout\/chk_/),
     });
     expect(res.body.paymentUrl).toBe(res.body.checkoutUrl);
     expect((await ledgerOf(long, accountId)).balance).toBe('5.00');
 
     // Rule 10: GET /orders/{id} shows paymentUrl while pending; summaries never do.
-    expect((await api.get(`/orders/${res.body.orderId}`)).body).toMatchObject({ status: 'pending', paymentUrl: res.body.checkoutUrl, codes: [] });
+    expect((await api.get(`/orders/${res.body.orderId}`)).body).toMatchObject({
+      status: 'pending',
+      paymentUrl: res.body.checkoutUrl,
+      codes: [],
+    });
     expect((await api.get('/orders')).body.orders[0]).not.toHaveProperty('paymentUrl');
     // Rule 3: a replay in balance mode returns the pending order without checkoutUrl, and debits nothing.
-    const balanceReplay = await api.post('/orders', { externalOrderId: 'i-1', productId: 'prod_chatgpt_plus_1m', qty: 2, payment: 'balance' });
+    const balanceReplay = await api.post('/orders', {
+      externalOrderId: 'i-1',
+      productId: 'prod_chatgpt_plus_1m',
+      qty: 2,
+      payment: 'balance',
+    });
     expect(balanceReplay.body).toMatchObject({ status: 'pending', reused: true });
     expect(balanceReplay.body).not.toHaveProperty('checkoutUrl');
     expect(balanceReplay.body).not.toHaveProperty('paymentUrl');
@@ -53,23 +71,40 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     expect(delivered.codes).toHaveLength(2);
     for (const c of delivered.codes) expect(c).toMatch(CODE_RE);
     expect(delivered.paymentUrl).toBeNull();
-    expect((await api.post('/orders', intent('i-1', 'prod_chatgpt_plus_1m', 2))).body).toMatchObject({ status: 'delivered', codes: delivered.codes, reused: true });
-    expect((await api.post('/orders', intent('i-1', 'prod_chatgpt_plus_1m', 2))).body).not.toHaveProperty('checkoutUrl');
+    expect((await api.post('/orders', intent('i-1', 'prod_chatgpt_plus_1m', 2))).body).toMatchObject({
+      status: 'delivered',
+      codes: delivered.codes,
+      reused: true,
+    });
+    expect((await api.post('/orders', intent('i-1', 'prod_chatgpt_plus_1m', 2))).body).not.toHaveProperty(
+      'checkoutUrl',
+    );
 
     const l = await expectLedgerMatchesBalance(long, accountId);
     expect(l.balance).toBe('5.00');
     expect(l.rows.filter((r) => r.type === 'purchase')).toEqual([]);
     expect(l.spending).toBe('36.00');
     expect(l.level).toBe(2); // 36.00 spent + 5.00 balance crossed the 30.00 threshold
-    const events = await long.services.orm.em.fork().execute<{ type: string }[]>('select type from events where account_id = ?', [accountId]);
+    const events = await long.services.orm.em
+      .fork()
+      .execute<{ type: string }[]>('select type from events where account_id = ?', [accountId]);
     expect(events.map((e) => e.type)).toEqual(['order.delivered']);
   });
 
   test('a direct-code intent order awaits payment, then is procured and delivered with gift card codes', async () => {
     const { api } = await reseller(long);
     const res = await api.post('/orders', intent('i-gift', 'prod_robux_800', 1));
-    expect(res.body).toMatchObject({ status: 'pending', fulfillmentStatus: 'awaiting_payment', redeemUrl: null, codes: [] });
-    await payCheckout(long.services.orm.em.fork(), long.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    expect(res.body).toMatchObject({
+      status: 'pending',
+      fulfillmentStatus: 'awaiting_payment',
+      redeemUrl: null,
+      codes: [],
+    });
+    await payCheckout(
+      long.services.orm.em.fork(),
+      long.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     const delivered = await waitForOrderStatus(api, res.body.orderId, 'delivered');
     expect(delivered).toMatchObject({ fulfillmentStatus: 'delivered', fulfilledQuantity: 1, redeemUrl: null });
     expect(delivered.codes).toHaveLength(1);
@@ -78,9 +113,17 @@ describe('intent orders (spec 3.1, 4.3)', () => {
   test('npx wholesale sandbox pay pays as the payer would', async () => {
     const { api } = await reseller(long);
     const res = await api.post('/orders', intent('i-cli'));
-    const { stdout } = await promisify(execFile)(process.execPath, [join(resolve(__dirname, '..', '..'), 'bin', 'wholesale.js'), 'sandbox', 'pay', res.body.orderId], {
-      env: { ...process.env, DATABASE_URL: long.databaseUrl, PAYMENT_CALLBACK_SECRET: long.config.PAYMENT_CALLBACK_SECRET },
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [join(resolve(__dirname, '..', '..'), 'bin', 'wholesale.js'), 'sandbox', 'pay', res.body.orderId],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: long.databaseUrl,
+          PAYMENT_CALLBACK_SECRET: long.config.PAYMENT_CALLBACK_SECRET,
+        },
+      },
+    );
     expect(JSON.parse(stdout)).toMatchObject({ orderId: res.body.orderId, checkout: 'paid' });
     await waitForOrderStatus(api, res.body.orderId, 'delivered');
   });
@@ -93,7 +136,12 @@ describe('intent orders (spec 3.1, 4.3)', () => {
     await fetch(new URL(abandon, res.body.checkoutUrl), { method: 'POST' });
     await eventually(async () => (await api.get(`/orders/${res.body.orderId}`)).body.paymentUrl === null);
     const repaired = await api.post('/orders', intent('i-repair'));
-    expect(repaired.body).toMatchObject({ orderId: res.body.orderId, status: 'pending', reused: true, checkoutUrl: expect.stringMatching(/\/checkout\/chk_/) });
+    expect(repaired.body).toMatchObject({
+      orderId: res.body.orderId,
+      status: 'pending',
+      reused: true,
+      checkoutUrl: expect.stringMatching(/\/checkout\/chk_/),
+    });
     expect(repaired.body.checkoutUrl).not.toBe(res.body.checkoutUrl);
     expect((await api.get(`/orders/${res.body.orderId}`)).body.paymentUrl).toBe(repaired.body.checkoutUrl);
     await payThroughPage(repaired.body.checkoutUrl);
@@ -103,20 +151,28 @@ describe('intent orders (spec 3.1, 4.3)', () => {
   test.each([
     ['502', 'error', 502, 'payment_provider_error'],
     ['a timeout', 'timeout', 504, 'payment_provider_timeout'],
-  ] as const)('rule 8: provider %s (%s) is %d %s and leaves no order; retrying the same id works', async (_n, fault, status, code) => {
-    const { api } = await reseller(long);
-    sandboxControl.fault = fault;
-    const res = await api.post('/orders', intent(`i-${fault}`));
-    expect(res.status).toBe(status);
-    expect(res.body.error).toBe(code);
-    expect((await api.get(`/orders?externalOrderId=i-${fault}`)).body.orders).toEqual([]);
-    resetSandboxControl();
-    expect((await api.post('/orders', intent(`i-${fault}`))).body).toMatchObject({ status: 'pending', reused: false });
-  });
+  ] as const)(
+    'rule 8: provider %s (%s) is %d %s and leaves no order; retrying the same id works',
+    async (_n, fault, status, code) => {
+      const { api } = await reseller(long);
+      sandboxControl.fault = fault;
+      const res = await api.post('/orders', intent(`i-${fault}`));
+      expect(res.status).toBe(status);
+      expect(res.body.error).toBe(code);
+      expect((await api.get(`/orders?externalOrderId=i-${fault}`)).body.orders).toEqual([]);
+      resetSandboxControl();
+      expect((await api.post('/orders', intent(`i-${fault}`))).body).toMatchObject({
+        status: 'pending',
+        reused: false,
+      });
+    },
+  );
 
   test('stock checks hold in intent mode, and a pending intent order counts as outstanding', async () => {
     const { api } = await reseller(long);
-    await long.services.orm.em.fork().execute(`update products set limited_remaining = 2 where id = 'prod_chatgpt_team_1m'`);
+    await long.services.orm.em
+      .fork()
+      .execute(`update products set limited_remaining = 2 where id = 'prod_chatgpt_team_1m'`);
     const first = await api.post('/orders', intent('i-lim-1', 'prod_chatgpt_team_1m', 2));
     expect(first.body.status).toBe('pending');
     const second = await api.post('/orders', intent('i-lim-2', 'prod_chatgpt_team_1m', 1));
@@ -134,7 +190,9 @@ describe('intent orders (spec 3.1, 4.3)', () => {
       return (s.payment?.syncs ?? 0) >= 2 ? s : undefined;
     });
     const elapsedSeconds = (Date.now() - started) / 1000;
-    expect(state.payment!.syncs).toBeLessThanOrEqual(Math.ceil(elapsedSeconds / Number(PAYMENT_ENV.PAYMENT_SYNC_SECONDS)) + 1);
+    expect(state.payment!.syncs).toBeLessThanOrEqual(
+      Math.ceil(elapsedSeconds / Number(PAYMENT_ENV.PAYMENT_SYNC_SECONDS)) + 1,
+    );
   });
 });
 
@@ -144,7 +202,11 @@ describe('window, expiry and late payment (spec 3.1)', () => {
     const res = await api.post('/orders', intent('late-1'));
     const expired = await waitForOrderStatus(api, res.body.orderId, 'expired');
     expect(expired).toMatchObject({ paymentUrl: null, codes: [] });
-    await payCheckout(short.services.orm.em.fork(), short.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    await payCheckout(
+      short.services.orm.em.fork(),
+      short.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     const delivered = await waitForOrderStatus(api, res.body.orderId, 'delivered');
     expect(delivered.codes).toHaveLength(1);
     expect((await expectLedgerMatchesBalance(short, accountId)).balance).toBe('0.00');

@@ -44,7 +44,11 @@ test('a business rejection and a worker restart: every line the worker wrote par
   let worker = startWorkerProcess(h, env);
   capture(worker, lines);
   try {
-    const rejected = await postRetrying(api, '/orders', { externalOrderId: 'logs-poor', productId: 'prod_chatgpt_plus_1m', qty: 1 });
+    const rejected = await postRetrying(api, '/orders', {
+      externalOrderId: 'logs-poor',
+      productId: 'prod_chatgpt_plus_1m',
+      qty: 1,
+    });
     expect(rejected.body.error).toBe('insufficient_balance');
     placed = await api.post('/orders', { externalOrderId: 'logs-ok', productId: 'prod_api_order_test', qty: 1 });
     expect(placed.body.status).toBe('delivered');
@@ -52,7 +56,11 @@ test('a business rejection and a worker restart: every line the worker wrote par
     expect(await stop(worker)).toBe(0);
     worker = startWorkerProcess(h, env);
     capture(worker, lines);
-    again = await postRetrying(api, '/orders', { externalOrderId: 'logs-ok-2', productId: 'prod_api_order_test', qty: 1 });
+    again = await postRetrying(api, '/orders', {
+      externalOrderId: 'logs-ok-2',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
     expect(again.body.status).toBe('delivered');
     await eventually(async () => lines.some((l) => l.includes('"started"')), 10_000);
   } finally {
@@ -76,7 +84,8 @@ test('a business rejection and a worker restart: every line the worker wrote par
   // Issue 14: a business rejection is an answer, so the worker logs nothing above info for it
   // (the one warning is the development-secrets notice of issue 11, once per start).
   expect(parsed.filter((l) => (l.level as number) > 30).map((l) => l.msg)).toEqual([
-    expect.stringMatching(/^built-in development secrets in use/), expect.stringMatching(/^built-in development secrets in use/),
+    expect.stringMatching(/^built-in development secrets in use/),
+    expect.stringMatching(/^built-in development secrets in use/),
   ]);
   // Nothing secret: no API key and no code in any line.
   const all = lines.join('\n');

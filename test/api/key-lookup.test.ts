@@ -34,13 +34,17 @@ afterAll(async () => {
 const apis = () => [h.baseUrl, secondUrl];
 
 async function keyIdOf(accountId: string): Promise<string> {
-  const [row] = await h.services.orm.em.fork().execute<{ id: string }[]>('select id from api_keys where account_id = ?', [accountId]);
+  const [row] = await h.services.orm.em
+    .fork()
+    .execute<{ id: string }[]>('select id from api_keys where account_id = ?', [accountId]);
   return row.id;
 }
 
 /** The requests counted for a key, over every window. */
 async function counted(keyId: string): Promise<number> {
-  const [row] = await h.services.orm.em.fork().execute<{ n: string | null }[]>('select sum(count) as n from rate_limits where bucket = ?', [`api:${keyId}`]);
+  const [row] = await h.services.orm.em
+    .fork()
+    .execute<{ n: string | null }[]>('select sum(count) as n from rate_limits where bucket = ?', [`api:${keyId}`]);
   return Number(row.n ?? 0);
 }
 
@@ -48,8 +52,17 @@ async function counted(keyId: string): Promise<number> {
 async function mcpStatus(baseUrl: string, key: string): Promise<number> {
   const res = await fetch(`${baseUrl}/mcp`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '0' } } }),
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 't', version: '0' } },
+    }),
   });
   await res.text();
   return res.status;

@@ -25,10 +25,14 @@ const secrets = {
 async function postgresError(): Promise<Error> {
   const params = Object.values(secrets);
   const sql = `select 1 / 0 where ${params.map(() => '? is not null').join(' and ')}`;
-  const err = await orm.em.fork().getConnection().execute(sql, params).then(
-    () => undefined,
-    (e: unknown) => e as Error,
-  );
+  const err = await orm.em
+    .fork()
+    .getConnection()
+    .execute(sql, params)
+    .then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
   if (!err) throw new Error('the statement was meant to fail');
   return err;
 }

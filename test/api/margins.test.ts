@@ -70,18 +70,38 @@ interface Placed {
 const placed: Placed[] = [];
 
 /** Places an order (paid from the balance, or at the sandbox checkout) and waits until procurement ends. */
-async function buy(externalOrderId: string, productId: string, qty: number, opts: { fates?: OrderFate[]; payment?: 'balance' | 'intent' } = {}) {
+async function buy(
+  externalOrderId: string,
+  productId: string,
+  qty: number,
+  opts: { fates?: OrderFate[]; payment?: 'balance' | 'intent' } = {},
+) {
   fake.nextOrders(...(opts.fates ?? []));
   const r = await reseller(h, opts.payment === 'intent' ? '0' : '200.00');
   const res = await r.api.post('/orders', { externalOrderId, productId, qty, payment: opts.payment ?? 'balance' });
   expect(res.status).toBe(200);
   const orderId = res.body.orderId as string;
   if (opts.payment === 'intent') {
-    const paid = await payCheckout(h.services.orm.em.fork(), h.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    const paid = await payCheckout(
+      h.services.orm.em.fork(),
+      h.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     await paid!.callback;
   }
-  const order = await orderUntil(r.api, orderId, (o) => o.status === 'delivered' || o.fulfillmentStatus === 'needs_attention');
-  const record: Placed = { orderId, productId, qty, amount: res.body.amount, refunded: '0.00', delivered: order.status === 'delivered' ? qty : 0 };
+  const order = await orderUntil(
+    r.api,
+    orderId,
+    (o) => o.status === 'delivered' || o.fulfillmentStatus === 'needs_attention',
+  );
+  const record: Placed = {
+    orderId,
+    productId,
+    qty,
+    amount: res.body.amount,
+    refunded: '0.00',
+    delivered: order.status === 'delivered' ? qty : 0,
+  };
   placed.push(record);
   return { ...r, orderId, order, record, bought: fake.ordersFor(`${orderId}:`) };
 }
@@ -102,7 +122,8 @@ const fromMicros = (m: bigint, places: 2 | 6 = 6) => {
   return places === 2 ? d.slice(0, d.length - 4) : d;
 };
 const decimalMicros = (d: string) => micros(Number(d));
-const unitCost = (tx: FakeTransaction) => fromMicros((micros(tx.amount) * 2n + BigInt(tx.quantity)) / (2n * BigInt(tx.quantity)));
+const unitCost = (tx: FakeTransaction) =>
+  fromMicros((micros(tx.amount) * 2n + BigInt(tx.quantity)) / (2n * BigInt(tx.quantity)));
 
 test('the catalog names the supplier and its product id of each direct-code product, from RELOADLY_PRODUCTS', async () => {
   const out = await wholesale(h, 'products', 'list');
@@ -128,8 +149,14 @@ test('a supplier price above our Lv1 price is flagged (metric and one warn line 
     await eventually(async () => lines().length === 1);
     const [, meta] = lines()[0];
     expect(meta).toMatchObject({
-      productId: 'prod_apple_gift_card_us_10', supplier: 'reloadly', supplierProductId: '5', transactionId: String(tx.transactionId),
-      unitCost: '10.200000', costCurrency: 'USD', lv1Price: '9.85', currency: 'USDT',
+      productId: 'prod_apple_gift_card_us_10',
+      supplier: 'reloadly',
+      supplierProductId: '5',
+      transactionId: String(tx.transactionId),
+      unitCost: '10.200000',
+      costCurrency: 'USD',
+      lv1Price: '9.85',
+      currency: 'USDT',
     });
     for (const code of dear.order.codes) expect(JSON.stringify(meta)).not.toContain(code);
     await expectLedgerMatchesBalance(h, dear.accountId);
@@ -147,29 +174,70 @@ test('a supplier price above our Lv1 price is flagged (metric and one warn line 
 
 test('a support refund says what was bought and what was not: codes delivered against units ordered, each purchase with its transaction', async () => {
   // Reloadly sells 3 cards but hands over 2; the purchase of the third fails: needs_attention.
-  const stuck = await buy('margin-partial', 'prod_apple_gift_card_us_25', 3, { fates: [{ cardsShort: 1 }, { status: 'FAILED' }] });
-  expect(stuck.order).toMatchObject({ status: 'paid', fulfillmentStatus: 'needs_attention', fulfilledQuantity: 2, codes: [] });
+  const stuck = await buy('margin-partial', 'prod_apple_gift_card_us_25', 3, {
+    fates: [{ cardsShort: 1 }, { status: 'FAILED' }],
+  });
+  expect(stuck.order).toMatchObject({
+    status: 'paid',
+    fulfillmentStatus: 'needs_attention',
+    fulfilledQuantity: 2,
+    codes: [],
+  });
   const [sold, failed] = stuck.bought;
-  expect([sold.fate.status, sold.quantity, failed.fate.status, failed.quantity]).toEqual(['SUCCESSFUL', 3, 'FAILED', 1]);
+  expect([sold.fate.status, sold.quantity, failed.fate.status, failed.quantity]).toEqual([
+    'SUCCESSFUL',
+    3,
+    'FAILED',
+    1,
+  ]);
 
-  const res = await admin().post(`/orders/${stuck.orderId}/refund`, { actor: 'dave', reason: 'Reloadly failed the third card' });
+  const res = await admin().post(`/orders/${stuck.orderId}/refund`, {
+    actor: 'dave',
+    reason: 'Reloadly failed the third card',
+  });
   expect(res.status).toBe(200);
   const purchases = [
-    { supplier: 'reloadly', transactionId: String(sold.transactionId), state: 'completed', quantity: 3, units: 2, unitCost: unitCost(sold), totalCost: sold.amount.toFixed(6), currency: 'USD' },
-    { supplier: 'reloadly', transactionId: String(failed.transactionId), state: 'failed', quantity: 1, units: 0, unitCost: unitCost(failed), totalCost: failed.amount.toFixed(6), currency: 'USD' },
+    {
+      supplier: 'reloadly',
+      transactionId: String(sold.transactionId),
+      state: 'completed',
+      quantity: 3,
+      units: 2,
+      unitCost: unitCost(sold),
+      totalCost: sold.amount.toFixed(6),
+      currency: 'USD',
+    },
+    {
+      supplier: 'reloadly',
+      transactionId: String(failed.transactionId),
+      state: 'failed',
+      quantity: 1,
+      units: 0,
+      unitCost: unitCost(failed),
+      totalCost: failed.amount.toFixed(6),
+      currency: 'USD',
+    },
   ];
   expect(res.body).toMatchObject({
     action: 'refund',
     refund: { units: 1, amount: '24.50', requested: 3, delivered: 2, supplierPurchases: purchases },
     order: { status: 'refunded', fulfilledQuantity: 2 },
   });
-  expect(await supportActionsOf(h, stuck.orderId)).toEqual([{
-    action: 'refund', actor: 'dave', reason: 'Reloadly failed the third card',
-    payload: { refundedUnits: 1, amount: '24.50', releasedCodes: 2, supplierPurchases: purchases },
-  }]);
+  expect(await supportActionsOf(h, stuck.orderId)).toEqual([
+    {
+      action: 'refund',
+      actor: 'dave',
+      reason: 'Reloadly failed the third card',
+      payload: { refundedUnits: 1, amount: '24.50', releasedCodes: 2, supplierPurchases: purchases },
+    },
+  ]);
   // The money: 3 × 24.50 paid, 1 × 24.50 back.
   const l = await expectLedgerMatchesBalance(h, stuck.accountId);
-  expect(l.rows.map((r) => [r.type, r.amount, r.order_id])).toEqual([['adjust', '200.00', null], ['purchase', '-73.50', stuck.orderId], ['refund', '24.50', stuck.orderId]]);
+  expect(l.rows.map((r) => [r.type, r.amount, r.order_id])).toEqual([
+    ['adjust', '200.00', null],
+    ['purchase', '-73.50', stuck.orderId],
+    ['refund', '24.50', stuck.orderId],
+  ]);
   expect(l.balance).toBe('151.00');
   Object.assign(stuck.record, { refunded: '24.50', delivered: 2 });
 });
@@ -179,19 +247,50 @@ test('the margin report (CLI and admin API) equals the hand sum of the orders pa
   await buy('margin-intent', 'prod_apple_gift_card_us_50', 1, { payment: 'intent' });
   await buy('margin-roblox', 'prod_roblox_gift_card_us_50', 2);
   const refused = await buy('margin-failed', 'prod_roblox_gift_card_us_10', 2, { fates: [{ status: 'FAILED' }] });
-  const refund = await admin().post(`/orders/${refused.orderId}/refund`, { actor: 'erin', reason: 'Reloadly failed it' });
+  const refund = await admin().post(`/orders/${refused.orderId}/refund`, {
+    actor: 'erin',
+    reason: 'Reloadly failed it',
+  });
   expect(refund.body.refund).toMatchObject({ units: 2, amount: '19.80', requested: 2, delivered: 0 });
   Object.assign(refused.record, { refunded: '19.80' });
   expect((await expectLedgerMatchesBalance(h, refused.accountId)).balance).toBe('200.00');
   // Placed and never paid: not revenue.
   const unpaid = await reseller(h, '0');
-  expect((await unpaid.api.post('/orders', { externalOrderId: 'margin-unpaid', productId: 'prod_apple_gift_card_us_25', qty: 1, payment: 'intent' })).body.status).toBe('pending');
+  expect(
+    (
+      await unpaid.api.post('/orders', {
+        externalOrderId: 'margin-unpaid',
+        productId: 'prod_apple_gift_card_us_25',
+        qty: 1,
+        payment: 'intent',
+      })
+    ).body.status,
+  ).toBe('pending');
 
   // The hand sum: what each order's reseller paid and got back, and what Reloadly charged for the
   // purchases that went through (a failed one costs nothing).
-  const byProduct = new Map<string, { orders: number; refundedOrders: number; units: number; revenue: bigint; purchases: number; cards: number; cost: bigint }>();
+  const byProduct = new Map<
+    string,
+    {
+      orders: number;
+      refundedOrders: number;
+      units: number;
+      revenue: bigint;
+      purchases: number;
+      cards: number;
+      cost: bigint;
+    }
+  >();
   for (const o of placed) {
-    const p = byProduct.get(o.productId) ?? { orders: 0, refundedOrders: 0, units: 0, revenue: 0n, purchases: 0, cards: 0, cost: 0n };
+    const p = byProduct.get(o.productId) ?? {
+      orders: 0,
+      refundedOrders: 0,
+      units: 0,
+      revenue: 0n,
+      purchases: 0,
+      cards: 0,
+      cost: 0n,
+    };
     p.orders += 1;
     p.refundedOrders += o.refunded === '0.00' ? 0 : 1;
     p.units += o.delivered;
@@ -206,21 +305,54 @@ test('the margin report (CLI and admin API) equals the hand sum of the orders pa
   expect(placed).toHaveLength(6);
   const cost = (purchases: number, cards: number, amount: bigint) =>
     purchases ? [{ currency: 'USD', purchases, units: cards, amount: fromMicros(amount), unpriced: 0 }] : [];
-  const products = [...byProduct.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([productId, p]) => ({
-    productId, productName: expect.any(String), supplier: 'reloadly', supplierProductId: String(MAPPING[productId as keyof typeof MAPPING].productId),
-    currency: 'USDT', orders: p.orders, refundedOrders: p.refundedOrders, openOrders: 0, units: p.units, revenue: fromMicros(p.revenue, 2),
-    supplierCost: cost(p.purchases, p.cards, p.cost), margin: fromMicros(p.revenue - p.cost),
-  }));
-  const all = [...byProduct.values()].reduce((t, p) => ({
-    orders: t.orders + p.orders, units: t.units + p.units, revenue: t.revenue + p.revenue, purchases: t.purchases + p.purchases, cards: t.cards + p.cards, cost: t.cost + p.cost,
-  }), { orders: 0, units: 0, revenue: 0n, purchases: 0, cards: 0, cost: 0n });
-  const totals = [{
-    currency: 'USDT', orders: all.orders, units: all.units, revenue: fromMicros(all.revenue, 2),
-    supplierCost: cost(all.purchases, all.cards, all.cost), margin: fromMicros(all.revenue - all.cost),
-  }];
+  const products = [...byProduct.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([productId, p]) => ({
+      productId,
+      productName: expect.any(String),
+      supplier: 'reloadly',
+      supplierProductId: String(MAPPING[productId as keyof typeof MAPPING].productId),
+      currency: 'USDT',
+      orders: p.orders,
+      refundedOrders: p.refundedOrders,
+      openOrders: 0,
+      units: p.units,
+      revenue: fromMicros(p.revenue, 2),
+      supplierCost: cost(p.purchases, p.cards, p.cost),
+      margin: fromMicros(p.revenue - p.cost),
+    }));
+  const all = [...byProduct.values()].reduce(
+    (t, p) => ({
+      orders: t.orders + p.orders,
+      units: t.units + p.units,
+      revenue: t.revenue + p.revenue,
+      purchases: t.purchases + p.purchases,
+      cards: t.cards + p.cards,
+      cost: t.cost + p.cost,
+    }),
+    { orders: 0, units: 0, revenue: 0n, purchases: 0, cards: 0, cost: 0n },
+  );
+  const totals = [
+    {
+      currency: 'USDT',
+      orders: all.orders,
+      units: all.units,
+      revenue: fromMicros(all.revenue, 2),
+      supplierCost: cost(all.purchases, all.cards, all.cost),
+      margin: fromMicros(all.revenue - all.cost),
+    },
+  ];
   // Spot checks of the hand sum itself: a refunded-whole order is no revenue, and a loss shows.
-  expect(products.find((p) => p.productId === 'prod_roblox_gift_card_us_10')).toMatchObject({ revenue: '0.00', units: 0, supplierCost: [], margin: '0.000000' });
-  expect(products.find((p) => p.productId === 'prod_apple_gift_card_us_50')).toMatchObject({ revenue: '48.80', margin: '-0.200000' });
+  expect(products.find((p) => p.productId === 'prod_roblox_gift_card_us_10')).toMatchObject({
+    revenue: '0.00',
+    units: 0,
+    supplierCost: [],
+    margin: '0.000000',
+  });
+  expect(products.find((p) => p.productId === 'prod_apple_gift_card_us_50')).toMatchObject({
+    revenue: '48.80',
+    margin: '-0.200000',
+  });
 
   const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
   const period = { from: day(-1), to: day(2) };

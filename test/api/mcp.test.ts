@@ -15,12 +15,24 @@ let h: Harness;
 let tight: Harness;
 
 const TOOL_NAMES = [
-  'list_products', 'check_availability', 'get_balance', 'create_topup', 'purchase_codes', 'get_order', 'list_orders', 'list_transactions',
+  'list_products',
+  'check_availability',
+  'get_balance',
+  'create_topup',
+  'purchase_codes',
+  'get_order',
+  'list_orders',
+  'list_transactions',
 ];
 
 beforeAll(async () => {
   // An account funded with 100 or more is Lv2, so "same price" is a level price, not the list price.
-  h = await startHarness({ ...PAYMENT_ENV, PAYMENT_WINDOW_SECONDS: '120', LEVEL_THRESHOLDS: '100,5000,10000,50000', TOPUP_RATE_LIMIT_PER_HOUR: '4' });
+  h = await startHarness({
+    ...PAYMENT_ENV,
+    PAYMENT_WINDOW_SECONDS: '120',
+    LEVEL_THRESHOLDS: '100,5000,10000,50000',
+    TOPUP_RATE_LIMIT_PER_HOUR: '4',
+  });
   tight = await startHarness({ RATE_LIMIT_PER_MINUTE: '5' }, { worker: false });
 });
 afterAll(async () => {
@@ -49,7 +61,8 @@ async function connect(key: string | undefined, harness: Harness = h) {
   const mcp = new Client({ name: 'mcp-test', version: '1.0.0' });
   await mcp.connect(transport);
   opened.push(mcp);
-  const tool = async (name: string, args: Record<string, unknown> = {}) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+  const tool = async (name: string, args: Record<string, unknown> = {}) =>
+    (await mcp.callTool({ name, arguments: args })) as CallToolResult;
   return {
     mcp,
     requestIds,
@@ -66,7 +79,13 @@ async function connect(key: string | undefined, harness: Harness = h) {
       const res = await tool(name, args);
       expect(res.isError).toBe(true);
       const body = JSON.parse((res.content[0] as { text: string }).text);
-      expect(body).toEqual(expect.objectContaining({ error: expect.any(String), message: expect.any(String), retryable: expect.any(Boolean) }));
+      expect(body).toEqual(
+        expect.objectContaining({
+          error: expect.any(String),
+          message: expect.any(String),
+          retryable: expect.any(Boolean),
+        }),
+      );
       expect(body.requestId).toBe(requestIds.at(-1));
       return body;
     },
@@ -78,8 +97,16 @@ async function account(balance: string) {
   return { ...a, api: client(h.apiUrl, a.apiKey), m: await connect(a.apiKey) };
 }
 
-const purchase = (externalOrderId: string, productId = 'prod_chatgpt_plus_1m', qty = 1, extra: Record<string, unknown> = {}) => ({
-  externalOrderId, productId, qty, ...extra,
+const purchase = (
+  externalOrderId: string,
+  productId = 'prod_chatgpt_plus_1m',
+  qty = 1,
+  extra: Record<string, unknown> = {},
+) => ({
+  externalOrderId,
+  productId,
+  qty,
+  ...extra,
 });
 
 describe('tool list (spec 4.7)', () => {
@@ -95,7 +122,9 @@ describe('tool list (spec 4.7)', () => {
     }
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     // Orders and top-ups through MCP require reusable idempotency ids.
-    expect(byName.purchase_codes.inputSchema.required).toEqual(expect.arrayContaining(['externalOrderId', 'productId', 'qty']));
+    expect(byName.purchase_codes.inputSchema.required).toEqual(
+      expect.arrayContaining(['externalOrderId', 'productId', 'qty']),
+    );
     expect(byName.create_topup.inputSchema.required).toEqual(expect.arrayContaining(['externalTopupId', 'amount']));
     expect(byName.purchase_codes.annotations).toMatchObject({ idempotentHint: true, destructiveHint: false });
     expect(byName.purchase_codes.description).toEqual(expect.stringContaining('redeemUrl'));
@@ -111,25 +140,50 @@ describe('buying through MCP (spec 4.3 via 4.7)', () => {
     const { m, accountId, api } = await account('50.00');
     const order = await m.ok('purchase_codes', purchase('m-1', 'prod_chatgpt_plus_1m', 2));
     expect(order).toEqual({
-      orderId: expect.stringMatching(/^ord_/), externalOrderId: 'm-1', amount: '36.00', status: 'delivered',
-      codes: [expect.stringMatching(CODE_RE), expect.stringMatching(CODE_RE)], redeemUrl: `${h.baseUrl}/redeem`,
-      deliveryType: 'redemption', fulfillmentStatus: null, fulfilledQuantity: 2, errorCode: null, resolution: null, reused: false,
+      orderId: expect.stringMatching(/^ord_/),
+      externalOrderId: 'm-1',
+      amount: '36.00',
+      status: 'delivered',
+      codes: [expect.stringMatching(CODE_RE), expect.stringMatching(CODE_RE)],
+      redeemUrl: `${h.baseUrl}/redeem`,
+      deliveryType: 'redemption',
+      fulfillmentStatus: null,
+      fulfilledQuantity: 2,
+      errorCode: null,
+      resolution: null,
+      reused: false,
     });
 
     expect(await m.ok('get_balance')).toEqual({ balance: '14.00', currency: 'USDT' });
     const l = await expectLedgerMatchesBalance(h, accountId);
-    expect(l.rows.at(-1)).toEqual({ type: 'purchase', amount: '-36.00', balance_after: '14.00', order_id: order.orderId });
+    expect(l.rows.at(-1)).toEqual({
+      type: 'purchase',
+      amount: '-36.00',
+      balance_after: '14.00',
+      order_id: order.orderId,
+    });
 
     const tx = await m.ok('list_transactions');
     expect(tx).toEqual((await api.get('/transactions')).body);
-    expect(tx.transactions[0]).toMatchObject({ type: 'purchase', amount: '-36.00', balanceAfter: '14.00', order_id: order.orderId });
+    expect(tx.transactions[0]).toMatchObject({
+      type: 'purchase',
+      amount: '-36.00',
+      balanceAfter: '14.00',
+      order_id: order.orderId,
+    });
     expect((await m.ok('list_transactions', { type: 'adjust' })).transactions).toEqual([
       expect.objectContaining({ type: 'adjust', amount: '50.00', balanceAfter: '50.00' }),
     ]);
 
     const detail = await m.ok('get_order', { orderId: order.orderId });
     expect(detail).toEqual((await api.get(`/orders/${order.orderId}`)).body);
-    expect(detail).toMatchObject({ status: 'delivered', codes: order.codes, unit_price: '18.00', channel: 'wholesale_api', paymentUrl: null });
+    expect(detail).toMatchObject({
+      status: 'delivered',
+      codes: order.codes,
+      unit_price: '18.00',
+      channel: 'wholesale_api',
+      paymentUrl: null,
+    });
   });
 
   test('rules 1 and 2: a replay is reused with no second debit; another qty is an idempotency_conflict tool error', async () => {
@@ -139,7 +193,10 @@ describe('buying through MCP (spec 4.3 via 4.7)', () => {
 
     const conflict = await m.fail('purchase_codes', purchase('m-r', 'prod_chatgpt_plus_1m', 2));
     expect(conflict).toEqual({
-      error: 'idempotency_conflict', message: expect.any(String), requestId: expect.stringMatching(/^req_/), retryable: false,
+      error: 'idempotency_conflict',
+      message: expect.any(String),
+      requestId: expect.stringMatching(/^req_/),
+      retryable: false,
       details: { productId: 'prod_chatgpt_plus_1m', qty: 1 },
     });
     const l = await expectLedgerMatchesBalance(h, accountId);
@@ -150,13 +207,26 @@ describe('buying through MCP (spec 4.3 via 4.7)', () => {
   test('rules 3 and 10: an intent order is pending with a checkout link and no debit; get_order shows paymentUrl until paid, then codes', async () => {
     const { m, accountId } = await account('5.00');
     const order = await m.ok('purchase_codes', purchase('m-i', 'prod_chatgpt_plus_1m', 1, { payment: 'intent' }));
-    expect(order).toMatchObject({ status: 'pending', codes: [], amount: '18.00', checkoutUrl: expect.stringMatching(/\/checkout\/chk_/) });
+    expect(order).toMatchObject({
+      status: 'pending',
+      codes: [],
+      amount: '18.00',
+      checkoutUrl: expect.stringMatching(/\/checkout\/chk_/),
+    });
     expect(order.paymentUrl).toBe(order.checkoutUrl);
     expect((await ledgerOf(h, accountId)).balance).toBe('5.00');
 
-    expect(await m.ok('get_order', { orderId: order.orderId })).toMatchObject({ status: 'pending', paymentUrl: order.checkoutUrl, codes: [] });
+    expect(await m.ok('get_order', { orderId: order.orderId })).toMatchObject({
+      status: 'pending',
+      paymentUrl: order.checkoutUrl,
+      codes: [],
+    });
     const listed = await m.ok('list_orders', { externalOrderId: 'm-i' });
-    expect(listed).toEqual({ orders: [expect.objectContaining({ id: order.orderId, status: 'pending' })], nextCursor: null, hasMore: false });
+    expect(listed).toEqual({
+      orders: [expect.objectContaining({ id: order.orderId, status: 'pending' })],
+      nextCursor: null,
+      hasMore: false,
+    });
     expect(listed.orders[0]).not.toHaveProperty('paymentUrl');
 
     expect(await payThroughPage(order.checkoutUrl)).toContain('Payment received');
@@ -164,7 +234,11 @@ describe('buying through MCP (spec 4.3 via 4.7)', () => {
       const d = await m.ok('get_order', { orderId: order.orderId });
       return d.status === 'delivered' ? d : undefined;
     });
-    expect(delivered).toMatchObject({ paymentUrl: null, codes: [expect.stringMatching(CODE_RE)], redeemUrl: `${h.baseUrl}/redeem` });
+    expect(delivered).toMatchObject({
+      paymentUrl: null,
+      codes: [expect.stringMatching(CODE_RE)],
+      redeemUrl: `${h.baseUrl}/redeem`,
+    });
     // Paid at the checkout, not from the balance.
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('5.00');
   });
@@ -172,32 +246,56 @@ describe('buying through MCP (spec 4.3 via 4.7)', () => {
   test.each([
     ['payment=balance', {}],
     ['payment=intent', { payment: 'intent' }],
-  ])('the test product is REST only: %s through MCP is api_test_balance_only and debits nothing', async (_name, extra) => {
-    const { m, accountId } = await account('1.00');
-    const refused = await m.fail('purchase_codes', purchase('m-test', 'prod_api_order_test', 1, extra));
-    expect(refused).toMatchObject({ error: 'api_test_balance_only', retryable: false });
-    const l = await expectLedgerMatchesBalance(h, accountId);
-    expect(l.balance).toBe('1.00');
-    expect((await m.ok('list_orders')).orders).toEqual([]);
-  });
+  ])(
+    'the test product is REST only: %s through MCP is api_test_balance_only and debits nothing',
+    async (_name, extra) => {
+      const { m, accountId } = await account('1.00');
+      const refused = await m.fail('purchase_codes', purchase('m-test', 'prod_api_order_test', 1, extra));
+      expect(refused).toMatchObject({ error: 'api_test_balance_only', retryable: false });
+      const l = await expectLedgerMatchesBalance(h, accountId);
+      expect(l.balance).toBe('1.00');
+      expect((await m.ok('list_orders')).orders).toEqual([]);
+    },
+  );
 
   test.each([
-    ['no externalOrderId (MCP requires the idempotency id)', { productId: 'prod_chatgpt_plus_1m', qty: 1 }, 'externalOrderId'],
+    [
+      'no externalOrderId (MCP requires the idempotency id)',
+      { productId: 'prod_chatgpt_plus_1m', qty: 1 },
+      'externalOrderId',
+    ],
     ['qty 0', purchase('m-bad', 'prod_chatgpt_plus_1m', 0), 'qty'],
     ['an unknown field', { ...purchase('m-bad'), quantity: 2 }, ''],
-    ['a float price lock', purchase('m-bad', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: 18 }), 'expectedUnitPrice'],
-  ])('invalid arguments (%s) are an invalid_input tool error with the issues, and nothing is ordered', async (_name, args, path) => {
-    const { m, accountId } = await account('20.00');
-    const res = await m.fail('purchase_codes', args);
-    expect(res).toMatchObject({ error: 'invalid_input', retryable: false, details: { issues: expect.arrayContaining([expect.objectContaining({ path })]) } });
-    expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('20.00');
-  });
+    [
+      'a float price lock',
+      purchase('m-bad', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: 18 }),
+      'expectedUnitPrice',
+    ],
+  ])(
+    'invalid arguments (%s) are an invalid_input tool error with the issues, and nothing is ordered',
+    async (_name, args, path) => {
+      const { m, accountId } = await account('20.00');
+      const res = await m.fail('purchase_codes', args);
+      expect(res).toMatchObject({
+        error: 'invalid_input',
+        retryable: false,
+        details: { issues: expect.arrayContaining([expect.objectContaining({ path })]) },
+      });
+      expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('20.00');
+    },
+  );
 
-  test('errors keep their spec codes: insufficient_balance (402), price_changed with actualUnitPrice, not_found for another account\'s order', async () => {
+  test("errors keep their spec codes: insufficient_balance (402), price_changed with actualUnitPrice, not_found for another account's order", async () => {
     const { m, accountId } = await account('10.00');
-    expect(await m.fail('purchase_codes', purchase('m-poor'))).toMatchObject({ error: 'insufficient_balance', retryable: false });
-    expect(await m.fail('purchase_codes', purchase('m-price', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: '1.00' }))).toMatchObject({
-      error: 'price_changed', details: { actualUnitPrice: '18.00' },
+    expect(await m.fail('purchase_codes', purchase('m-poor'))).toMatchObject({
+      error: 'insufficient_balance',
+      retryable: false,
+    });
+    expect(
+      await m.fail('purchase_codes', purchase('m-price', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: '1.00' })),
+    ).toMatchObject({
+      error: 'price_changed',
+      details: { actualUnitPrice: '18.00' },
     });
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('10.00');
 
@@ -209,7 +307,7 @@ describe('buying through MCP (spec 4.3 via 4.7)', () => {
 });
 
 describe('catalog and balance through MCP', () => {
-  test('list_products and check_availability return the REST shapes at the caller\'s level price; the test product stays hidden', async () => {
+  test("list_products and check_availability return the REST shapes at the caller's level price; the test product stays hidden", async () => {
     const { m, api } = await account('150.00');
     const products = await m.ok('list_products');
     expect(products).toEqual((await api.get('/products')).body);
@@ -218,7 +316,10 @@ describe('catalog and balance through MCP', () => {
     expect(products.products.map((p: { id: string }) => p.id)).not.toContain('prod_api_order_test');
 
     const avail = await m.ok('check_availability', { productId: 'prod_chatgpt_plus_1m', qty: 3 });
-    expect(avail).toEqual({ ...(await api.get('/products/prod_chatgpt_plus_1m/availability?qty=3')).body, checkedAt: expect.any(Number) });
+    expect(avail).toEqual({
+      ...(await api.get('/products/prod_chatgpt_plus_1m/availability?qty=3')).body,
+      checkedAt: expect.any(Number),
+    });
     expect(avail).toMatchObject({ productId: 'prod_chatgpt_plus_1m', qty: 3, available: true, unitPrice: '17.64' });
     expect((await m.ok('check_availability', { productId: 'prod_chatgpt_plus_1m' })).qty).toBe(1);
     expect(await m.fail('check_availability', { productId: 'prod_nope' })).toMatchObject({ error: 'not_found' });
@@ -230,19 +331,32 @@ describe('top-ups through MCP (spec 4.2 via 4.7)', () => {
     const { m, accountId } = await account('0');
     const topup = await m.ok('create_topup', { externalTopupId: 'mt-1', amount: '25.50' });
     expect(topup).toEqual({
-      orderId: expect.stringMatching(/^ord_/), externalTopupId: 'mt-1', amount: '25.50', status: 'pending',
-      checkoutUrl: expect.stringMatching(/\/checkout\/chk_/), paymentUrl: topup.checkoutUrl, reused: false,
+      orderId: expect.stringMatching(/^ord_/),
+      externalTopupId: 'mt-1',
+      amount: '25.50',
+      status: 'pending',
+      checkoutUrl: expect.stringMatching(/\/checkout\/chk_/),
+      paymentUrl: topup.checkoutUrl,
+      reused: false,
     });
-    expect(await m.ok('create_topup', { externalTopupId: 'mt-1', amount: '25.50' })).toEqual({ ...topup, reused: true });
+    expect(await m.ok('create_topup', { externalTopupId: 'mt-1', amount: '25.50' })).toEqual({
+      ...topup,
+      reused: true,
+    });
     expect(await m.fail('create_topup', { externalTopupId: 'mt-1', amount: '30.00' })).toMatchObject({
-      error: 'idempotency_conflict', details: { amount: '25.50', currency: 'USDT' },
+      error: 'idempotency_conflict',
+      details: { amount: '25.50', currency: 'USDT' },
     });
     // Orders and top-ups through MCP require reusable idempotency ids: no legacy keyless top-up.
     expect(await m.fail('create_topup', { amount: '5.00' })).toMatchObject({ error: 'invalid_input' });
 
     expect(await payThroughPage(topup.checkoutUrl)).toContain('Payment received');
     await eventually(async () => (await m.ok('get_balance')).balance === '25.50');
-    expect(await m.ok('get_order', { orderId: topup.orderId })).toMatchObject({ channel: 'topup', status: 'delivered', paymentUrl: null });
+    expect(await m.ok('get_order', { orderId: topup.orderId })).toMatchObject({
+      channel: 'topup',
+      status: 'delivered',
+      paymentUrl: null,
+    });
     expect((await m.ok('list_transactions', { type: 'topup' })).transactions).toEqual([
       expect.objectContaining({ type: 'topup', amount: '25.50', balanceAfter: '25.50', order_id: topup.orderId }),
     ]);
@@ -254,11 +368,16 @@ describe('top-ups through MCP (spec 4.2 via 4.7)', () => {
     const rest = await api.post('/topup', { externalTopupId: 'q-1', amount: '5.00' });
     expect(rest.status).toBe(200);
     // A top-up made through REST is replayed through MCP with the same id.
-    expect(await m.ok('create_topup', { externalTopupId: 'q-1', amount: '5.00' })).toEqual({ ...rest.body, reused: true });
+    expect(await m.ok('create_topup', { externalTopupId: 'q-1', amount: '5.00' })).toEqual({
+      ...rest.body,
+      reused: true,
+    });
     await m.ok('create_topup', { externalTopupId: 'q-2', amount: '5.00' });
     expect((await api.post('/topup', { externalTopupId: 'q-3', amount: '5.00' })).status).toBe(200);
     expect(await m.fail('create_topup', { externalTopupId: 'q-4', amount: '5.00' })).toMatchObject({
-      error: 'rate_limited', retryable: true, details: { retryAfter: expect.any(Number) },
+      error: 'rate_limited',
+      retryable: true,
+      details: { retryAfter: expect.any(Number) },
     });
     expect((await api.post('/topup', { externalTopupId: 'q-4', amount: '5.00' })).body.error).toBe('rate_limited');
   });
@@ -272,17 +391,29 @@ describe('MCP and REST are one account (spec 1: same per-level price)', () => {
     expect(viaRest.status).toBe(200);
     expect(viaMcp.amount).toBe('35.28');
     expect(viaRest.body.amount).toBe(viaMcp.amount);
-    const [mcpDetail, restDetail] = await Promise.all([api.get(`/orders/${viaMcp.orderId}`), api.get(`/orders/${viaRest.body.orderId}`)]);
+    const [mcpDetail, restDetail] = await Promise.all([
+      api.get(`/orders/${viaMcp.orderId}`),
+      api.get(`/orders/${viaRest.body.orderId}`),
+    ]);
     expect(mcpDetail.body.unit_price).toBe('17.64');
     expect(restDetail.body.unit_price).toBe(mcpDetail.body.unit_price);
 
     const listing = await api.get('/orders');
     expect(listing.body.orders.map((o: { id: string }) => o.id)).toEqual([viaRest.body.orderId, viaMcp.orderId]);
-    expect(listing.body.orders.map((o: { external_order_id: string }) => o.external_order_id)).toEqual(['both-rest', 'both-mcp']);
+    expect(listing.body.orders.map((o: { external_order_id: string }) => o.external_order_id)).toEqual([
+      'both-rest',
+      'both-mcp',
+    ]);
     expect(await m.ok('list_orders')).toEqual(listing.body);
     // A REST order is replayed through MCP by its externalOrderId, and the other way round.
-    expect(await m.ok('purchase_codes', purchase('both-rest', 'prod_chatgpt_plus_1m', 2))).toEqual({ ...viaRest.body, reused: true });
-    expect((await api.post('/orders', purchase('both-mcp', 'prod_chatgpt_plus_1m', 2))).body).toEqual({ ...viaMcp, reused: true });
+    expect(await m.ok('purchase_codes', purchase('both-rest', 'prod_chatgpt_plus_1m', 2))).toEqual({
+      ...viaRest.body,
+      reused: true,
+    });
+    expect((await api.post('/orders', purchase('both-mcp', 'prod_chatgpt_plus_1m', 2))).body).toEqual({
+      ...viaMcp,
+      reused: true,
+    });
 
     const page1 = await m.ok('list_orders', { limit: 1 });
     expect(page1).toMatchObject({ hasMore: true, orders: [expect.objectContaining({ id: viaRest.body.orderId })] });
@@ -296,7 +427,9 @@ describe('MCP and REST are one account (spec 1: same per-level price)', () => {
 
 describe('authentication and limits before any MCP handling (spec 5, 8)', () => {
   const initialize = {
-    jsonrpc: '2.0', id: 1, method: 'initialize',
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
     params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
   };
   const mcpHeaders = { accept: 'application/json, text/event-stream' };
@@ -306,16 +439,29 @@ describe('authentication and limits before any MCP handling (spec 5, 8)', () => 
     ['an invalid key', 'wk_not_a_real_key'],
   ])('%s is HTTP 401 unauthorized with the spec error body, and the SDK client cannot connect', async (_name, key) => {
     await expect(connect(key)).rejects.toMatchObject({ code: 401, message: expect.stringContaining('unauthorized') });
-    const res = await call(`${h.baseUrl}/mcp`, { body: initialize, headers: mcpHeaders, ...(key === undefined ? {} : { key }) });
+    const res = await call(`${h.baseUrl}/mcp`, {
+      body: initialize,
+      headers: mcpHeaders,
+      ...(key === undefined ? {} : { key }),
+    });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ error: 'unauthorized', message: expect.any(String), requestId: res.headers.get('x-request-id'), retryable: false });
+    expect(res.body).toEqual({
+      error: 'unauthorized',
+      message: expect.any(String),
+      requestId: res.headers.get('x-request-id'),
+      retryable: false,
+    });
   });
 
   test('with a valid key a raw initialize succeeds; GET and DELETE are 405 (stateless endpoint)', async () => {
     const { apiKey } = await h.account('0');
     const init = await call(`${h.baseUrl}/mcp`, { key: apiKey, body: initialize, headers: mcpHeaders });
     expect(init.status).toBe(200);
-    expect(init.body).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'wholesale' }, capabilities: { tools: {} } } });
+    expect(init.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { serverInfo: { name: 'wholesale' }, capabilities: { tools: {} } },
+    });
     for (const method of ['GET', 'DELETE']) {
       const res = await call(`${h.baseUrl}/mcp`, { key: apiKey, method, headers: mcpHeaders });
       expect(res.status).toBe(405);
@@ -342,10 +488,20 @@ describe('authentication and limits before any MCP handling (spec 5, 8)', () => 
     const refused = await call(`${tight.baseUrl}/mcp`, { key: apiKey, body: initialize, headers: mcpHeaders });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(refused.body).toEqual({ error: 'rate_limited', message: expect.any(String), requestId: refused.headers.get('x-request-id'), retryable: true });
-    await expect(connect(apiKey, tight)).rejects.toMatchObject({ code: 429, message: expect.stringContaining('rate_limited') });
+    expect(refused.body).toEqual({
+      error: 'rate_limited',
+      message: expect.any(String),
+      requestId: refused.headers.get('x-request-id'),
+      retryable: true,
+    });
+    await expect(connect(apiKey, tight)).rejects.toMatchObject({
+      code: 429,
+      message: expect.stringContaining('rate_limited'),
+    });
     // Another key has its own budget.
     const other = await tight.account('0');
-    expect((await call(`${tight.baseUrl}/mcp`, { key: other.apiKey, body: initialize, headers: mcpHeaders })).status).toBe(200);
+    expect(
+      (await call(`${tight.baseUrl}/mcp`, { key: other.apiKey, body: initialize, headers: mcpHeaders })).status,
+    ).toBe(200);
   });
 });

@@ -65,13 +65,24 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
   const api = client(h.apiUrl, buyer.apiKey);
 
   // A balance order, and one refused for the balance.
-  expect((await api.post('/orders', { externalOrderId: 'm-bal', productId: 'prod_api_order_test', qty: 1 })).body.status).toBe('delivered');
-  expect((await api.post('/orders', { externalOrderId: 'm-poor', productId: 'prod_chatgpt_plus_1m', qty: 1 })).body.error).toBe('insufficient_balance');
+  expect(
+    (await api.post('/orders', { externalOrderId: 'm-bal', productId: 'prod_api_order_test', qty: 1 })).body.status,
+  ).toBe('delivered');
+  expect(
+    (await api.post('/orders', { externalOrderId: 'm-poor', productId: 'prod_chatgpt_plus_1m', qty: 1 })).body.error,
+  ).toBe('insufficient_balance');
   // A replay is not a second placement.
-  expect((await api.post('/orders', { externalOrderId: 'm-bal', productId: 'prod_api_order_test', qty: 1 })).body.reused).toBe(true);
+  expect(
+    (await api.post('/orders', { externalOrderId: 'm-bal', productId: 'prod_api_order_test', qty: 1 })).body.reused,
+  ).toBe(true);
 
   // An intent order, paid through the provider's callback.
-  const intent = await api.post('/orders', { externalOrderId: 'm-intent', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
+  const intent = await api.post('/orders', {
+    externalOrderId: 'm-intent',
+    productId: 'prod_chatgpt_plus_1m',
+    qty: 1,
+    payment: 'intent',
+  });
   expect(intent.body.status).toBe('pending');
   const mid = await scrape();
   expect(value(mid, 'wholesale_pending_intent_orders') - value(before, 'wholesale_pending_intent_orders')).toBe(1);
@@ -89,7 +100,11 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
   sandboxSupplierControl.script('prod_roblox_gift_card_us_10', { then: 'permanent' });
   const gifts = await h.account('50.00');
   const giftApi = client(h.apiUrl, gifts.apiKey);
-  const gift = await giftApi.post('/orders', { externalOrderId: 'm-gift', productId: 'prod_roblox_gift_card_us_10', qty: 1 });
+  const gift = await giftApi.post('/orders', {
+    externalOrderId: 'm-gift',
+    productId: 'prod_roblox_gift_card_us_10',
+    qty: 1,
+  });
   await orderUntil(giftApi, gift.body.orderId, fulfillmentIs('needs_attention'));
 
   // A webhook that fails once, then succeeds (its own account, so no other event is delivered there).
@@ -98,21 +113,42 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
   await hookApi.put('/webhook', { url: receiver.url });
   receiver.script([500]);
   const { deliveryId } = (await hookApi.post('/webhook/test', {})).body;
-  await eventually(async () => (await hookApi.get('/webhook/deliveries')).body.deliveries.find((d: any) => d.id === deliveryId)?.status === 'succeeded', 30_000);
+  await eventually(
+    async () =>
+      (await hookApi.get('/webhook/deliveries')).body.deliveries.find((d: any) => d.id === deliveryId)?.status ===
+      'succeeded',
+    30_000,
+  );
 
   const after = await eventually(async () => {
     const s = await scrape();
-    return value(s, 'wholesale_pending_intent_orders') === value(before, 'wholesale_pending_intent_orders') ? s : undefined;
+    return value(s, 'wholesale_pending_intent_orders') === value(before, 'wholesale_pending_intent_orders')
+      ? s
+      : undefined;
   });
-  const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
+  const delta = (name: string, labels: Record<string, string> = {}) =>
+    value(after, name, labels) - value(before, name, labels);
   const placements = (payment: string) =>
-    histogramCount(lastText, 'wholesale_order_placement_seconds', 'payment', payment) - histogramCount(beforeText, 'wholesale_order_placement_seconds', 'payment', payment);
+    histogramCount(lastText, 'wholesale_order_placement_seconds', 'payment', payment) -
+    histogramCount(beforeText, 'wholesale_order_placement_seconds', 'payment', payment);
 
   expect({
-    balanceDelivered: delta('wholesale_orders_placed_total', { product_type: 'redemption', payment: 'balance', outcome: 'delivered' }),
+    balanceDelivered: delta('wholesale_orders_placed_total', {
+      product_type: 'redemption',
+      payment: 'balance',
+      outcome: 'delivered',
+    }),
     rejectedForBalance: delta('wholesale_orders_placed_total', { outcome: 'rejected', code: 'insufficient_balance' }),
-    intentPending: delta('wholesale_orders_placed_total', { product_type: 'redemption', payment: 'intent', outcome: 'pending' }),
-    giftPaid: delta('wholesale_orders_placed_total', { product_type: 'direct_code', payment: 'balance', outcome: 'paid' }),
+    intentPending: delta('wholesale_orders_placed_total', {
+      product_type: 'redemption',
+      payment: 'intent',
+      outcome: 'pending',
+    }),
+    giftPaid: delta('wholesale_orders_placed_total', {
+      product_type: 'direct_code',
+      payment: 'balance',
+      outcome: 'paid',
+    }),
     allPlacements: delta('wholesale_orders_placed_total'),
     // Timed in the worker: the delivered one, the one refused for balance, the gift card; the
     // replay is answered by the API from Postgres and never reaches a placement.
@@ -130,8 +166,16 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
     webhookSucceeded: delta('wholesale_webhook_attempts_total', { outcome: 'succeeded' }),
     needsAttention: delta('wholesale_orders_needs_attention'),
     pendingTopups: delta('wholesale_pending_topups'),
-    ordersPost200: delta('wholesale_http_requests_total', { route: '/wholesale/v1/orders', method: 'POST', status: '200' }),
-    ordersPost402: delta('wholesale_http_requests_total', { route: '/wholesale/v1/orders', method: 'POST', status: '402' }),
+    ordersPost200: delta('wholesale_http_requests_total', {
+      route: '/wholesale/v1/orders',
+      method: 'POST',
+      status: '200',
+    }),
+    ordersPost402: delta('wholesale_http_requests_total', {
+      route: '/wholesale/v1/orders',
+      method: 'POST',
+      status: '402',
+    }),
   }).toEqual({
     balanceDelivered: 1,
     rejectedForBalance: 1,
@@ -156,7 +200,10 @@ test('a scripted run moves the counters and gauges by exactly what it did', asyn
     ordersPost402: 1,
   });
   // Latency is recorded per route template, and labels never hold an id.
-  const latency = /wholesale_http_request_duration_seconds_count\{[^}]*route="\/wholesale\/v1\/orders\/:id",method="GET"[^}]*\} (\d+)/.exec(lastText);
+  const latency =
+    /wholesale_http_request_duration_seconds_count\{[^}]*route="\/wholesale\/v1\/orders\/:id",method="GET"[^}]*\} (\d+)/.exec(
+      lastText,
+    );
   expect(Number(latency?.[1])).toBeGreaterThan(0);
   for (const s of after) {
     for (const v of Object.values(s.labels)) expect(v).not.toMatch(/ord_|[0-9a-f]{8}-[0-9a-f]{4}-|wsk_/);

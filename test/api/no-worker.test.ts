@@ -25,19 +25,45 @@ afterAll(async () => {
 const live = async () => (await workersLive.get()).values[0]?.value ?? 0;
 
 async function expectRefusedForNoWorker(res: ApiResponse, accountId: string, externalId: string) {
-  expect({ status: res.status, error: res.body.error, retryable: res.body.retryable, reason: res.body.details?.reason }).toEqual({
-    status: 503, error: 'service_unavailable', retryable: true, reason: 'no_worker',
+  expect({
+    status: res.status,
+    error: res.body.error,
+    retryable: res.body.retryable,
+    reason: res.body.details?.reason,
+  }).toEqual({
+    status: 503,
+    error: 'service_unavailable',
+    retryable: true,
+    reason: 'no_worker',
   });
   expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
-  await expect(h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, externalId)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
-  expect(await h.services.orm.em.fork().execute('select id from orders where account_id = ? and (external_order_id = ? or external_topup_id = ?)', [accountId, externalId, externalId])).toEqual([]);
+  await expect(
+    h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, externalId)).describe(),
+  ).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  expect(
+    await h.services.orm.em
+      .fork()
+      .execute('select id from orders where account_id = ? and (external_order_id = ? or external_topup_id = ?)', [
+        accountId,
+        externalId,
+        externalId,
+      ]),
+  ).toEqual([]);
 }
 
 test('no worker was ever started: orders and top-ups are refused at once, nothing is charged or started', async () => {
   const { accountId, apiKey } = await h.account('5.00');
   const api = client(h.apiUrl, apiKey);
-  await expectRefusedForNoWorker(await api.post('/orders', { externalOrderId: 'none-1', productId: 'prod_api_order_test', qty: 1 }), accountId, 'none-1');
-  await expectRefusedForNoWorker(await api.post('/topup', { externalTopupId: 'none-topup', amount: '10.00' }), accountId, 'none-topup');
+  await expectRefusedForNoWorker(
+    await api.post('/orders', { externalOrderId: 'none-1', productId: 'prod_api_order_test', qty: 1 }),
+    accountId,
+    'none-1',
+  );
+  await expectRefusedForNoWorker(
+    await api.post('/topup', { externalTopupId: 'none-topup', amount: '10.00' }),
+    accountId,
+    'none-topup',
+  );
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect([money.balance, money.rows.map((r) => r.type)]).toEqual(['5.00', ['adjust']]);
 });
@@ -46,7 +72,11 @@ test('the only worker killed: refused at once once its heartbeat is stale; its r
   const { accountId, apiKey } = await h.account('5.00');
   const api = client(h.apiUrl, apiKey);
   worker = startWorkerProcess(h, {});
-  const first = await postRetrying(api, '/orders', { externalOrderId: 'before-kill', productId: 'prod_api_order_test', qty: 1 });
+  const first = await postRetrying(api, '/orders', {
+    externalOrderId: 'before-kill',
+    productId: 'prod_api_order_test',
+    qty: 1,
+  });
   expect(first.body).toMatchObject({ status: 'delivered', reused: false });
   expect(await live()).toBe(1);
 
@@ -55,16 +85,28 @@ test('the only worker killed: refused at once once its heartbeat is stale; its r
   killed.kill('SIGKILL');
   await exited;
   await eventually(async () => (await live()) === 0, 30_000, 100, 'the killed worker counted as gone');
-  await expectRefusedForNoWorker(await api.post('/orders', { externalOrderId: 'while-down', productId: 'prod_api_order_test', qty: 1 }), accountId, 'while-down');
+  await expectRefusedForNoWorker(
+    await api.post('/orders', { externalOrderId: 'while-down', productId: 'prod_api_order_test', qty: 1 }),
+    accountId,
+    'while-down',
+  );
   // A replay of the order placed before the kill needs no worker: it is answered from Postgres.
-  const replay = await api.post('/orders', { externalOrderId: 'before-kill', productId: 'prod_api_order_test', qty: 1 });
+  const replay = await api.post('/orders', {
+    externalOrderId: 'before-kill',
+    productId: 'prod_api_order_test',
+    qty: 1,
+  });
   expect(replay.body).toEqual({ ...first.body, reused: true });
   const during = await expectLedgerMatchesBalance(h, accountId);
   expect(during.rows.map((r) => r.type)).toEqual(['adjust', 'purchase']);
 
   // The client retries the refused order unchanged until a worker is back: placed once.
   worker = startWorkerProcess(h, {});
-  const retried = await postRetrying(api, '/orders', { externalOrderId: 'while-down', productId: 'prod_api_order_test', qty: 1 });
+  const retried = await postRetrying(api, '/orders', {
+    externalOrderId: 'while-down',
+    productId: 'prod_api_order_test',
+    qty: 1,
+  });
   expect(retried.body).toMatchObject({ status: 'delivered', reused: false });
   const again = await api.post('/orders', { externalOrderId: 'while-down', productId: 'prod_api_order_test', qty: 1 });
   expect(again.body).toEqual({ ...retried.body, reused: true });

@@ -27,13 +27,20 @@ beforeAll(async () => {
     RATE_LIMIT_PER_MINUTE: '100000',
   });
   const base = demoCatalog.find((p) => p.id === 'prod_chatgpt_team_1m')!;
-  await seedCatalog(h.services.orm.em.fork(), [{
-    ...base, id: PW_PRODUCT, slug: 'oq-pw-redeem', stockMode: 'on_demand', limitedRemaining: null, redeemFieldsEn: [],
-    redeemFields: [
-      { key: 'email', label: 'Email', type: 'email', required: true },
-      { key: 'password', label: 'Password', type: 'password', required: true },
-    ],
-  }]);
+  await seedCatalog(h.services.orm.em.fork(), [
+    {
+      ...base,
+      id: PW_PRODUCT,
+      slug: 'oq-pw-redeem',
+      stockMode: 'on_demand',
+      limitedRemaining: null,
+      redeemFieldsEn: [],
+      redeemFields: [
+        { key: 'email', label: 'Email', type: 'email', required: true },
+        { key: 'password', label: 'Password', type: 'password', required: true },
+      ],
+    },
+  ]);
 });
 afterAll(() => h?.stop());
 
@@ -41,7 +48,14 @@ const admin = () => adminApi(h, TOKEN);
 const claim = (id: string, actor: string) => admin().post(`/redemptions/${id}/claim`, { actor });
 
 /** A reseller's code of the password product submitted: it waits in the queue as processing. */
-async function queued(): Promise<{ api: Api; accountId: string; redemptionId: string; code: string; email: string; password: string }> {
+async function queued(): Promise<{
+  api: Api;
+  accountId: string;
+  redemptionId: string;
+  code: string;
+  email: string;
+  password: string;
+}> {
   const { api, accountId } = await reseller(h);
   const { code } = await buyCode(api, PW_PRODUCT);
   const email = `oq-${randomBytes(4).toString('hex')}@example.com`;
@@ -52,16 +66,20 @@ async function queued(): Promise<{ api: Api; accountId: string; redemptionId: st
   // `processing` is set as the attempt begins; the queue row is written by the submission just after.
   await eventually(async () => {
     const list = await admin().get('/redemptions/queue');
-    return list.body.redemptions?.some((r: { redemptionId: string }) => r.redemptionId === res.body.redemptionId) ? true : undefined;
+    return list.body.redemptions?.some((r: { redemptionId: string }) => r.redemptionId === res.body.redemptionId)
+      ? true
+      : undefined;
   });
   return { api, accountId, redemptionId: res.body.redemptionId, code, email, password };
 }
 
 async function actionsOf(redemptionId: string) {
-  return h.services.orm.em.fork().execute<{ action: string; actor: string; reason: string }[]>(
-    'select action, actor, reason from support_actions where subject_id = ? order by id',
-    [redemptionId],
-  );
+  return h.services.orm.em
+    .fork()
+    .execute<{ action: string; actor: string; reason: string }[]>(
+      'select action, actor, reason from support_actions where subject_id = ? order by id',
+      [redemptionId],
+    );
 }
 
 test('an automatic product waits in the queue; two operators claim it at once and exactly one wins (409 names holder and expiry)', async () => {
@@ -70,7 +88,12 @@ test('an automatic product waits in the queue; two operators claim it at once an
   const list = await admin().get('/redemptions/queue');
   expect(list.status).toBe(200);
   const item = list.body.redemptions.find((r: { redemptionId: string }) => r.redemptionId === redemptionId);
-  expect(item).toMatchObject({ productId: PW_PRODUCT, status: 'processing', claim: null, ageSeconds: expect.any(Number) });
+  expect(item).toMatchObject({
+    productId: PW_PRODUCT,
+    status: 'processing',
+    claim: null,
+    ageSeconds: expect.any(Number),
+  });
   // Redeem details are never in a list.
   expect(JSON.stringify(list.body)).not.toContain(email);
   expect(JSON.stringify(list.body)).not.toContain(password);
@@ -82,12 +105,17 @@ test('an automatic product waits in the queue; two operators claim it at once an
   const holder = won[0].body.claim.holder;
   // The claim's answer is where the holder reads the details, the password decrypted.
   expect(won[0].body.redeemInfo).toEqual({ email, password });
-  expect(lost[0].body).toMatchObject({ error: 'claim_conflict', details: { holder, expiresAt: won[0].body.claim.expiresAt } });
+  expect(lost[0].body).toMatchObject({
+    error: 'claim_conflict',
+    details: { holder, expiresAt: won[0].body.claim.expiresAt },
+  });
   expect(lost[0].body.message).toContain(holder);
   expect(JSON.stringify(lost[0].body)).not.toContain(password);
 
   const after = await admin().get('/redemptions/queue');
-  expect(after.body.redemptions.find((r: { redemptionId: string }) => r.redemptionId === redemptionId).claim).toEqual(won[0].body.claim);
+  expect(after.body.redemptions.find((r: { redemptionId: string }) => r.redemptionId === redemptionId).claim).toEqual(
+    won[0].body.claim,
+  );
   expect(JSON.stringify(after.body)).not.toContain(password);
   expect((await actionsOf(redemptionId)).filter((x) => x.action === 'redemption.claim')).toEqual([
     { action: 'redemption.claim', actor: holder, reason: 'claimed from the queue' },
@@ -98,12 +126,20 @@ test('an expired claim is free again: another operator takes it and the first ca
   const { redemptionId } = await queued();
   expect((await claim(redemptionId, 'alice')).status).toBe(200);
   expect((await claim(redemptionId, 'bob')).status).toBe(409);
-  const taken = await eventually(async () => {
-    const res = await claim(redemptionId, 'bob');
-    return res.status === 200 ? res : undefined;
-  }, (CLAIM_SECONDS + 5) * 1000, 250);
+  const taken = await eventually(
+    async () => {
+      const res = await claim(redemptionId, 'bob');
+      return res.status === 200 ? res : undefined;
+    },
+    (CLAIM_SECONDS + 5) * 1000,
+    250,
+  );
   expect(taken.body.claim.holder).toBe('bob');
-  const late = await admin().post(`/redemptions/${redemptionId}/fulfil`, { actor: 'alice', reason: 'done', deliverable: 'Activated.' });
+  const late = await admin().post(`/redemptions/${redemptionId}/fulfil`, {
+    actor: 'alice',
+    reason: 'done',
+    deliverable: 'Activated.',
+  });
   expect(late.status).toBe(409);
   expect(late.body).toMatchObject({ error: 'claim_conflict', details: { holder: 'bob' } });
   expect((await attemptsOf(h, redemptionId))[0].status).toBe('processing');
@@ -113,7 +149,11 @@ test('fulfil by the holder → fulfilled with the deliverable and redemption.ful
   const { api, accountId, redemptionId, email, password } = await queued();
   expect((await claim(redemptionId, 'carol')).status).toBe(200);
   const deliverable = `ChatGPT Team seat activated; invite sent ${randomBytes(3).toString('hex')}.`;
-  const res = await admin().post(`/redemptions/${redemptionId}/fulfil`, { actor: 'carol', reason: 'seat added by hand', deliverable });
+  const res = await admin().post(`/redemptions/${redemptionId}/fulfil`, {
+    actor: 'carol',
+    reason: 'seat added by hand',
+    deliverable,
+  });
   expect(res.status).toBe(200);
   expect(res.body).toMatchObject({ redemptionId, status: 'fulfilled', failureCode: null, deliverable });
 
@@ -123,17 +163,25 @@ test('fulfil by the holder → fulfilled with the deliverable and redemption.ful
     const ev = (await eventsOf(h, accountId)).filter((e) => e.payload.redemptionId === redemptionId);
     return ev.length ? ev : undefined;
   });
-  expect(events.map((e) => [e.id, e.type])).toEqual([[`redemption:${redemptionId}:1:redemption.fulfilled`, 'redemption.fulfilled']]);
+  expect(events.map((e) => [e.id, e.type])).toEqual([
+    [`redemption:${redemptionId}:1:redemption.fulfilled`, 'redemption.fulfilled'],
+  ]);
   expect(JSON.stringify(events)).not.toContain(deliverable);
   expect(await actionsOf(redemptionId)).toEqual([
     { action: 'redemption.claim', actor: 'carol', reason: 'claimed from the queue' },
     { action: 'redemption.fulfil', actor: 'carol', reason: 'seat added by hand' },
   ]);
   // Decided: out of the queue, and the details are not shown again.
-  expect((await admin().get('/redemptions/queue')).body.redemptions.map((r: { redemptionId: string }) => r.redemptionId)).not.toContain(redemptionId);
+  expect(
+    (await admin().get('/redemptions/queue')).body.redemptions.map((r: { redemptionId: string }) => r.redemptionId),
+  ).not.toContain(redemptionId);
   expect((await claim(redemptionId, 'carol')).status).toBe(409);
 
-  const history = await decodedHistoryText(h.services.temporal.client, h.config.TEMPORAL_PAYLOAD_KEYS, redemptionWorkflowId(redemptionId, 1));
+  const history = await decodedHistoryText(
+    h.services.temporal.client,
+    h.config.TEMPORAL_PAYLOAD_KEYS,
+    redemptionWorkflowId(redemptionId, 1),
+  );
   expect(history).toContain('operatorDecision');
   expect(history).not.toContain(email);
   expect(history).not.toContain(password);
@@ -144,7 +192,10 @@ test('fail with resources held → failed, redemption.failed, resubmission retry
   const { api, accountId, redemptionId, code, email, password } = await queued();
   expect((await claim(redemptionId, 'dave')).status).toBe(200);
   const res = await admin().post(`/redemptions/${redemptionId}/fail`, {
-    actor: 'dave', reason: 'supplier order stuck', failureCode: 'fulfillment_failed', holdsResources: true,
+    actor: 'dave',
+    reason: 'supplier order stuck',
+    failureCode: 'fulfillment_failed',
+    holdsResources: true,
   });
   expect(res.status).toBe(200);
   expect(res.body).toMatchObject({ status: 'failed', failureCode: 'fulfillment_failed', retryable: true });
@@ -153,19 +204,28 @@ test('fail with resources held → failed, redemption.failed, resubmission retry
     const ev = (await eventsOf(h, accountId)).filter((e) => e.payload.redemptionId === redemptionId);
     return ev.length ? ev : undefined;
   });
-  expect(events.map((e) => [e.type, e.payload.failureCode, e.payload.retryable])).toEqual([['redemption.failed', 'fulfillment_failed', true]]);
+  expect(events.map((e) => [e.type, e.payload.failureCode, e.payload.retryable])).toEqual([
+    ['redemption.failed', 'fulfillment_failed', true],
+  ]);
 
   const retry = { code, redeemInfo: { email, password } };
   const conflict = await api.post('/redemptions', retry);
   expect(conflict.status).toBe(409);
   expect(conflict.body.error).toBe('retry_conflict');
 
-  const released = await admin().post(`/redemptions/${redemptionId}/release`, { actor: 'dave', reason: 'supplier cancelled the order' });
+  const released = await admin().post(`/redemptions/${redemptionId}/release`, {
+    actor: 'dave',
+    reason: 'supplier cancelled the order',
+  });
   expect(released.status).toBe(200);
-  const again = await eventually(async () => {
-    const r = await api.post('/redemptions', retry);
-    return r.status === 200 ? r : undefined;
-  }, 20_000, 500);
+  const again = await eventually(
+    async () => {
+      const r = await api.post('/redemptions', retry);
+      return r.status === 200 ? r : undefined;
+    },
+    20_000,
+    500,
+  );
   expect(again.body).toMatchObject({ redemptionId, status: 'pending' });
   await redemptionReaches(api, redemptionId, 'processing');
   expect((await attemptsOf(h, redemptionId)).map((a) => [a.attempt, a.status, a.failure_code])).toEqual([
@@ -185,25 +245,52 @@ test('the CLI works a manual product: queue, claim (details shown), fail rejecte
   const res = await api.post('/redemptions', { code, redeemInfo: { telegram_username: '@oq_customer' } });
   const { redemptionId } = res.body;
   await redemptionReaches(api, redemptionId, 'processing');
-  await eventually(async () => ((await admin().get('/redemptions/queue')).body.redemptions?.some((r: { redemptionId: string }) => r.redemptionId === redemptionId) ? true : undefined));
+  await eventually(async () =>
+    (await admin().get('/redemptions/queue')).body.redemptions?.some(
+      (r: { redemptionId: string }) => r.redemptionId === redemptionId,
+    )
+      ? true
+      : undefined,
+  );
 
   const list = await wholesale(h, 'redemptions', 'queue');
   expect(list.exitCode).toBe(0);
-  expect(JSON.parse(list.stdout).redemptions.map((r: { redemptionId: string }) => r.redemptionId)).toContain(redemptionId);
+  expect(JSON.parse(list.stdout).redemptions.map((r: { redemptionId: string }) => r.redemptionId)).toContain(
+    redemptionId,
+  );
   expect(list.stdout).not.toContain('oq_customer');
 
   const claimed = await wholesale(h, 'redemptions', 'claim', redemptionId, '--actor', 'erin');
   expect(claimed.exitCode).toBe(0);
   expect(JSON.parse(claimed.stdout).redeemInfo).toEqual({ telegram_username: 'oq_customer' });
 
-  const failed = await wholesale(h, 'redemptions', 'fail', redemptionId, '--actor', 'erin', '--reason', 'username does not exist', '--failure-code', 'rejected_by_operator');
+  const failed = await wholesale(
+    h,
+    'redemptions',
+    'fail',
+    redemptionId,
+    '--actor',
+    'erin',
+    '--reason',
+    'username does not exist',
+    '--failure-code',
+    'rejected_by_operator',
+  );
   expect(failed.exitCode).toBe(0);
-  expect(JSON.parse(failed.stdout)).toMatchObject({ status: 'failed', failureCode: 'rejected_by_operator', retryable: true });
+  expect(JSON.parse(failed.stdout)).toMatchObject({
+    status: 'failed',
+    failureCode: 'rejected_by_operator',
+    retryable: true,
+  });
   // Each command is an audit row by the operator it names (--actor, the older name of --by).
-  expect((await auditRows(h, 'subject_id = ?', [redemptionId])).map((r) => [r.action, r.actor, r.reason, r.outcome])).toEqual([
+  expect(
+    (await auditRows(h, 'subject_id = ?', [redemptionId])).map((r) => [r.action, r.actor, r.reason, r.outcome]),
+  ).toEqual([
     ['redemption.claim', 'cli:erin', 'claimed from the queue', 'ok'],
     ['redemption.fail', 'cli:erin', 'username does not exist', 'ok'],
   ]);
   // Nothing held: the customer may resubmit at once.
-  expect((await api.post('/redemptions', { code, redeemInfo: { telegram_username: '@oq_customer2' } })).status).toBe(200);
+  expect((await api.post('/redemptions', { code, redeemInfo: { telegram_username: '@oq_customer2' } })).status).toBe(
+    200,
+  );
 });

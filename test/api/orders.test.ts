@@ -1,7 +1,12 @@
 import { CODE_RE } from '../../src/codes';
 import { adjustBalance, importStock } from '../../src/services/admin';
 import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
-import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey, FulfillmentStatusKey } from '../../src/contracts/search-attributes';
+import {
+  AccountIdKey,
+  ExternalOrderIdKey,
+  OrderStatusKey,
+  FulfillmentStatusKey,
+} from '../../src/contracts/search-attributes';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';
@@ -20,8 +25,16 @@ async function funded(balance: string) {
   return { ...acct, api: client(h.apiUrl, acct.apiKey) };
 }
 
-const order = (externalOrderId: string, productId = 'prod_chatgpt_plus_1m', qty = 1, extra: Record<string, unknown> = {}) => ({
-  externalOrderId, productId, qty, ...extra,
+const order = (
+  externalOrderId: string,
+  productId = 'prod_chatgpt_plus_1m',
+  qty = 1,
+  extra: Record<string, unknown> = {},
+) => ({
+  externalOrderId,
+  productId,
+  qty,
+  ...extra,
 });
 
 describe('placing a balance order (spec 3.1, 4.3 rule 5)', () => {
@@ -30,30 +43,58 @@ describe('placing a balance order (spec 3.1, 4.3 rule 5)', () => {
     const res = await api.post('/orders', order('o-1', 'prod_chatgpt_plus_1m', 2));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      orderId: expect.stringMatching(/^ord_/), externalOrderId: 'o-1', amount: '36.00', status: 'delivered',
-      codes: [expect.stringMatching(CODE_RE), expect.stringMatching(CODE_RE)], redeemUrl: `${h.baseUrl}/redeem`,
-      deliveryType: 'redemption', fulfillmentStatus: null, fulfilledQuantity: 2, errorCode: null, resolution: null, reused: false,
+      orderId: expect.stringMatching(/^ord_/),
+      externalOrderId: 'o-1',
+      amount: '36.00',
+      status: 'delivered',
+      codes: [expect.stringMatching(CODE_RE), expect.stringMatching(CODE_RE)],
+      redeemUrl: `${h.baseUrl}/redeem`,
+      deliveryType: 'redemption',
+      fulfillmentStatus: null,
+      fulfilledQuantity: 2,
+      errorCode: null,
+      resolution: null,
+      reused: false,
     });
     expect(new Set(res.body.codes).size).toBe(2);
     const l = await expectLedgerMatchesBalance(h, accountId);
     expect(l.balance).toBe('14.00');
-    expect(l.rows.at(-1)).toEqual({ type: 'purchase', amount: '-36.00', balance_after: '14.00', order_id: res.body.orderId });
+    expect(l.rows.at(-1)).toEqual({
+      type: 'purchase',
+      amount: '-36.00',
+      balance_after: '14.00',
+      order_id: res.body.orderId,
+    });
 
     const tx = (await api.get('/transactions')).body.transactions;
-    expect(tx[0]).toMatchObject({ type: 'purchase', amount: '-36.00', balanceAfter: '14.00', order_id: res.body.orderId });
+    expect(tx[0]).toMatchObject({
+      type: 'purchase',
+      amount: '-36.00',
+      balanceAfter: '14.00',
+      order_id: res.body.orderId,
+    });
   });
 
   test('order.delivered is written to the outbox in the same transaction', async () => {
     const { api, accountId } = await funded('20.00');
     const res = await api.post('/orders', order('o-evt'));
-    const events = await h.services.orm.em.fork().execute<{ id: string; type: string; payload: any }[]>(
-      'select id, type, payload from events where account_id = ?', [accountId]);
+    const events = await h.services.orm.em
+      .fork()
+      .execute<{ id: string; type: string; payload: any }[]>(
+        'select id, type, payload from events where account_id = ?',
+        [accountId],
+      );
     expect(events).toHaveLength(1);
     expect(events[0].id).toMatch(/^evt_/);
     expect(events[0].type).toBe('order.delivered');
     expect(events[0].payload).toEqual({
-      orderId: res.body.orderId, externalOrderId: 'o-evt', productId: 'prod_chatgpt_plus_1m', qty: 1,
-      codes: res.body.codes, redeemUrl: `${h.baseUrl}/redeem`, deliveryType: 'redemption',
+      orderId: res.body.orderId,
+      externalOrderId: 'o-evt',
+      productId: 'prod_chatgpt_plus_1m',
+      qty: 1,
+      codes: res.body.codes,
+      redeemUrl: `${h.baseUrl}/redeem`,
+      deliveryType: 'redemption',
     });
   });
 
@@ -61,8 +102,13 @@ describe('placing a balance order (spec 3.1, 4.3 rule 5)', () => {
     const { api, accountId } = await funded('30.00');
     const res = await api.post('/orders', order('o-gift', 'prod_apple_gift_card_us_10', 2));
     expect(res.body).toMatchObject({
-      status: 'paid', codes: [], redeemUrl: null, deliveryType: 'direct_code', fulfillmentStatus: 'processing',
-      fulfilledQuantity: 0, amount: '19.70',
+      status: 'paid',
+      codes: [],
+      redeemUrl: null,
+      deliveryType: 'direct_code',
+      fulfillmentStatus: 'processing',
+      fulfilledQuantity: 0,
+      amount: '19.70',
     });
     const l = await expectLedgerMatchesBalance(h, accountId);
     expect(l.balance).toBe('10.30');
@@ -128,7 +174,12 @@ describe('rules of spec 4.3', () => {
     expect((await api.get('/orders')).body.orders).toEqual([]);
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('17.99');
     // With more balance, the same externalOrderId can be placed.
-    await adjustBalance(h.services.orm.em.fork(), { accountId, amount: '0.01', note: 'top', levelThresholds: h.config.LEVEL_THRESHOLDS });
+    await adjustBalance(h.services.orm.em.fork(), {
+      accountId,
+      amount: '0.01',
+      note: 'top',
+      levelThresholds: h.config.LEVEL_THRESHOLDS,
+    });
     const retry = await api.post('/orders', order('poor', 'prod_chatgpt_plus_1m', 1));
     expect(retry.body).toMatchObject({ status: 'delivered', reused: false });
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('0.00');
@@ -142,7 +193,10 @@ describe('rules of spec 4.3', () => {
     expect((await ledgerOf(h, accountId)).balance).toBe('40.00');
     const ok = await api.post('/orders', order('p2', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: '18.00' }));
     expect(ok.body.status).toBe('delivered');
-    const badFormat = await api.post('/orders', order('p3', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: '18.001' }));
+    const badFormat = await api.post(
+      '/orders',
+      order('p3', 'prod_chatgpt_plus_1m', 1, { expectedUnitPrice: '18.001' }),
+    );
     expect(badFormat.body.error).toBe('invalid_input');
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('22.00');
   });
@@ -158,7 +212,12 @@ describe('rules of spec 4.3', () => {
     ['an unknown payment mode', order('pm', 'prod_chatgpt_plus_1m', 1, { payment: 'card' }), 400, 'invalid_input'],
     ['an unknown field', order('uf', 'prod_chatgpt_plus_1m', 1, { coupon: 'x' }), 400, 'invalid_input'],
     ['rule 11: the test product with qty 2', order('t2', 'prod_api_order_test', 2), 400, 'api_test_quantity'],
-    ['rule 11: the test product in intent mode', order('ti', 'prod_api_order_test', 1, { payment: 'intent' }), 400, 'api_test_balance_only'],
+    [
+      'rule 11: the test product in intent mode',
+      order('ti', 'prod_api_order_test', 1, { payment: 'intent' }),
+      400,
+      'api_test_balance_only',
+    ],
   ])('%s is %d %s with nothing debited', async (_name, body, status, code) => {
     const { api, accountId } = await funded('30.00');
     const res = await api.post('/orders', body);
@@ -176,9 +235,13 @@ describe('rules of spec 4.3', () => {
     const { api, accountId } = await funded('200.00');
     const em = h.services.orm.em.fork();
     await em.execute(`update products set in_stock = false where id = 'prod_roblox_gift_card_us_50'`);
-    await em.execute(`update products set availability_status = 'unavailable' where id = 'prod_roblox_gift_card_us_25'`);
+    await em.execute(
+      `update products set availability_status = 'unavailable' where id = 'prod_roblox_gift_card_us_25'`,
+    );
     expect((await api.post('/orders', order('os', 'prod_roblox_gift_card_us_50'))).body.error).toBe('out_of_stock');
-    expect((await api.post('/orders', order('fu', 'prod_roblox_gift_card_us_25'))).body.error).toBe('fulfillment_unavailable');
+    expect((await api.post('/orders', order('fu', 'prod_roblox_gift_card_us_25'))).body.error).toBe(
+      'fulfillment_unavailable',
+    );
     const listed = (await api.get('/products')).body.products.find((p: any) => p.id === 'prod_roblox_gift_card_us_50');
     expect(listed).toMatchObject({ inStock: false, available: false });
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('200.00');
@@ -186,7 +249,9 @@ describe('rules of spec 4.3', () => {
 
   test('limited stock: a quantity beyond the hidden count is insufficient_stock; a sale lowers it', async () => {
     const { api, accountId } = await funded('500.00');
-    await h.services.orm.em.fork().execute(`update products set limited_remaining = 3 where id = 'prod_chatgpt_team_1m'`);
+    await h.services.orm.em
+      .fork()
+      .execute(`update products set limited_remaining = 3 where id = 'prod_chatgpt_team_1m'`);
     expect((await api.post('/orders', order('l1', 'prod_chatgpt_team_1m', 4))).body.error).toBe('insufficient_stock');
     expect((await api.post('/orders', order('l2', 'prod_chatgpt_team_1m', 3))).body.status).toBe('delivered');
     expect((await api.post('/orders', order('l3', 'prod_chatgpt_team_1m', 1))).body.error).toBe('out_of_stock');
@@ -197,8 +262,9 @@ describe('rules of spec 4.3', () => {
     const { api, accountId } = await funded('0.01');
     const res = await api.post('/orders', order('test-1', 'prod_api_order_test'));
     expect(res.body).toMatchObject({ status: 'delivered', amount: '0.01' });
-    const [row] = await h.services.orm.em.fork().execute<{ is_test: boolean }[]>(
-      'select is_test from issued_codes where code = ?', [res.body.codes[0]]);
+    const [row] = await h.services.orm.em
+      .fork()
+      .execute<{ is_test: boolean }[]>('select is_test from issued_codes where code = ?', [res.body.codes[0]]);
     expect(row.is_test).toBe(true);
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('0.00');
     expect((await api.post('/orders', order('test-2', 'prod_api_order_test'))).body.error).toBe('insufficient_balance');
@@ -210,11 +276,21 @@ describe('levels (spec 1): spending plus balance raises the level, never lowers 
     const { api, accountId } = await funded('999.00');
     expect((await ledgerOf(h, accountId)).level).toBe(1);
     expect((await api.get('/products/prod_chatgpt_plus_1m')).body.price).toBe('18.00');
-    await adjustBalance(h.services.orm.em.fork(), { accountId, amount: '1.00', note: 'bonus', levelThresholds: h.config.LEVEL_THRESHOLDS });
+    await adjustBalance(h.services.orm.em.fork(), {
+      accountId,
+      amount: '1.00',
+      note: 'bonus',
+      levelThresholds: h.config.LEVEL_THRESHOLDS,
+    });
     expect((await ledgerOf(h, accountId)).level).toBe(2);
     const res = await api.post('/orders', order('lv', 'prod_chatgpt_plus_1m', 1));
     expect(res.body.amount).toBe('17.64');
-    await adjustBalance(h.services.orm.em.fork(), { accountId, amount: '-900.00', note: 'correction', levelThresholds: h.config.LEVEL_THRESHOLDS });
+    await adjustBalance(h.services.orm.em.fork(), {
+      accountId,
+      amount: '-900.00',
+      note: 'correction',
+      levelThresholds: h.config.LEVEL_THRESHOLDS,
+    });
     const l = await expectLedgerMatchesBalance(h, accountId);
     expect(l.level).toBe(2);
     expect(l.spending).toBe('17.64');
@@ -239,7 +315,9 @@ describe('concurrency', () => {
 
   test('50 concurrent requests with one externalOrderId: one debit, every answer names the same order', async () => {
     const { api, accountId } = await funded('100.00');
-    const results = await Promise.all(Array.from({ length: 50 }, () => api.post('/orders', order('same', 'prod_chatgpt_plus_1m', 1))));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => api.post('/orders', order('same', 'prod_chatgpt_plus_1m', 1))),
+    );
     const ok = results.filter((r) => r.status === 200);
     for (const r of results) {
       if (r.status !== 200) expect(r.body.error).toBe('duplicate_order');
@@ -263,7 +341,13 @@ describe('GET /orders and GET /orders/{id} (spec 2.4, 4.3)', () => {
     for (const o of page1.body.orders) {
       expect(o).not.toHaveProperty('codes');
       expect(o).not.toHaveProperty('paymentUrl');
-      expect(o).toMatchObject({ channel: 'wholesale_api', product_id: 'prod_api_order_test', qty: 1, amount: '0.01', status: 'delivered' });
+      expect(o).toMatchObject({
+        channel: 'wholesale_api',
+        product_id: 'prod_api_order_test',
+        qty: 1,
+        amount: '0.01',
+        status: 'delivered',
+      });
     }
     const page2 = await api.get(`/orders?limit=2&cursor=${encodeURIComponent(page1.body.nextCursor)}`);
     expect(page2.body.orders.map((o: any) => o.external_order_id)).toEqual(['list-2', 'list-1']);
@@ -285,7 +369,8 @@ describe('GET /orders and GET /orders/{id} (spec 2.4, 4.3)', () => {
     // A cursor is bound to its filters.
     const mixed = await api.get(`/orders?externalOrderId=list-3&cursor=${encodeURIComponent(page1.body.nextCursor)}`);
     expect(mixed.body.error).toBe('invalid_cursor');
-    for (const limit of ['0', '101', 'x']) expect((await api.get(`/orders?limit=${limit}`)).body.error).toBe('invalid_input');
+    for (const limit of ['0', '101', 'x'])
+      expect((await api.get(`/orders?limit=${limit}`)).body.error).toBe('invalid_input');
   });
 
   test('detail has the fields of spec 2.4 with codes once delivered', async () => {
@@ -293,11 +378,27 @@ describe('GET /orders and GET /orders/{id} (spec 2.4, 4.3)', () => {
     const placed = await api.post('/orders', order('detail-1', 'prod_chatgpt_plus_1m', 1));
     const res = await api.get(`/orders/${placed.body.orderId}`);
     expect(res.body).toEqual({
-      id: placed.body.orderId, external_order_id: 'detail-1', channel: 'wholesale_api', product_id: 'prod_chatgpt_plus_1m',
-      order_number: expect.stringMatching(/^\d+$/), qty: 1, unit_price: '18.00', amount: '18.00', currency: 'USDT',
-      status: 'delivered', deliveryType: 'redemption', created_at: expect.any(Number), paid_at: expect.any(Number),
-      product_name: 'ChatGPT Plus, 1 month', redeemUrl: `${h.baseUrl}/redeem`, paymentUrl: null, codes: placed.body.codes,
-      fulfillmentStatus: null, fulfilledQuantity: 1, errorCode: null, resolution: null,
+      id: placed.body.orderId,
+      external_order_id: 'detail-1',
+      channel: 'wholesale_api',
+      product_id: 'prod_chatgpt_plus_1m',
+      order_number: expect.stringMatching(/^\d+$/),
+      qty: 1,
+      unit_price: '18.00',
+      amount: '18.00',
+      currency: 'USDT',
+      status: 'delivered',
+      deliveryType: 'redemption',
+      created_at: expect.any(Number),
+      paid_at: expect.any(Number),
+      product_name: 'ChatGPT Plus, 1 month',
+      redeemUrl: `${h.baseUrl}/redeem`,
+      paymentUrl: null,
+      codes: placed.body.codes,
+      fulfillmentStatus: null,
+      fulfilledQuantity: 1,
+      errorCode: null,
+      resolution: null,
     });
     expect((await api.get('/orders/ord_unknown')).status).toBe(404);
   });
@@ -309,12 +410,17 @@ describe('GET /transactions (spec 2.9, 4.6)', () => {
     for (let i = 0; i < 3; i++) await api.post('/orders', order(`tx-${i}`, 'prod_api_order_test'));
     const all = await api.get('/transactions');
     expect(all.body.transactions.map((t: any) => [t.type, t.amount, t.balanceAfter])).toEqual([
-      ['purchase', '-0.01', '4.97'], ['purchase', '-0.01', '4.98'], ['purchase', '-0.01', '4.99'], ['adjust', '5.00', '5.00'],
+      ['purchase', '-0.01', '4.97'],
+      ['purchase', '-0.01', '4.98'],
+      ['purchase', '-0.01', '4.99'],
+      ['adjust', '5.00', '5.00'],
     ]);
     const purchases = await api.get('/transactions?type=purchase&limit=2');
     expect(purchases.body.transactions).toHaveLength(2);
     expect(purchases.body.hasMore).toBe(true);
-    const rest = await api.get(`/transactions?type=purchase&limit=2&cursor=${encodeURIComponent(purchases.body.nextCursor)}`);
+    const rest = await api.get(
+      `/transactions?type=purchase&limit=2&cursor=${encodeURIComponent(purchases.body.nextCursor)}`,
+    );
     expect(rest.body.transactions.map((t: any) => t.balanceAfter)).toEqual(['4.99']);
     expect((await api.get('/transactions?type=gift')).body.error).toBe('invalid_input');
     expect((await api.get('/transactions?cursor=zzz')).body.error).toBe('invalid_cursor');
@@ -330,11 +436,18 @@ describe('the order workflow (ARCHITECTURE "Workflows")', () => {
     expect(state).toMatchObject({ orderId: placed.body.orderId, status: 'delivered', fulfillmentStatus: null });
     await eventually(async () => {
       const sa = (await handle.describe()).typedSearchAttributes;
-      return sa.get(OrderStatusKey) === 'delivered' && sa.get(AccountIdKey) === accountId && sa.get(ExternalOrderIdKey) === 'wf-1';
+      return (
+        sa.get(OrderStatusKey) === 'delivered' &&
+        sa.get(AccountIdKey) === accountId &&
+        sa.get(ExternalOrderIdKey) === 'wf-1'
+      );
     });
     const listed = await eventually(async () => {
       const found = [];
-      for await (const wf of h.services.temporal.client.workflow.list({ query: `ExternalOrderId = "wf-1" AND AccountId = "${accountId}"` })) found.push(wf);
+      for await (const wf of h.services.temporal.client.workflow.list({
+        query: `ExternalOrderId = "wf-1" AND AccountId = "${accountId}"`,
+      }))
+        found.push(wf);
       return found.length === 1 ? found : undefined;
     });
     expect(listed[0].workflowId).toBe(`order:${accountId}:wf-1`);
@@ -348,9 +461,11 @@ describe('the order workflow (ARCHITECTURE "Workflows")', () => {
     const procureRun = h.services.temporal.client.workflow.getHandle(`procure:${placed.body.orderId}`);
     await eventually(async () => {
       const [o, p] = await Promise.all([orderRun.describe(), procureRun.describe()]);
-      return o.typedSearchAttributes.get(FulfillmentStatusKey) === undefined
-        && p.typedSearchAttributes.get(FulfillmentStatusKey) === 'delivered'
-        && p.typedSearchAttributes.get(AccountIdKey) === accountId;
+      return (
+        o.typedSearchAttributes.get(FulfillmentStatusKey) === undefined &&
+        p.typedSearchAttributes.get(FulfillmentStatusKey) === 'delivered' &&
+        p.typedSearchAttributes.get(AccountIdKey) === accountId
+      );
     });
   });
 });

@@ -38,7 +38,9 @@ test('Postgres stopped for 15 s under load: hundreds of 503s, a handful of lines
   const statuses: number[] = [];
   const load = Array.from({ length: CLIENTS }, async () => {
     while (!stopped) {
-      const res = await fetch(`${h.apiUrl}/balance`, { headers: { authorization: `Bearer ${apiKey}` } }).catch(() => undefined);
+      const res = await fetch(`${h.apiUrl}/balance`, { headers: { authorization: `Bearer ${apiKey}` } }).catch(
+        () => undefined,
+      );
       if (res) {
         statuses.push(res.status);
         await res.arrayBuffer();
@@ -53,7 +55,11 @@ test('Postgres stopped for 15 s under load: hundreds of 503s, a handful of lines
     await new Promise((r) => setTimeout(r, OUTAGE_MS));
     await pg.start();
     // Back: requests succeed again and the info line is written.
-    await eventually(async () => calls.some((c) => c.level === 'info' && c.call[1] === 'database is back'), 30_000, 100);
+    await eventually(
+      async () => calls.some((c) => c.level === 'info' && c.call[1] === 'database is back'),
+      30_000,
+      100,
+    );
   } finally {
     stopped = true;
     await Promise.all(load);
@@ -65,12 +71,16 @@ test('Postgres stopped for 15 s under load: hundreds of 503s, a handful of lines
   const warns = mine.filter((c) => c.level === 'warn');
   const backs = mine.filter((c) => c.level === 'info');
   expect(deferred).toBeGreaterThan(50);
-  expect(downs.map((c) => c.call)).toEqual([[{ dependency: 'database' }, expect.stringMatching(/^database is unavailable/)]]);
+  expect(downs.map((c) => c.call)).toEqual([
+    [{ dependency: 'database' }, expect.stringMatching(/^database is unavailable/)],
+  ]);
   // The first, then one per 10 s of the outage (and of the recovery's last moments).
   expect(warns.length).toBeGreaterThanOrEqual(2);
   expect(warns.length).toBeLessThanOrEqual(Math.ceil(OUTAGE_MS / 10_000) + 3);
   for (const w of warns) expect(w.call[0]).toMatchObject({ dependency: 'database', deferred: expect.any(Number) });
-  expect(backs.map((c) => c.call[0])).toEqual([expect.objectContaining({ dependency: 'database', deferred: expect.any(Number) })]);
+  expect(backs.map((c) => c.call[0])).toEqual([
+    expect.objectContaining({ dependency: 'database', deferred: expect.any(Number) }),
+  ]);
   // Every deferred request is in a count: the warn lines' counts plus those after the last line.
   const counted = warns.reduce((sum, w) => sum + Number(w.call[0].deferred), 0);
   expect(counted).toBeLessThanOrEqual(deferred);

@@ -27,11 +27,21 @@ const counter = async (name: string, labels: Record<string, string>) => {
 };
 
 /** A GET from the local address `from` (a peer on loopback), optionally naming a client in X-Forwarded-For. */
-function getFrom(from: string, path: string, forwardedFor?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function getFrom(
+  from: string,
+  path: string,
+  forwardedFor?: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const url = new URL(path, h.baseUrl);
   return new Promise((ok, fail) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, localAddress: from, headers: forwardedFor ? { 'x-forwarded-for': forwardedFor } : {} },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        localAddress: from,
+        headers: forwardedFor ? { 'x-forwarded-for': forwardedFor } : {},
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -49,7 +59,13 @@ async function sandboxCheckout(): Promise<string> {
   const res = await fetch(`${h.baseUrl}/sandbox-pay/v1/checkouts`, {
     method: 'POST',
     headers: { authorization: `Bearer ${h.config.PAYMENT_CALLBACK_SECRET}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ reference: `ref-${randomBytes(3).toString('hex')}`, amount: '25.00', currency: 'USDT', description: 'limits', callbackUrl: `${h.baseUrl}/payments/callback` }),
+    body: JSON.stringify({
+      reference: `ref-${randomBytes(3).toString('hex')}`,
+      amount: '25.00',
+      currency: 'USDT',
+      description: 'limits',
+      callbackUrl: `${h.baseUrl}/payments/callback`,
+    }),
   });
   return new URL((await res.json()).url).pathname;
 }
@@ -60,7 +76,8 @@ describe('console sign-in: failures count per email from one address, and per ad
     await freshRateWindow(15 * 60, 45);
     const failuresBefore = await counter('wholesale_sign_in_failures_total', { area: 'console' });
     const guesser = consoleSession(h, '203.0.113.66');
-    for (let i = 0; i < 5; i++) expect((await signInWith(guesser, { ...m, password: `guess-${i}-guess-guess` }, '123456')).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await signInWith(guesser, { ...m, password: `guess-${i}-guess-guess` }, '123456')).status).toBe(401);
     const sixth = await signInWith(guesser, { ...m, password: 'guess-6-guess-guess' }, '123456');
     expect([sixth.status, sixth.text]).toEqual([429, expect.stringContaining('Too many sign-in attempts')]);
     expect(Number(sixth.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -81,7 +98,10 @@ describe('console sign-in: failures count per email from one address, and per ad
     const limitedBefore = await counter('wholesale_rate_limited_total', { limit: 'console-sign-in' });
     const sprayer = '203.0.113.99';
     for (let i = 0; i < 8; i++) {
-      const probe = { email: `probe-${i}-${randomBytes(3).toString('hex')}@example.com`, password: 'guess-guess-guess' };
+      const probe = {
+        email: `probe-${i}-${randomBytes(3).toString('hex')}@example.com`,
+        password: 'guess-guess-guess',
+      };
       expect((await signInWith(consoleSession(h, sprayer), probe, '123456')).status).toBe(401);
     }
     await roomInStep(12);
@@ -110,10 +130,12 @@ describe('TRUST_PROXY and the checkout page budget', () => {
     await freshRateWindow(60, 20);
     // Through the trusted proxy every forwarded client has its own budget.
     for (const client of ['192.0.2.20', '192.0.2.21', '192.0.2.22', '192.0.2.23']) {
-      for (let i = 0; i < 3; i++) expect((await getFrom('127.0.0.1', '/checkout/chk_unknown', client)).status).toBe(404);
+      for (let i = 0; i < 3; i++)
+        expect((await getFrom('127.0.0.1', '/checkout/chk_unknown', client)).status).toBe(404);
     }
     // From a peer that is not trusted the header is ignored: whatever it claims, the peer's address counts.
-    for (let i = 0; i < 3; i++) expect((await getFrom('127.0.0.2', '/checkout/chk_unknown', `192.0.2.${30 + i}`)).status).toBe(404);
+    for (let i = 0; i < 3; i++)
+      expect((await getFrom('127.0.0.2', '/checkout/chk_unknown', `192.0.2.${30 + i}`)).status).toBe(404);
     expect((await getFrom('127.0.0.2', '/checkout/chk_unknown', '192.0.2.40')).status).toBe(429);
     expect((await getFrom('127.0.0.2', '/checkout/chk_unknown')).status).toBe(429);
   });

@@ -1,4 +1,9 @@
-import { currentBalanceAndLevel, readPlacement, writeBalanceOrder, type BalanceOrderWrite } from '../../src/db/placement-store';
+import {
+  currentBalanceAndLevel,
+  readPlacement,
+  writeBalanceOrder,
+  type BalanceOrderWrite,
+} from '../../src/db/placement-store';
 import { newId } from '../../src/codes';
 import { placeOrder } from '../../src/services/order-placement';
 import { startHarness, type Harness } from '../helpers/harness';
@@ -15,23 +20,52 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const product = { id: 'prod_chatgpt_plus_1m', currency: 'USDT', deliveryType: 'redemption', stockMode: 'on_demand', isTest: false } as const;
+const product = {
+  id: 'prod_chatgpt_plus_1m',
+  currency: 'USDT',
+  deliveryType: 'redemption',
+  stockMode: 'on_demand',
+  isTest: false,
+} as const;
 
 function write(accountId: string, over: Partial<BalanceOrderWrite> = {}): BalanceOrderWrite {
   return {
-    orderId: newId('ord'), accountId, level: 1, newLevel: 1, amount: '18.00', unitPrice: '18.00', product, qty: 1, source: 'rest',
-    externalOrderId: `w-${newId('x')}`, placementId: null, newCodes: [`TEST-${newId('c', 6)}`], atomic: true,
-    event: { id: newId('evt'), payload: { orderId: 'set below' } }, lowEventId: newId('evt'),
+    orderId: newId('ord'),
+    accountId,
+    level: 1,
+    newLevel: 1,
+    amount: '18.00',
+    unitPrice: '18.00',
+    product,
+    qty: 1,
+    source: 'rest',
+    externalOrderId: `w-${newId('x')}`,
+    placementId: null,
+    newCodes: [`TEST-${newId('c', 6)}`],
+    atomic: true,
+    event: { id: newId('evt'), payload: { orderId: 'set below' } },
+    lowEventId: newId('evt'),
     ...over,
   };
 }
 
 async function rows(accountId: string) {
   const em = h.services.orm.em.fork();
-  const [orders] = await em.execute<{ n: string }[]>('select count(*) as n from orders where account_id = ?', [accountId]);
-  const [events] = await em.execute<{ n: string }[]>('select count(*) as n from events where account_id = ?', [accountId]);
-  const [codes] = await em.execute<{ n: string }[]>('select count(*) as n from issued_codes where account_id = ?', [accountId]);
-  return { orders: Number(orders.n), events: Number(events.n), codes: Number(codes.n), ...(await currentBalanceAndLevel(em, accountId)) };
+  const [orders] = await em.execute<{ n: string }[]>('select count(*) as n from orders where account_id = ?', [
+    accountId,
+  ]);
+  const [events] = await em.execute<{ n: string }[]>('select count(*) as n from events where account_id = ?', [
+    accountId,
+  ]);
+  const [codes] = await em.execute<{ n: string }[]>('select count(*) as n from issued_codes where account_id = ?', [
+    accountId,
+  ]);
+  return {
+    orders: Number(orders.n),
+    events: Number(events.n),
+    codes: Number(codes.n),
+    ...(await currentBalanceAndLevel(em, accountId)),
+  };
 }
 
 test('a write debits, and inserts the order, its ledger row, its codes and its event in one statement', async () => {
@@ -40,7 +74,9 @@ test('a write debits, and inserts the order, its ledger row, its codes and its e
   const out = await writeBalanceOrder(h.services.orm.em.fork(), w);
   expect(out).toEqual({ debited: true, taken: 0, codes: w.newCodes });
   expect(await rows(accountId)).toMatchObject({ orders: 1, events: 1, codes: 1, balance: '32.00' });
-  const [event] = await h.services.orm.em.fork().execute<{ payload: { codes: string[] } }[]>('select payload from events where account_id = ?', [accountId]);
+  const [event] = await h.services.orm.em
+    .fork()
+    .execute<{ payload: { codes: string[] } }[]>('select payload from events where account_id = ?', [accountId]);
   expect(event.payload.codes).toEqual(w.newCodes);
   await expectLedgerMatchesBalance(h, accountId);
 });
@@ -70,11 +106,24 @@ test('a second placement of one externalOrderId that lost the race writes nothin
   const { accountId } = await h.account('50.00');
   const first = write(accountId);
   await writeBalanceOrder(h.services.orm.em.fork(), first);
-  const out = await writeBalanceOrder(h.services.orm.em.fork(), write(accountId, { externalOrderId: first.externalOrderId }));
+  const out = await writeBalanceOrder(
+    h.services.orm.em.fork(),
+    write(accountId, { externalOrderId: first.externalOrderId }),
+  );
   expect(out).toMatchObject({ debited: false, raced: true });
   expect(await rows(accountId)).toMatchObject({ orders: 1, balance: '32.00' });
-  const read = await readPlacement(h.services.orm.em.fork(), { accountId, productId: product.id, externalOrderId: first.externalOrderId });
-  expect(read.existing).toMatchObject({ id: first.orderId, productId: product.id, qty: 1, amount: '18.00', status: 'delivered' });
+  const read = await readPlacement(h.services.orm.em.fork(), {
+    accountId,
+    productId: product.id,
+    externalOrderId: first.externalOrderId,
+  });
+  expect(read.existing).toMatchObject({
+    id: first.orderId,
+    productId: product.id,
+    qty: 1,
+    amount: '18.00',
+    status: 'delivered',
+  });
   await expectLedgerMatchesBalance(h, accountId);
 });
 
@@ -88,18 +137,26 @@ test('placeOrder reads again when a concurrent top-up raised the level between i
   (em as { execute: typeof em.execute }).execute = (async (sql: string, params?: unknown[]) => {
     const result = await execute(sql, params);
     if (sql.includes('"o$existing"') && reads++ === 0) {
-      await h.services.orm.em.fork().execute(`update accounts set balance = balance + 1, level = 2 where id = ?`, [accountId]);
-      await h.services.orm.em.fork().execute(
-        `insert into ledger_transactions (account_id, type, amount, balance_after, idempotency_key) select id, 'adjust', 1, balance, ? from accounts where id = ?`,
-        [newId('adj'), accountId],
-      );
+      await h.services.orm.em
+        .fork()
+        .execute(`update accounts set balance = balance + 1, level = 2 where id = ?`, [accountId]);
+      await h.services.orm.em
+        .fork()
+        .execute(
+          `insert into ledger_transactions (account_id, type, amount, balance_after, idempotency_key) select id, 'adjust', 1, balance, ? from accounts where id = ?`,
+          [newId('adj'), accountId],
+        );
     }
     return result;
   }) as typeof em.execute;
-  const placed = await placeOrder(em, { accountId, externalOrderId: 'level-race', productId: product.id, qty: 1, payment: 'balance', source: 'rest' }, {
-    levelThresholds: h.config.LEVEL_THRESHOLDS,
-    publicBaseUrl: h.baseUrl,
-  });
+  const placed = await placeOrder(
+    em,
+    { accountId, externalOrderId: 'level-race', productId: product.id, qty: 1, payment: 'balance', source: 'rest' },
+    {
+      levelThresholds: h.config.LEVEL_THRESHOLDS,
+      publicBaseUrl: h.baseUrl,
+    },
+  );
   expect(reads).toBe(2);
   expect(placed.order).toMatchObject({ status: 'delivered', amount: '17.64' });
   expect(await rows(accountId)).toMatchObject({ orders: 1, balance: '482.36', level: 2 });

@@ -3,7 +3,15 @@ import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
-import { eventsOfOrder, orderUntil, procurementState, reseller, storedCodes, supplierPurchases, workflowIds } from '../helpers/procurement';
+import {
+  eventsOfOrder,
+  orderUntil,
+  procurementState,
+  reseller,
+  storedCodes,
+  supplierPurchases,
+  workflowIds,
+} from '../helpers/procurement';
 
 // Issue 6 "Done when": a worker killed with SIGKILL mid-procurement, then restarted, finishes the
 // order without buying anything twice. The worker is the production `npm run worker` process, so

@@ -42,32 +42,61 @@ afterAll(() => h?.stop());
 beforeEach(() => sandboxSupplierControl.reset());
 
 const order = (externalOrderId: string, productId: string, qty: number, payment: 'balance' | 'intent' = 'balance') => ({
-  externalOrderId, productId, qty, payment,
+  externalOrderId,
+  productId,
+  qty,
+  payment,
 });
 
 describe('delivery (spec 3.1: paid direct-code → delivered when the full quantity is obtained)', () => {
   test('full delivery in one round: all codes, order.delivered once, one purchase from the supplier', async () => {
     const { api, accountId } = await reseller(h, '50.00');
     const placed = await api.post('/orders', order('one-round', 'prod_apple_gift_card_us_10', 3));
-    expect(placed.body).toMatchObject({ status: 'paid', fulfillmentStatus: 'processing', codes: [], fulfilledQuantity: 0, redeemUrl: null });
+    expect(placed.body).toMatchObject({
+      status: 'paid',
+      fulfillmentStatus: 'processing',
+      codes: [],
+      fulfilledQuantity: 0,
+      redeemUrl: null,
+    });
     const orderId = placed.body.orderId;
 
     const delivered = await orderUntil(api, orderId, (o) => o.status === 'delivered');
-    expect(delivered).toMatchObject({ fulfillmentStatus: 'delivered', fulfilledQuantity: 3, errorCode: null, resolution: null, redeemUrl: null });
+    expect(delivered).toMatchObject({
+      fulfillmentStatus: 'delivered',
+      fulfilledQuantity: 3,
+      errorCode: null,
+      resolution: null,
+      redeemUrl: null,
+    });
     expect(delivered.codes).toHaveLength(3);
     for (const code of delivered.codes) expect(code).toMatch(GIFT_CODE);
-    expect(await storedCodes(h, orderId)).toEqual(delivered.codes.map((code: string) => ({ code, kind: 'gift_card', is_test: false })));
+    expect(await storedCodes(h, orderId)).toEqual(
+      delivered.codes.map((code: string) => ({ code, kind: 'gift_card', is_test: false })),
+    );
 
     const events = await eventsOfOrder(h, orderId);
     expect(events.map((e) => e.type)).toEqual(['order.delivered']);
     expect(events[0].payload).toEqual({
-      orderId, externalOrderId: 'one-round', productId: 'prod_apple_gift_card_us_10', qty: 3, codes: delivered.codes, redeemUrl: null, deliveryType: 'direct_code',
+      orderId,
+      externalOrderId: 'one-round',
+      productId: 'prod_apple_gift_card_us_10',
+      qty: 3,
+      codes: delivered.codes,
+      redeemUrl: null,
+      deliveryType: 'direct_code',
     });
     const purchases = await supplierPurchases(h, orderId);
     expect(purchases.map((p) => [p.requested, p.codes.length])).toEqual([[3, 3]]);
 
     const state = await procurementState(h, orderId);
-    expect(state).toMatchObject({ phase: 'delivered', rounds: 1, remaining: 0, fulfilledQuantity: 3, lastSupplierError: null });
+    expect(state).toMatchObject({
+      phase: 'delivered',
+      rounds: 1,
+      remaining: 0,
+      fulfilledQuantity: 3,
+      lastSupplierError: null,
+    });
     // Gift card codes pass from the supplier to Postgres inside the activity, never through history.
     const history = await historyText(h, procurementWorkflowId(orderId));
     expect(history).toContain('obtained'); // payloads are decoded: the round's outcome is there
@@ -75,15 +104,23 @@ describe('delivery (spec 3.1: paid direct-code → delivered when the full quant
     const handle = h.services.temporal.client.workflow.getHandle(procurementWorkflowId(orderId));
     await eventually(async () => {
       const d = await handle.describe();
-      return d.status.name === 'COMPLETED' && d.typedSearchAttributes.get(FulfillmentStatusKey) === 'delivered'
-        && d.typedSearchAttributes.get(OrderStatusKey) === 'delivered';
+      return (
+        d.status.name === 'COMPLETED' &&
+        d.typedSearchAttributes.get(FulfillmentStatusKey) === 'delivered' &&
+        d.typedSearchAttributes.get(OrderStatusKey) === 'delivered'
+      );
     });
     // Only the procurement workflow carries FulfillmentStatus once the order is handed over.
     const orderRun = h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'one-round'));
-    await eventually(async () => (await orderRun.describe()).typedSearchAttributes.get(FulfillmentStatusKey) === undefined);
+    await eventually(
+      async () => (await orderRun.describe()).typedSearchAttributes.get(FulfillmentStatusKey) === undefined,
+    );
 
     const l = await expectLedgerMatchesBalance(h, accountId);
-    expect(l.rows.map((r) => [r.type, r.amount])).toEqual([['adjust', '50.00'], ['purchase', '-29.55']]);
+    expect(l.rows.map((r) => [r.type, r.amount])).toEqual([
+      ['adjust', '50.00'],
+      ['purchase', '-29.55'],
+    ]);
   });
 
   test('partial rounds: codes are stored as they arrive but withheld (codes [], fulfilledQuantity counting up) until the last', async () => {
@@ -104,7 +141,11 @@ describe('delivery (spec 3.1: paid direct-code → delivered when the full quant
 
     // The supplier sold 1, 1, then the 2 still missing: the delivery is exactly what it sold.
     const purchases = await supplierPurchases(h, orderId);
-    expect(purchases.map((p) => [p.requested, p.codes.length])).toEqual([[4, 1], [3, 1], [2, 2]]);
+    expect(purchases.map((p) => [p.requested, p.codes.length])).toEqual([
+      [4, 1],
+      [3, 1],
+      [2, 2],
+    ]);
     expect(delivered.codes).toEqual(purchases.flatMap((p) => p.codes));
     expect((await eventsOfOrder(h, orderId)).map((e) => e.type)).toEqual(['order.delivered']);
     expect(await procurementState(h, orderId)).toMatchObject({ phase: 'delivered', rounds: 3 });
@@ -122,28 +163,54 @@ describe('needs_attention (spec 3.2)', () => {
 
     const stuck = await orderUntil(api, orderId, fulfillmentIs('needs_attention'));
     expect(stuck).toMatchObject({
-      status: 'paid', fulfillmentStatus: 'needs_attention', errorCode: 'delivery_needs_attention', resolution: 'manual_review',
-      fulfilledQuantity: 1, codes: [], redeemUrl: null,
+      status: 'paid',
+      fulfillmentStatus: 'needs_attention',
+      errorCode: 'delivery_needs_attention',
+      resolution: 'manual_review',
+      fulfilledQuantity: 1,
+      codes: [],
+      redeemUrl: null,
     });
     expect((await api.post('/orders', order('stuck', 'prod_roblox_gift_card_us_10', 3))).body).toMatchObject({
-      orderId, reused: true, status: 'paid', fulfillmentStatus: 'needs_attention', codes: [], fulfilledQuantity: 1,
+      orderId,
+      reused: true,
+      status: 'paid',
+      fulfillmentStatus: 'needs_attention',
+      codes: [],
+      fulfilledQuantity: 1,
     });
     const events = await eventsOfOrder(h, orderId);
-    expect(events).toEqual([{
-      id: `order:${orderId}:order.delivery_attention`,
-      type: 'order.delivery_attention',
-      payload: {
-        orderId, externalOrderId: 'stuck', productId: 'prod_roblox_gift_card_us_10', qty: 3, deliveryType: 'direct_code',
-        fulfillmentStatus: 'needs_attention', fulfilledQuantity: 1, errorCode: 'delivery_needs_attention', resolution: 'manual_review',
-        codes: [], redeemUrl: null,
+    expect(events).toEqual([
+      {
+        id: `order:${orderId}:order.delivery_attention`,
+        type: 'order.delivery_attention',
+        payload: {
+          orderId,
+          externalOrderId: 'stuck',
+          productId: 'prod_roblox_gift_card_us_10',
+          qty: 3,
+          deliveryType: 'direct_code',
+          fulfillmentStatus: 'needs_attention',
+          fulfilledQuantity: 1,
+          errorCode: 'delivery_needs_attention',
+          resolution: 'manual_review',
+          codes: [],
+          redeemUrl: null,
+        },
       },
-    }]);
+    ]);
 
     // Ops: the state query says what is missing and why; the stuck order (and only it) is listed.
     const state = await procurementState(h, orderId);
     expect(state).toMatchObject({
-      phase: 'needs_attention', qty: 3, fulfilledQuantity: 1, remaining: 2, rounds: 4, roundsSinceResume: 4,
-      lastSupplierError: 'sandbox supplier: prod_roblox_gift_card_us_10 temporarily unavailable', attentionSince: expect.any(Number),
+      phase: 'needs_attention',
+      qty: 3,
+      fulfilledQuantity: 1,
+      remaining: 2,
+      rounds: 4,
+      roundsSinceResume: 4,
+      lastSupplierError: 'sandbox supplier: prod_roblox_gift_card_us_10 temporarily unavailable',
+      attentionSince: expect.any(Number),
     });
     await orderUntil(api, fine.body.orderId, (o) => o.status === 'delivered');
     // Visibility is eventually consistent, and the replayed placement above may have started a new
@@ -164,7 +231,10 @@ describe('needs_attention (spec 3.2)', () => {
     const placed = await api.post('/orders', order('refused', 'prod_roblox_gift_card_us_25', 2));
     await orderUntil(api, placed.body.orderId, fulfillmentIs('needs_attention'));
     expect(await procurementState(h, placed.body.orderId)).toMatchObject({
-      phase: 'needs_attention', rounds: 1, remaining: 2, lastSupplierError: 'sandbox supplier: prod_roblox_gift_card_us_25 cannot be supplied',
+      phase: 'needs_attention',
+      rounds: 1,
+      remaining: 2,
+      lastSupplierError: 'sandbox supplier: prod_roblox_gift_card_us_25 cannot be supplied',
     });
     expect((await eventsOfOrder(h, placed.body.orderId)).map((e) => e.type)).toEqual(['order.delivery_attention']);
   });
@@ -183,9 +253,13 @@ describe('one procurement per order', () => {
     expect(replay.body).toMatchObject({ orderId, reused: true, status: 'paid', codes: [] });
     // A duplicate payment notice starts a new run of the order workflow: its hand-off is a no-op.
     const rerun = await h.services.temporal.client.workflow.signalWithStart('orderWorkflow', {
-      workflowId: orderWorkflowId(accountId, 'replayed'), taskQueue: h.config.TEMPORAL_TASK_QUEUE,
-      args: [{ accountId, externalOrderId: 'replayed', timing: { syncSeconds: 1, lateWatchSeconds: 1, latePollSeconds: 1 } }],
-      signal: paymentNotifiedSignal, signalArgs: [{ orderId, status: 'paid' }],
+      workflowId: orderWorkflowId(accountId, 'replayed'),
+      taskQueue: h.config.TEMPORAL_TASK_QUEUE,
+      args: [
+        { accountId, externalOrderId: 'replayed', timing: { syncSeconds: 1, lateWatchSeconds: 1, latePollSeconds: 1 } },
+      ],
+      signal: paymentNotifiedSignal,
+      signalArgs: [{ orderId, status: 'paid' }],
     });
     await rerun.result();
 
@@ -194,7 +268,9 @@ describe('one procurement per order', () => {
     const purchases = await supplierPurchases(h, orderId);
     expect(purchases.reduce((n, p) => n + p.codes.length, 0)).toBe(3);
     expect(new Set(purchases.map((p) => p.idempotency_key)).size).toBe(purchases.length);
-    expect(sandboxSupplierControl.callsFor('prod_robux_400').filter((c) => c.outcome === 'supplied')).toHaveLength(purchases.length);
+    expect(sandboxSupplierControl.callsFor('prod_robux_400').filter((c) => c.outcome === 'supplied')).toHaveLength(
+      purchases.length,
+    );
     const runs = await eventually(async () => {
       const ids = await workflowIds(h, `WorkflowId = "${procurementWorkflowId(orderId)}"`);
       return ids.length > 0 ? ids : undefined;
@@ -211,7 +287,11 @@ describe('intent mode (spec 3.1: pending → paid → procured → delivered)', 
     const { api, accountId } = await reseller(h, '0');
     const placed = await api.post('/orders', order('intent-gift', 'prod_robux_800', 2, 'intent'));
     expect(placed.body).toMatchObject({ status: 'pending', fulfillmentStatus: 'awaiting_payment', codes: [] });
-    const paid = await payCheckout(h.services.orm.em.fork(), h.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(placed.body.checkoutUrl));
+    const paid = await payCheckout(
+      h.services.orm.em.fork(),
+      h.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(placed.body.checkoutUrl),
+    );
     await paid!.callback;
     const delivered = await orderUntil(api, placed.body.orderId, (o) => o.status === 'delivered');
     expect(delivered).toMatchObject({ fulfillmentStatus: 'delivered', fulfilledQuantity: 2, paymentUrl: null });

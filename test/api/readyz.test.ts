@@ -34,11 +34,20 @@ test('/readyz turns 503 while Postgres is stopped and 200 when it is back; /heal
 
   await pg.stop();
   try {
-    const down = await eventually(async () => {
-      const r = await get('/readyz');
-      return r.status === 503 ? r : undefined;
-    }, 20_000, 250);
-    expect(down.body).toMatchObject({ error: 'service_unavailable', retryable: true, requestId: down.requestId, details: { ready: false, database: 'down', degraded: ['database'] } });
+    const down = await eventually(
+      async () => {
+        const r = await get('/readyz');
+        return r.status === 503 ? r : undefined;
+      },
+      20_000,
+      250,
+    );
+    expect(down.body).toMatchObject({
+      error: 'service_unavailable',
+      retryable: true,
+      requestId: down.requestId,
+      details: { ready: false, database: 'down', degraded: ['database'] },
+    });
     const live = await get('/healthz');
     expect(live.status).toBe(200);
     expect(live.body).toMatchObject({ ok: true, status: 'degraded', database: 'down', degraded: ['database'] });
@@ -50,10 +59,14 @@ test('/readyz turns 503 while Postgres is stopped and 200 when it is back; /heal
     await pg.start();
   }
 
-  const back = await eventually(async () => {
-    const r = await get('/readyz');
-    return r.status === 200 ? r : undefined;
-  }, 30_000, 250);
+  const back = await eventually(
+    async () => {
+      const r = await get('/readyz');
+      return r.status === 200 ? r : undefined;
+    },
+    30_000,
+    250,
+  );
   expect(back.body).toMatchObject({ ready: true, database: 'up' });
   const res = await balance();
   expect(res.status).toBe(200);

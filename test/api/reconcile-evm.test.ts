@@ -29,21 +29,32 @@ beforeAll(async () => {
   });
 }, 120_000);
 afterAll(async () => {
-  await h?.services.temporal.client.schedule.getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE)).delete().catch(() => undefined);
+  await h?.services.temporal.client.schedule
+    .getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE))
+    .delete()
+    .catch(() => undefined);
   await h?.stop();
   await chain?.stop();
 });
 
 /** The input the current run of `workflowId` was started with, decoded as an operator sees it. */
 async function watchInput(workflowId: string): Promise<EvmCheckoutWorkflowInput> {
-  const history = await decodeHistory(await rawHistory(h.services.temporal.client, workflowId), h.config.TEMPORAL_PAYLOAD_KEYS);
+  const history = await decodeHistory(
+    await rawHistory(h.services.temporal.client, workflowId),
+    h.config.TEMPORAL_PAYLOAD_KEYS,
+  );
   const [input] = history.events![0].workflowExecutionStartedEventAttributes!.input!.payloads!;
   return defaultPayloadConverter.fromPayload(input);
 }
 
 test('a pending checkout whose watch was terminated: the watch is started again, its window counted from the order expiresAt, and the payment delivers the order, charged once', async () => {
   const { api, accountId } = await reseller(h);
-  const placed = await api.post('/orders', { externalOrderId: 'rec-evm', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' });
+  const placed = await api.post('/orders', {
+    externalOrderId: 'rec-evm',
+    productId: 'prod_chatgpt_team_1m',
+    qty: 1,
+    payment: 'intent',
+  });
   expect(placed.body.status).toBe('pending');
   const orderId: string = placed.body.orderId;
   const checkout = (await evmCheckout(h.services.orm.em.fork(), checkoutIdOf(placed.body.checkoutUrl)))!;
@@ -52,18 +63,29 @@ test('a pending checkout whose watch was terminated: the watch is started again,
   const lostAt = Date.now();
 
   const subjectId = `${orderId}:${checkout.derivation_index}`;
-  const [repair] = await eventually(async () => {
-    const rows = await h.services.orm.em.fork().execute<{ kind: string; action: string; workflow_id: string; created_at: Date }[]>(
-      'select kind, action, workflow_id, created_at from reconciler_repairs where subject_id = ?', [subjectId]);
-    return rows.length > 0 ? rows : undefined;
-  }, 20_000, 200, 'the watch repaired');
+  const [repair] = await eventually(
+    async () => {
+      const rows = await h.services.orm.em
+        .fork()
+        .execute<{ kind: string; action: string; workflow_id: string; created_at: Date }[]>(
+          'select kind, action, workflow_id, created_at from reconciler_repairs where subject_id = ?',
+          [subjectId],
+        );
+      return rows.length > 0 ? rows : undefined;
+    },
+    20_000,
+    200,
+    'the watch repaired',
+  );
   expect(repair).toMatchObject({ kind: 'evm_checkout', action: 'restarted', workflow_id: watchId });
   expect(new Date(repair.created_at).getTime() - lostAt).toBeLessThan((GRACE_S + PERIOD_S) * 1000 + 6000);
   // The repair names the watch as the watch is named: never by the checkout id (half of its URL).
   expect(JSON.stringify(repair)).not.toContain(checkout.id);
   // The new watch counts its window from the order's deadline, not from its own start: it stops
   // when the lost one would have (its late and address watches follow from expiresAt).
-  const [order] = await h.services.orm.em.fork().execute<{ expires_at: Date }[]>('select expires_at from orders where id = ?', [orderId]);
+  const [order] = await h.services.orm.em
+    .fork()
+    .execute<{ expires_at: Date }[]>('select expires_at from orders where id = ?', [orderId]);
   expect((await watchInput(watchId)).expiresAt).toBe(new Date(order.expires_at).getTime());
 
   await chain.pay(checkout.address, 'USDT', units6(placed.body.amount));
@@ -72,6 +94,8 @@ test('a pending checkout whose watch was terminated: the watch is started again,
   expect(delivered.codes).toHaveLength(1);
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money).toMatchObject({ balance: '0.00', rows: [], spending: placed.body.amount });
-  const repairs = await h.services.orm.em.fork().execute('select 1 from reconciler_repairs where subject_id = ?', [subjectId]);
+  const repairs = await h.services.orm.em
+    .fork()
+    .execute('select 1 from reconciler_repairs where subject_id = ?', [subjectId]);
   expect(repairs).toHaveLength(1);
 });

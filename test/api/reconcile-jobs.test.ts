@@ -16,17 +16,28 @@ let h: Harness;
 
 beforeAll(async () => {
   h = await startHarness({
-    RECONCILE_SECONDS: '2', RECONCILE_GRACE_SECONDS: '1', EXPORT_PAGE_ROWS: '5', EXPORT_STREAM_MAX_ROWS: '1000', BATCH_CHUNK_LINES: '5',
+    RECONCILE_SECONDS: '2',
+    RECONCILE_GRACE_SECONDS: '1',
+    EXPORT_PAGE_ROWS: '5',
+    EXPORT_STREAM_MAX_ROWS: '1000',
+    BATCH_CHUNK_LINES: '5',
     RATE_LIMIT_PER_MINUTE: '100000',
   });
 });
 afterAll(async () => {
-  await h?.services.temporal.client.schedule.getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE)).delete().catch(() => undefined);
+  await h?.services.temporal.client.schedule
+    .getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE))
+    .delete()
+    .catch(() => undefined);
   await h?.stop();
 });
 
 const repairs = (subjectId: string) =>
-  h.services.orm.em.fork().execute<{ kind: string; action: string }[]>('select kind, action from reconciler_repairs where subject_id = ?', [subjectId]);
+  h.services.orm.em
+    .fork()
+    .execute<{ kind: string; action: string }[]>('select kind, action from reconciler_repairs where subject_id = ?', [
+      subjectId,
+    ]);
 
 test('an export whose workflow Temporal lost is written on from its last page by the reconciler', async () => {
   const r = await reseller(h);
@@ -36,14 +47,21 @@ test('an export whose workflow Temporal lost is written on from its last page by
   const created = await r.api.post('/exports', { externalExportId: 'lost-1', kind: 'orders', ...range });
   const id = created.body.exportId;
   await eventually(async () => (await r.api.get(`/exports/${id}`)).body.rows >= 20, 30_000, 20, 'some pages written');
-  await h.services.temporal.client.workflow.getHandle(exportWorkflowId(id)).terminate('test: Temporal lost this workflow');
+  await h.services.temporal.client.workflow
+    .getHandle(exportWorkflowId(id))
+    .terminate('test: Temporal lost this workflow');
   const stopped = (await r.api.get(`/exports/${id}`)).body;
   expect(stopped.status).toBe('running');
 
-  const done = await eventually(async () => {
-    const e = (await r.api.get(`/exports/${id}`)).body;
-    return e.status === 'ready' ? e : undefined;
-  }, 60_000, 200, 'export ready after the repair');
+  const done = await eventually(
+    async () => {
+      const e = (await r.api.get(`/exports/${id}`)).body;
+      return e.status === 'ready' ? e : undefined;
+    },
+    60_000,
+    200,
+    'export ready after the repair',
+  );
   expect(done).toMatchObject({ rows: 300, totalRows: 300 });
   expect(await repairs(id)).toEqual([{ kind: 'export', action: 'restarted' }]);
   // Every order once, in order: no page lost or written twice across the repair. (The reconciler
@@ -56,17 +74,28 @@ test('an export whose workflow Temporal lost is written on from its last page by
 
 test('a batch whose workflow Temporal lost places its remaining lines once the reconciler starts it again', async () => {
   const r = await reseller(h, '10.00');
-  const lines = Array.from({ length: 200 }, (_, i) => ({ externalOrderId: `lost-${i}`, productId: 'prod_api_order_test', qty: 1 }));
+  const lines = Array.from({ length: 200 }, (_, i) => ({
+    externalOrderId: `lost-${i}`,
+    productId: 'prod_api_order_test',
+    qty: 1,
+  }));
   const created = await r.api.post('/batches', { externalBatchId: 'lost-1', lines });
   const id = created.body.batchId;
   await eventually(async () => (await r.api.get(`/batches/${id}`)).body.placed >= 20, 30_000, 20, 'some lines placed');
-  await h.services.temporal.client.workflow.getHandle(batchWorkflowId(id)).terminate('test: Temporal lost this workflow');
+  await h.services.temporal.client.workflow
+    .getHandle(batchWorkflowId(id))
+    .terminate('test: Temporal lost this workflow');
   expect((await r.api.get(`/batches/${id}`)).body.pending).toBeGreaterThan(0);
 
-  const done = await eventually(async () => {
-    const b = (await r.api.get(`/batches/${id}`)).body;
-    return b.status === 'completed' ? b : undefined;
-  }, 60_000, 200, 'batch completed after the repair');
+  const done = await eventually(
+    async () => {
+      const b = (await r.api.get(`/batches/${id}`)).body;
+      return b.status === 'completed' ? b : undefined;
+    },
+    60_000,
+    200,
+    'batch completed after the repair',
+  );
   expect(done).toMatchObject({ total: 200, placed: 200, rejected: 0, pending: 0 });
   expect(await repairs(id)).toEqual([{ kind: 'batch', action: 'restarted' }]);
   const ledger = await expectLedgerMatchesBalance(h, r.accountId);

@@ -49,7 +49,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   // The schedule outlives the harness otherwise, firing on the shared server for its task queue.
-  await h?.services.temporal.client.schedule.getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE)).delete().catch(() => undefined);
+  await h?.services.temporal.client.schedule
+    .getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE))
+    .delete()
+    .catch(() => undefined);
   sandboxSupplierControl.reset();
   upstream.reset();
   resetSandboxControl();
@@ -66,19 +69,30 @@ async function terminate(workflowId: string): Promise<number> {
   return Date.now();
 }
 
-const statusOf = async (workflowId: string) => (await h.services.temporal.client.workflow.getHandle(workflowId).describe()).status.name;
+const statusOf = async (workflowId: string) =>
+  (await h.services.temporal.client.workflow.getHandle(workflowId).describe()).status.name;
 
 async function repairsOf(subjectId: string) {
-  return h.services.orm.em.fork().execute<{ kind: string; action: string; workflow_id: string; detail: Record<string, unknown>; created_at: Date }[]>(
-    'select kind, action, workflow_id, detail, created_at from reconciler_repairs where subject_id = ? order by id', [subjectId]);
+  return h.services.orm.em
+    .fork()
+    .execute<
+      { kind: string; action: string; workflow_id: string; detail: Record<string, unknown>; created_at: Date }[]
+    >('select kind, action, workflow_id, detail, created_at from reconciler_repairs where subject_id = ? order by id', [
+      subjectId,
+    ]);
 }
 
 /** The reconciler's first repair of `subjectId`, asserted to come within one period of the orphan's grace. */
 async function repairOf(subjectId: string, lostAt: number) {
-  const [repair] = await eventually(async () => {
-    const rows = await repairsOf(subjectId);
-    return rows.length > 0 ? rows : undefined;
-  }, WITHIN_MS + 5000, 200, `a repair of ${subjectId}`);
+  const [repair] = await eventually(
+    async () => {
+      const rows = await repairsOf(subjectId);
+      return rows.length > 0 ? rows : undefined;
+    },
+    WITHIN_MS + 5000,
+    200,
+    `a repair of ${subjectId}`,
+  );
   expect(new Date(repair.created_at).getTime() - lostAt).toBeLessThan(WITHIN_MS);
   return repair;
 }
@@ -87,7 +101,9 @@ async function repairOf(subjectId: string, lostAt: number) {
 const repairedSubjects: string[] = [];
 
 async function runsSoFar(): Promise<number> {
-  const d = await h.services.temporal.client.schedule.getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE)).describe();
+  const d = await h.services.temporal.client.schedule
+    .getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE))
+    .describe();
   return d.info.numActionsTaken;
 }
 
@@ -96,7 +112,11 @@ test('the schedule: one per task queue, every RECONCILE_SECONDS, overlap skip; m
   const d = await handle.describe();
   expect(d.spec.intervals).toEqual([expect.objectContaining({ every: PERIOD_S * 1000 })]);
   expect(d.policies.overlap).toBe('SKIP');
-  expect(d.action).toMatchObject({ type: 'startWorkflow', workflowType: 'reconcileWorkflow', taskQueue: h.config.TEMPORAL_TASK_QUEUE });
+  expect(d.action).toMatchObject({
+    type: 'startWorkflow',
+    workflowType: 'reconcileWorkflow',
+    taskQueue: h.config.TEMPORAL_TASK_QUEUE,
+  });
   expect(await ensureReconcileSchedule(h.services.temporal, PERIOD_S)).toBe('unchanged');
   await eventually(async () => (await runsSoFar()) >= 1, 15_000, 250, 'a scheduled run');
 });
@@ -110,7 +130,12 @@ test('a pending intent order whose workflow was terminated: its payment is follo
   const lostAt = await terminate(workflowId);
 
   const repair = await repairOf(placed.body.orderId, lostAt);
-  expect(repair).toMatchObject({ kind: 'order_payment', action: 'restarted', workflow_id: workflowId, detail: { previous: 'TERMINATED' } });
+  expect(repair).toMatchObject({
+    kind: 'order_payment',
+    action: 'restarted',
+    workflow_id: workflowId,
+    detail: { previous: 'TERMINATED' },
+  });
   // Nothing but the new run expires it (PAYMENT_WINDOW_SECONDS after it was placed).
   await waitForOrderStatus(api, placed.body.orderId, 'expired');
   const money = await expectLedgerMatchesBalance(h, accountId);
@@ -128,13 +153,23 @@ test('a pending top-up whose workflow was terminated: followed again, its paymen
     expect(opened.body.status).toBe('pending');
     const workflowId = topupWorkflowId(accountId, externalTopupId);
     const lostAt = await terminate(workflowId);
-    expect(await repairOf(opened.body.orderId, lostAt)).toMatchObject({ kind: 'topup_payment', action: 'restarted', workflow_id: workflowId });
+    expect(await repairOf(opened.body.orderId, lostAt)).toMatchObject({
+      kind: 'topup_payment',
+      action: 'restarted',
+      workflow_id: workflowId,
+    });
 
     // The payer pays; only a run asking the provider learns of it.
-    await payCheckout(h.services.orm.em.fork(), h.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(opened.body.checkoutUrl));
+    await payCheckout(
+      h.services.orm.em.fork(),
+      h.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(opened.body.checkoutUrl),
+    );
     await eventually(async () => (await api.get('/balance')).body.balance === '12.50');
     const money = await expectLedgerMatchesBalance(h, accountId);
-    expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '12.50', order_id: opened.body.orderId })]);
+    expect(money.rows).toEqual([
+      expect.objectContaining({ type: 'topup', amount: '12.50', order_id: opened.body.orderId }),
+    ]);
     repairedSubjects.push(opened.body.orderId);
   } finally {
     resetSandboxControl();
@@ -148,15 +183,23 @@ test('a paid direct-code order whose procurement was terminated: the hand-off is
   const placed = await api.post('/orders', { externalOrderId: unique('rec-gift'), productId: GIFT, qty: 2 });
   expect(placed.body).toMatchObject({ status: 'paid', fulfillmentStatus: 'processing' });
   const orderId: string = placed.body.orderId;
-  await eventually(async () => sandboxSupplierControl.calls.some((c) => c.idempotencyKey.startsWith(orderId) && c.outcome === 'transient'));
+  await eventually(async () =>
+    sandboxSupplierControl.calls.some((c) => c.idempotencyKey.startsWith(orderId) && c.outcome === 'transient'),
+  );
   const lostAt = await terminate(procurementWorkflowId(orderId));
 
-  expect(await repairOf(orderId, lostAt)).toMatchObject({ kind: 'procurement', action: 'restarted', workflow_id: procurementWorkflowId(orderId) });
+  expect(await repairOf(orderId, lostAt)).toMatchObject({
+    kind: 'procurement',
+    action: 'restarted',
+    workflow_id: procurementWorkflowId(orderId),
+  });
   const delivered = await waitForOrderStatus(api, orderId, 'delivered');
   expect(delivered).toMatchObject({ fulfillmentStatus: 'delivered', fulfilledQuantity: 2 });
   expect(delivered.codes).toHaveLength(2);
   const money = await expectLedgerMatchesBalance(h, accountId);
-  expect(money.rows.filter((r) => r.order_id === orderId)).toEqual([expect.objectContaining({ amount: `-${placed.body.amount}` })]);
+  expect(money.rows.filter((r) => r.order_id === orderId)).toEqual([
+    expect.objectContaining({ amount: `-${placed.body.amount}` }),
+  ]);
   expect(money.balanceCents).toBe(20_000 - Math.round(Number(placed.body.amount) * 100));
   await eventually(async () => (await statusOf(procurementWorkflowId(orderId))) === 'COMPLETED');
   repairedSubjects.push(orderId);
@@ -166,16 +209,26 @@ test('a processing redemption whose workflow was terminated: restarted, it settl
   upstream.script(TEAM, { polls: 3 });
   const { api, accountId } = await reseller(h, '200.00');
   const { code } = await buyCode(api, TEAM);
-  const submitted = await api.post('/redemptions', { code, redeemInfo: { account_id: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', email: 'jane@example.com' } });
+  const submitted = await api.post('/redemptions', {
+    code,
+    redeemInfo: { account_id: '3f2504e0-4f89-41d3-9a0c-0305e82c3301', email: 'jane@example.com' },
+  });
   expect(submitted.body.status).toBe('pending');
   const redemptionId: string = submitted.body.redemptionId;
   const lostAt = await terminate(redemptionWorkflowId(redemptionId, 1));
 
-  expect(await repairOf(redemptionId, lostAt)).toMatchObject({ kind: 'redemption', action: 'restarted', detail: { attempt: 1, previous: 'TERMINATED' } });
+  expect(await repairOf(redemptionId, lostAt)).toMatchObject({
+    kind: 'redemption',
+    action: 'restarted',
+    detail: { attempt: 1, previous: 'TERMINATED' },
+  });
   await redemptionReaches(api, redemptionId, 'fulfilled');
   expect(upstream.submissions.filter((s) => s.key === `${redemptionId}:1`)).toHaveLength(1);
-  const events = await h.services.orm.em.fork().execute<{ type: string }[]>(
-    `select type from events where account_id = ? and type like 'redemption.%'`, [accountId]);
+  const events = await h.services.orm.em
+    .fork()
+    .execute<{ type: string }[]>(`select type from events where account_id = ? and type like 'redemption.%'`, [
+      accountId,
+    ]);
   expect(events).toEqual([{ type: 'redemption.fulfilled' }]);
   await expectLedgerMatchesBalance(h, accountId);
   repairedSubjects.push(redemptionId);
@@ -188,11 +241,21 @@ test('a webhook delivery whose workflow was never started: started, the event is
   const deliveryId = unique('whd_rec');
   const em = h.services.orm.em.fork();
   // Persisted as the relay would have, and then its start lost (a crash after the commit).
-  await em.execute(`insert into events (id, account_id, type, payload, dispatched_at) values (?, ?, 'webhook.test', '{"message":"lost"}', now())`, [eventId, accountId]);
-  await em.execute(`insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values (?, ?, ?, 'pending', now())`, [deliveryId, eventId, accountId]);
+  await em.execute(
+    `insert into events (id, account_id, type, payload, dispatched_at) values (?, ?, 'webhook.test', '{"message":"lost"}', now())`,
+    [eventId, accountId],
+  );
+  await em.execute(
+    `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values (?, ?, ?, 'pending', now())`,
+    [deliveryId, eventId, accountId],
+  );
   const lostAt = Date.now();
 
-  expect(await repairOf(deliveryId, lostAt)).toMatchObject({ kind: 'webhook_delivery', action: 'started', detail: { previous: 'missing' } });
+  expect(await repairOf(deliveryId, lostAt)).toMatchObject({
+    kind: 'webhook_delivery',
+    action: 'started',
+    detail: { previous: 'missing' },
+  });
   const [got] = await receiver.waitFor(1, (all) => all.filter((r) => r.body?.eventId === eventId));
   expect(got.headers['x-wholesale-delivery-id']).toBe(`${deliveryId}.1`);
   await eventually(async () => {
@@ -209,7 +272,10 @@ test('a second run repairs nothing: after two more scheduled runs each orphan wa
   // With overlap skip, the second of these started only after the first (wholly after every repair) ended.
   await eventually(async () => (await runsSoFar()) >= runs + 2, 20_000, 250, 'two more scheduled runs');
   for (const subjectId of repairedSubjects) {
-    expect([subjectId, (await repairsOf(subjectId)).map((r) => r.action)]).toEqual([subjectId, [expect.stringMatching(/^(re)?started$/)]]);
+    expect([subjectId, (await repairsOf(subjectId)).map((r) => r.action)]).toEqual([
+      subjectId,
+      [expect.stringMatching(/^(re)?started$/)],
+    ]);
   }
   expect((await reconcileNow(deps(), { dryRun: true })).findings).toEqual([]);
   const { totals, findings } = await reconcileNow(deps());
@@ -221,12 +287,16 @@ test('a run bounded to one step continues as new where it stands and still cover
   const { client } = h.services.temporal;
   const workflowId = `${reconcileWorkflowId(h.config.TEMPORAL_TASK_QUEUE)}-bounded-${randomBytes(3).toString('hex')}`;
   const handle = await client.workflow.start<typeof reconcileWorkflow>('reconcileWorkflow', {
-    workflowId, taskQueue: h.config.TEMPORAL_TASK_QUEUE, args: [{ stepsPerRun: 1 }],
+    workflowId,
+    taskQueue: h.config.TEMPORAL_TASK_QUEUE,
+    args: [{ stepsPerRun: 1 }],
   });
   const result: ReconcileTotals = await handle.result();
   expect(result).toMatchObject({ repaired: 0, alerted: 0, failed: 0, incomplete: [] });
   // Every account was checked across the runs (the ledger pages two at a time).
   const [{ n }] = await h.services.orm.em.fork().execute<{ n: number }[]>('select count(*)::int as n from accounts');
   expect(result.checked).toBeGreaterThanOrEqual(n);
-  expect((await client.workflow.getHandle(workflowId, handle.firstExecutionRunId).describe()).status.name).toBe('CONTINUED_AS_NEW');
+  expect((await client.workflow.getHandle(workflowId, handle.firstExecutionRunId).describe()).status.name).toBe(
+    'CONTINUED_AS_NEW',
+  );
 });

@@ -13,7 +13,11 @@ const sandbox = sandboxUpstreamOf(() => h);
 let ipSeq = 10;
 
 beforeAll(async () => {
-  h = await startHarness({ REDEMPTION_REFRESH_SECONDS: '1', REDEMPTION_RATE_LIMIT_PER_MINUTE: '3', SITE_RATE_LIMIT_PER_MINUTE: '3' });
+  h = await startHarness({
+    REDEMPTION_REFRESH_SECONDS: '1',
+    REDEMPTION_RATE_LIMIT_PER_MINUTE: '3',
+    SITE_RATE_LIMIT_PER_MINUTE: '3',
+  });
 });
 afterAll(() => h?.stop());
 beforeEach(() => sandbox.reset());
@@ -33,11 +37,18 @@ function visitor() {
     });
     return { status: res.status, headers: res.headers, text: await res.text() };
   };
-  return { ip, get: (path: string) => send(path), post: (path: string, form: Record<string, string>) => send(path, form) };
+  return {
+    ip,
+    get: (path: string) => send(path),
+    post: (path: string, form: Record<string, string>) => send(path, form),
+  };
 }
 
 async function expectUnused(api: Api, code: string) {
-  expect((await api.get(`/redemptions?code=${code}`)).body).toMatchObject({ status: 'not_redeemed', redemptionId: null });
+  expect((await api.get(`/redemptions?code=${code}`)).body).toMatchObject({
+    status: 'not_redeemed',
+    redemptionId: null,
+  });
   expect(await redemptionRowsOfCode(h, code)).toEqual([]);
 }
 
@@ -52,7 +63,7 @@ describe('the public redemption site', () => {
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
   });
 
-  test('a code shows its product\'s fields with English labels where present, the original labels otherwise', async () => {
+  test("a code shows its product's fields with English labels where present, the original labels otherwise", async () => {
     const { api } = await reseller(h);
     const team = await buyCode(api, TEAM);
     const page = await visitor().post('/redeem', { code: team.code.toLowerCase() });
@@ -71,7 +82,12 @@ describe('the public redemption site', () => {
 
   test.each([
     ['an unknown code', 'ZZZZ-ZZZZ-ZZZZ-ZZZZ', 404, 'could not find this code'],
-    ['markup typed as a code is shown escaped', '<script>alert(1)</script>', 404, '&lt;script&gt;alert(1)&lt;/script&gt;'],
+    [
+      'markup typed as a code is shown escaped',
+      '<script>alert(1)</script>',
+      404,
+      '&lt;script&gt;alert(1)&lt;/script&gt;',
+    ],
   ])('%s', async (_name, code, status, shown) => {
     const res = await visitor().post('/redeem', { code });
     expect(res.status).toBe(status);
@@ -118,13 +134,24 @@ describe('the public redemption site', () => {
     // A status other than fulfilled is thrown, so a timeout reports the last one seen. Polled every
     // 2 s as the page's script does: the poll budget here is 12 a minute (4 x the site limit of 3),
     // and faster polling ran it out on a loaded machine (CI saw a 429).
-    const json = await eventually(async () => {
-      const r = await v.get(`${location}/json`);
-      const body = JSON.parse(r.text);
-      if (body.status !== 'fulfilled') throw new Error(`last status ${r.status} ${r.text.slice(0, 300)}`);
-      return body;
-    }, 20_000, 2000, 'the redemption fulfilled');
-    expect(json).toEqual({ redemptionId: id, status: 'fulfilled', retryable: false, failureCode: null, fulfilledAt: expect.any(Number) });
+    const json = await eventually(
+      async () => {
+        const r = await v.get(`${location}/json`);
+        const body = JSON.parse(r.text);
+        if (body.status !== 'fulfilled') throw new Error(`last status ${r.status} ${r.text.slice(0, 300)}`);
+        return body;
+      },
+      20_000,
+      2000,
+      'the redemption fulfilled',
+    );
+    expect(json).toEqual({
+      redemptionId: id,
+      status: 'fulfilled',
+      retryable: false,
+      failureCode: null,
+      fulfilledAt: expect.any(Number),
+    });
     const done = await v.get(location);
     expect(done.text).toContain('Fulfilled');
     expect(done.text).toContain('j***@example.com');
@@ -132,7 +159,9 @@ describe('the public redemption site', () => {
     // Same state machine as the API: the reseller sees it, and the redemption event was written.
     expect((await api.get(`/redemptions/${id}`)).body).toMatchObject({ status: 'fulfilled' });
     expect((await eventsOf(h, accountId)).map((e) => e.id)).toEqual([`redemption:${id}:1:redemption.fulfilled`]);
-    const [row] = await h.services.orm.em.fork().execute<{ source: string }[]>('select source from redemptions where id = ?', [id]);
+    const [row] = await h.services.orm.em
+      .fork()
+      .execute<{ source: string }[]>('select source from redemptions where id = ?', [id]);
     expect(row.source).toBe('site');
 
     const again = await v.post('/redeem', { code });
@@ -144,7 +173,9 @@ describe('the public redemption site', () => {
     const { code } = await buyCode(api, TEAM);
     sandbox.enqueue(TEAM, { outcome: 'failed', holdPolls: 1_000_000 });
     const v = visitor();
-    const location = (await v.post('/redeem/submit', { code, rf_account_id: ORG, rf_email: 'jane@example.com' })).headers.get('location')!;
+    const location = (
+      await v.post('/redeem/submit', { code, rf_account_id: ORG, rf_email: 'jane@example.com' })
+    ).headers.get('location')!;
     const id = location.split('/').pop()!;
     await eventually(async () => (await api.get(`/redemptions/${id}`)).body.status === 'failed');
     const failedPage = await v.get(location);
@@ -157,8 +188,12 @@ describe('the public redemption site', () => {
 
     sandbox.releaseHeldResources();
     await eventually(async () => {
-      const [row] = await h.services.orm.em.fork().execute<{ holds_resources: boolean }[]>(
-        'select holds_resources from redemption_attempts where redemption_id = ?', [id]);
+      const [row] = await h.services.orm.em
+        .fork()
+        .execute<{ holds_resources: boolean }[]>(
+          'select holds_resources from redemption_attempts where redemption_id = ?',
+          [id],
+        );
       return row.holds_resources === false;
     });
     const retry = await visitor().post('/redeem', { code });
@@ -171,7 +206,10 @@ describe('the public redemption site', () => {
     const { api } = await reseller(h);
     const { code } = await buyCode(api, 'prod_chatgpt_plus_1m');
     sandbox.setSessionCheck('down');
-    const res = await visitor().post('/redeem/submit', { code, rf_session_user_id: '9b2a44d7-52b1-4c8e-9d61-3c0a5e1f7b20' });
+    const res = await visitor().post('/redeem/submit', {
+      code,
+      rf_session_user_id: '9b2a44d7-52b1-4c8e-9d61-3c0a5e1f7b20',
+    });
     expect(res.status).toBe(503);
     expect(res.text).toContain('Your code was not used');
     await expectUnused(api, code);
@@ -187,7 +225,8 @@ describe('limits (spec 8)', () => {
   test('the site allows SITE_RATE_LIMIT_PER_MINUTE form posts per IP, then 429 with Retry-After; another IP is unaffected', async () => {
     await freshRateWindow();
     const v = visitor();
-    for (let i = 0; i < 3; i++) expect((await v.post('/redeem', { code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i + 2}` })).status).toBe(404);
+    for (let i = 0; i < 3; i++)
+      expect((await v.post('/redeem', { code: `ZZZZ-ZZZZ-ZZZZ-ZZZ${i + 2}` })).status).toBe(404);
     const limited = await v.post('/redeem', { code: 'ZZZZ-ZZZZ-ZZZZ-ZZZ9' });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -200,11 +239,17 @@ describe('limits (spec 8)', () => {
     const { api, accountId } = await reseller(h);
     const { code } = await buyCode(api, TEAM);
     for (let i = 0; i < 3; i++) {
-      const res = await api.post('/redemptions', { code, redeemInfo: { account_id: 'not-a-uuid', email: 'jane@example.com' } });
+      const res = await api.post('/redemptions', {
+        code,
+        redeemInfo: { account_id: 'not-a-uuid', email: 'jane@example.com' },
+      });
       expect(res.body.error).toBe('invalid_account_id');
       expect(res.headers.get('x-ratelimit-limit')).toBe('3');
     }
-    const limited = await api.post('/redemptions', { code, redeemInfo: { account_id: ORG, email: 'jane@example.com' } });
+    const limited = await api.post('/redemptions', {
+      code,
+      redeemInfo: { account_id: ORG, email: 'jane@example.com' },
+    });
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ error: 'rate_limited', retryable: true });
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -213,6 +258,9 @@ describe('limits (spec 8)', () => {
     // Queries share the general limit only; a second key of the account has its own submission budget.
     expect((await api.get(`/redemptions?code=${code}`)).body.status).toBe('not_redeemed');
     const otherKey = client(h.apiUrl, await createApiKey(h.services.orm.em.fork(), accountId));
-    expect((await otherKey.post('/redemptions', { code, redeemInfo: { account_id: ORG, email: 'jane@example.com' } })).status).toBe(200);
+    expect(
+      (await otherKey.post('/redemptions', { code, redeemInfo: { account_id: ORG, email: 'jane@example.com' } }))
+        .status,
+    ).toBe(200);
   });
 });

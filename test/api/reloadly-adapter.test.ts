@@ -83,8 +83,16 @@ describe('a purchase (POST /orders, then the cards of its transaction)', () => {
     for (const code of result.codes) expect(code).toMatch(/^\d{19} PIN \d{4}$/);
     // 2 × 25 less 2 % plus the 0.30 fee = 49.30, that is 24.65 a card.
     expect(result.purchase).toEqual({
-      supplier: 'reloadly', supplierProductId: '18', transactionId: String(tx.transactionId), supplierStatus: 'SUCCESSFUL', quantity: 2,
-      totalCost: '49.300000', unitCost: '24.650000', currency: 'USD', faceValue: '25.00', faceCurrency: 'USD',
+      supplier: 'reloadly',
+      supplierProductId: '18',
+      transactionId: String(tx.transactionId),
+      supplierStatus: 'SUCCESSFUL',
+      quantity: 2,
+      totalCost: '49.300000',
+      unitCost: '24.650000',
+      currency: 'USD',
+      faceValue: '25.00',
+      faceCurrency: 'USD',
     });
   });
 
@@ -114,9 +122,15 @@ describe('transaction statuses', () => {
     const k = key();
     const first = await failure(s.procure('apple10', 1, k));
     expect(first).toBeInstanceOf(SupplierTransientError);
-    expect(first).toMatchObject({ inFlight: true, purchase: { supplierStatus: 'PENDING', transactionId: String(fake.orders.at(-1)!.transactionId) } });
+    expect(first).toMatchObject({
+      inFlight: true,
+      purchase: { supplierStatus: 'PENDING', transactionId: String(fake.orders.at(-1)!.transactionId) },
+    });
     expect(first.message).toMatch(/is PENDING/);
-    expect(await failure(s.procure('apple10', 1, k))).toMatchObject({ inFlight: true, purchase: { supplierStatus: 'PENDING' } });
+    expect(await failure(s.procure('apple10', 1, k))).toMatchObject({
+      inFlight: true,
+      purchase: { supplierStatus: 'PENDING' },
+    });
     const done = await s.procure('apple10', 1, k);
     expect(done.codes).toEqual(FakeReloadly.codesOf(fake.ordersFor(k)[0]));
     expect(fake.ordersFor(k)).toHaveLength(1);
@@ -136,12 +150,27 @@ describe('transaction statuses', () => {
   });
 });
 
-describe('refusals are permanent and keep the supplier\'s reason', () => {
+describe("refusals are permanent and keep the supplier's reason", () => {
   test.each<[string, () => void, string, RegExp]>([
-    ['insufficient balance', () => (fake.balance = 1), 'apple10', /Reloadly refused the order: Insufficient balance.* \(INSUFFICIENT_BALANCE\)/],
+    [
+      'insufficient balance',
+      () => (fake.balance = 1),
+      'apple10',
+      /Reloadly refused the order: Insufficient balance.* \(INSUFFICIENT_BALANCE\)/,
+    ],
     ['a price that is not a denomination', () => {}, 'wrongPrice', /Reloadly refused the order: Invalid price/],
-    ['a product Reloadly no longer has', () => {}, 'gone', /Reloadly refused the order: The product was either not found or is no longer available/],
-    ['a product we never mapped', () => {}, 'prod_unmapped', /prod_unmapped is not mapped to a Reloadly product \(RELOADLY_PRODUCTS\)/],
+    [
+      'a product Reloadly no longer has',
+      () => {},
+      'gone',
+      /Reloadly refused the order: The product was either not found or is no longer available/,
+    ],
+    [
+      'a product we never mapped',
+      () => {},
+      'prod_unmapped',
+      /prod_unmapped is not mapped to a Reloadly product \(RELOADLY_PRODUCTS\)/,
+    ],
   ])('%s', async (_name, arrange, product, message) => {
     const balance = fake.balance;
     arrange();
@@ -158,7 +187,9 @@ describe('refusals are permanent and keep the supplier\'s reason', () => {
   test('refused credentials: permanent, naming the settings, never the secret', async () => {
     const err = await failure(supplier({ secret: 'not-the-secret-123' }).procure('apple10', 1, key()));
     expect(err).toBeInstanceOf(SupplierPermanentError);
-    expect(err.message).toMatch(/refused our client credentials: Access Denied \(INVALID_CREDENTIALS\); check RELOADLY_CLIENT_ID, RELOADLY_CLIENT_SECRET and RELOADLY_ENV/);
+    expect(err.message).toMatch(
+      /refused our client credentials: Access Denied \(INVALID_CREDENTIALS\); check RELOADLY_CLIENT_ID, RELOADLY_CLIENT_SECRET and RELOADLY_ENV/,
+    );
     expect(err.message).not.toContain('not-the-secret-123');
     expect(lines.join('')).not.toContain('not-the-secret-123');
   });
@@ -180,7 +211,16 @@ describe('the token', () => {
   test('renewed before it expires, by the expires_in it came with', async () => {
     let now = Date.now();
     const s = new ReloadlySupplier(
-      reloadlySettings({ env: 'sandbox', clientId: FAKE_CLIENT_ID, clientSecret: FAKE_CLIENT_SECRET, authUrl: fake.url, apiUrl: fake.url, timeoutMs: 1000, senderName: 'x', products: PRODUCTS }),
+      reloadlySettings({
+        env: 'sandbox',
+        clientId: FAKE_CLIENT_ID,
+        clientSecret: FAKE_CLIENT_SECRET,
+        authUrl: fake.url,
+        apiUrl: fake.url,
+        timeoutMs: 1000,
+        senderName: 'x',
+        products: PRODUCTS,
+      }),
       createLogger('silent'),
       () => now,
     );
@@ -227,7 +267,9 @@ describe('rate limits', () => {
   test('X-RateLimit-Reset (UNIX seconds) is read when there is no Retry-After', () => {
     const now = 1_800_000_000_000;
     expect(rateLimitWaitMs(new Headers({ 'x-ratelimit-reset': String(now / 1000 + 7) }), now)).toBe(7000);
-    expect(rateLimitWaitMs(new Headers({ 'retry-after': '3', 'x-ratelimit-reset': String(now / 1000 + 7) }), now)).toBe(3000);
+    expect(rateLimitWaitMs(new Headers({ 'retry-after': '3', 'x-ratelimit-reset': String(now / 1000 + 7) }), now)).toBe(
+      3000,
+    );
     expect(rateLimitWaitMs(new Headers({ 'retry-after': new Date(now + 4000).toUTCString() }), now)).toBe(4000);
     expect(rateLimitWaitMs(new Headers(), now)).toBeUndefined();
   });
@@ -285,7 +327,10 @@ describe('lost and unreadable answers: the order is looked up by its customIdent
 });
 
 describe('configuration (SUPPLIER_PROVIDER=reloadly)', () => {
-  const base = { SUPPLIER_PROVIDER: 'reloadly', RELOADLY_PRODUCTS: JSON.stringify({ prod_apple_gift_card_us_10: { productId: 5, unitPrice: 10 } }) };
+  const base = {
+    SUPPLIER_PROVIDER: 'reloadly',
+    RELOADLY_PRODUCTS: JSON.stringify({ prod_apple_gift_card_us_10: { productId: 5, unitPrice: 10 } }),
+  };
   const problem = (env: Record<string, string>) => {
     try {
       loadConfig(env);
@@ -297,14 +342,20 @@ describe('configuration (SUPPLIER_PROVIDER=reloadly)', () => {
   };
 
   test('missing credentials name the variable', () => {
-    expect(problem(base)).toMatch(/RELOADLY_CLIENT_ID: required with SUPPLIER_PROVIDER=reloadly[\s\S]*RELOADLY_CLIENT_SECRET: required/);
+    expect(problem(base)).toMatch(
+      /RELOADLY_CLIENT_ID: required with SUPPLIER_PROVIDER=reloadly[\s\S]*RELOADLY_CLIENT_SECRET: required/,
+    );
     expect(problem({ ...base, RELOADLY_CLIENT_ID: 'id' })).not.toMatch(/RELOADLY_CLIENT_ID/);
   });
 
   test.each([
     ['missing', undefined, /RELOADLY_PRODUCTS: required/],
     ['not JSON', '{', /RELOADLY_PRODUCTS: not valid JSON/],
-    ['a bad unitPrice', JSON.stringify({ p: { productId: 5, unitPrice: '10.005' } }), /RELOADLY_PRODUCTS: \[p\.unitPrice\] expected a positive Decimal/],
+    [
+      'a bad unitPrice',
+      JSON.stringify({ p: { productId: 5, unitPrice: '10.005' } }),
+      /RELOADLY_PRODUCTS: \[p\.unitPrice\] expected a positive Decimal/,
+    ],
     ['an unknown field', JSON.stringify({ p: { productId: 5, unitPrice: 10, price: 3 } }), /RELOADLY_PRODUCTS: \[p\]/],
   ])('RELOADLY_PRODUCTS %s', (_name, products, message) => {
     const env: Record<string, string> = { ...base, RELOADLY_CLIENT_ID: 'id', RELOADLY_CLIENT_SECRET: 'secret' };
@@ -313,14 +364,25 @@ describe('configuration (SUPPLIER_PROVIDER=reloadly)', () => {
     expect(problem(env)).toMatch(message);
   });
 
-  test('production refuses Reloadly\'s sandbox, and offers reloadly in place of the built-in supplier', () => {
+  test("production refuses Reloadly's sandbox, and offers reloadly in place of the built-in supplier", () => {
     const production = { ...base, NODE_ENV: 'production', RELOADLY_CLIENT_ID: 'id', RELOADLY_CLIENT_SECRET: 'secret' };
-    expect(problem(production)).toMatch(/RELOADLY_ENV: Reloadly's sandbox must not run in production .*set RELOADLY_ENV=live/);
+    expect(problem(production)).toMatch(
+      /RELOADLY_ENV: Reloadly's sandbox must not run in production .*set RELOADLY_ENV=live/,
+    );
     expect(problem({ NODE_ENV: 'production' })).toMatch(/set SUPPLIER_PROVIDER to none .* or reloadly/);
-    const ok = loadConfig({ ...base, RELOADLY_CLIENT_ID: 'id', RELOADLY_CLIENT_SECRET: 'secret', RELOADLY_ENV: 'live' });
+    const ok = loadConfig({
+      ...base,
+      RELOADLY_CLIENT_ID: 'id',
+      RELOADLY_CLIENT_SECRET: 'secret',
+      RELOADLY_ENV: 'live',
+    });
     expect(ok.reloadlyProducts).toEqual({ prod_apple_gift_card_us_10: { productId: 5, unitPrice: '10' } });
-    expect(reloadlySettings({ env: 'live', clientId: 'i', clientSecret: 's', timeoutMs: 1, senderName: 'x', products: {} })).toMatchObject({
-      authUrl: 'https://auth.reloadly.com', apiUrl: 'https://giftcards.reloadly.com', audience: 'https://giftcards.reloadly.com',
+    expect(
+      reloadlySettings({ env: 'live', clientId: 'i', clientSecret: 's', timeoutMs: 1, senderName: 'x', products: {} }),
+    ).toMatchObject({
+      authUrl: 'https://auth.reloadly.com',
+      apiUrl: 'https://giftcards.reloadly.com',
+      audience: 'https://giftcards.reloadly.com',
     });
   });
 });

@@ -54,10 +54,12 @@ test('kill -9 of the worker while Reloadly is answering the order: a restarted w
     // The killed call's order, then the retried round's repeat, refused and looked up.
     expect(fake.callsTo('order').map((c) => c.status)).toEqual([200, 400]);
     expect(await procurementState(h, orderId)).toMatchObject({ phase: 'delivered', rounds: 1 });
-    const [purchase] = await h.services.orm.em.fork().execute<{ state: string; transaction_id: string; units: number }[]>(
-      'select state, transaction_id, units from supplier_purchases where order_id = ?',
-      [orderId],
-    );
+    const [purchase] = await h.services.orm.em
+      .fork()
+      .execute<{ state: string; transaction_id: string; units: number }[]>(
+        'select state, transaction_id, units from supplier_purchases where order_id = ?',
+        [orderId],
+      );
     expect(purchase).toEqual({ state: 'completed', transaction_id: String(bought[0].transactionId), units: 2 });
     const l = await expectLedgerMatchesBalance(h, accountId);
     expect(l.balance).toBe('50.80');

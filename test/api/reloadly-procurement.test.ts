@@ -1,7 +1,16 @@
 import { procurementWorkflowId } from '../../src/contracts/procurement';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
-import { adminApi, eventsOfOrder, fulfillmentIs, historyText, orderUntil, procurementState, reseller, storedCodes } from '../helpers/procurement';
+import {
+  adminApi,
+  eventsOfOrder,
+  fulfillmentIs,
+  historyText,
+  orderUntil,
+  procurementState,
+  reseller,
+  storedCodes,
+} from '../helpers/procurement';
 import { FAKE_CLIENT_SECRET, FakeReloadly, type Fault, type OrderFate, type Route } from '../fakes/reloadly';
 
 // Issue 26 item 1 and item 2's recording: SUPPLIER_PROVIDER=reloadly runs the real procurement
@@ -74,7 +83,10 @@ async function place(externalOrderId: string, productId: string, qty: number) {
 /** What the reseller paid is all the ledger holds, and it agrees with the balance. */
 async function expectPaidOnce(accountId: string, orderId: string, paid: number) {
   const l = await expectLedgerMatchesBalance(h, accountId);
-  expect(l.rows.map((r) => [r.type, r.amount, r.order_id])).toEqual([['adjust', '200.00', null], ['purchase', `-${decimal(paid)}`, orderId]]);
+  expect(l.rows.map((r) => [r.type, r.amount, r.order_id])).toEqual([
+    ['adjust', '200.00', null],
+    ['purchase', `-${decimal(paid)}`, orderId],
+  ]);
   expect(l.balance).toBe(decimal(cents(200) - paid));
 }
 
@@ -92,8 +104,20 @@ interface DeliveredCase {
 describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost recorded', () => {
   const cases: DeliveredCase[] = [
     { name: 'full delivery in one round', product: 'prod_apple_gift_card_us_10', qty: 3, rounds: 1 },
-    { name: 'pending, then successful: asked again under the same identifier', product: 'prod_roblox_gift_card_us_25', qty: 2, fates: [{ pendingReads: 2 }], rounds: 3 },
-    { name: '5xx once: asked again under the same identifier, one purchase', product: 'prod_apple_gift_card_us_25', qty: 1, faults: [['order', { kind: 'server_error', status: 503 }]], rounds: 2 },
+    {
+      name: 'pending, then successful: asked again under the same identifier',
+      product: 'prod_roblox_gift_card_us_25',
+      qty: 2,
+      fates: [{ pendingReads: 2 }],
+      rounds: 3,
+    },
+    {
+      name: '5xx once: asked again under the same identifier, one purchase',
+      product: 'prod_apple_gift_card_us_25',
+      qty: 1,
+      faults: [['order', { kind: 'server_error', status: 503 }]],
+      rounds: 2,
+    },
     {
       name: '401 with an expired token: one renewal, one round',
       product: 'prod_apple_gift_card_us_50',
@@ -101,7 +125,9 @@ describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost
       faults: [['order', { kind: 'token_expired' }]],
       rounds: 1,
       check: () => {
-        const seen = fake.calls.filter((x) => x.route === 'order' || x.route === 'token').map((x) => `${x.route} ${x.status}`);
+        const seen = fake.calls
+          .filter((x) => x.route === 'order' || x.route === 'token')
+          .map((x) => `${x.route} ${x.status}`);
         expect(seen.slice(-3)).toEqual(['order 401', 'token 200', 'order 200']);
         expect(seen.filter((x) => x === 'order 401')).toHaveLength(1);
       },
@@ -122,14 +148,20 @@ describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost
       name: 'garbage answers (to the order and to its lookup): no crash, asked again, one purchase',
       product: 'prod_apple_gift_card_us_10',
       qty: 2,
-      faults: [['order', { kind: 'garbage' }], ['report', { kind: 'garbage' }]],
+      faults: [
+        ['order', { kind: 'garbage' }],
+        ['report', { kind: 'garbage' }],
+      ],
       rounds: 2,
     },
     {
       name: 'a lost answer (taken, connection dropped, not yet in the report): the repeat is refused as CUSTOM_IDENTIFIER_ALREADY_USED, looked up, the same cards',
       product: 'prod_roblox_gift_card_us_50',
       qty: 2,
-      faults: [['order', { kind: 'drop_after_taking' }], ['report', { kind: 'stale' }]],
+      faults: [
+        ['order', { kind: 'drop_after_taking' }],
+        ['report', { kind: 'stale' }],
+      ],
       rounds: 2,
       check: () => expect(fake.callsTo('order').map((c) => c.status)).toEqual(['dropped', 400]),
     },
@@ -141,13 +173,22 @@ describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost
     const { api, accountId, orderId, paid } = await place(`rl-${c.product}-${c.rounds}-${c.qty}`, c.product, c.qty);
 
     const delivered = await orderUntil(api, orderId, (o) => o.status === 'delivered');
-    expect(delivered).toMatchObject({ fulfillmentStatus: 'delivered', fulfilledQuantity: c.qty, errorCode: null, redeemUrl: null });
+    expect(delivered).toMatchObject({
+      fulfillmentStatus: 'delivered',
+      fulfilledQuantity: c.qty,
+      errorCode: null,
+      redeemUrl: null,
+    });
 
     // Exactly one purchase, and the order holds exactly its cards, a PIN kept as "<card> PIN <pin>".
     const bought = fake.ordersFor(`${orderId}:`);
     expect(bought).toHaveLength(1);
     const [tx] = bought;
-    expect(tx).toMatchObject({ productId: MAPPING[c.product as keyof typeof MAPPING].productId, quantity: c.qty, unitPrice: Number(MAPPING[c.product as keyof typeof MAPPING].unitPrice) });
+    expect(tx).toMatchObject({
+      productId: MAPPING[c.product as keyof typeof MAPPING].productId,
+      quantity: c.qty,
+      unitPrice: Number(MAPPING[c.product as keyof typeof MAPPING].unitPrice),
+    });
     expect(delivered.codes).toEqual(FakeReloadly.codesOf(tx));
     const pin = c.product.startsWith('prod_roblox');
     for (const code of delivered.codes) expect(code).toMatch(pin ? /^\d{19} PIN \d{4}$/ : /^\d{16}$/);
@@ -157,12 +198,25 @@ describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost
 
     // What it cost us, beside the order.
     const product = fake.products.find((p) => p.productId === tx.productId)!;
-    expect(await purchasesOf(orderId)).toEqual([{
-      idempotency_key: tx.customIdentifier, supplier: 'reloadly', supplier_product_id: String(tx.productId), state: 'completed',
-      transaction_id: String(tx.transactionId), supplier_status: 'SUCCESSFUL', requested: c.qty, quantity: c.qty, units: c.qty,
-      total_cost: tx.amount.toFixed(6), unit_cost: (tx.amount / c.qty).toFixed(6), currency: 'USD',
-      face_value: tx.unitPrice.toFixed(2), face_currency: product.currencyCode, error: null,
-    }]);
+    expect(await purchasesOf(orderId)).toEqual([
+      {
+        idempotency_key: tx.customIdentifier,
+        supplier: 'reloadly',
+        supplier_product_id: String(tx.productId),
+        state: 'completed',
+        transaction_id: String(tx.transactionId),
+        supplier_status: 'SUCCESSFUL',
+        requested: c.qty,
+        quantity: c.qty,
+        units: c.qty,
+        total_cost: tx.amount.toFixed(6),
+        unit_cost: (tx.amount / c.qty).toFixed(6),
+        currency: 'USD',
+        face_value: tx.unitPrice.toFixed(2),
+        face_currency: product.currencyCode,
+        error: null,
+      },
+    ]);
     await expectPaidOnce(accountId, orderId, paid);
     await c.check?.(orderId);
   });
@@ -173,10 +227,21 @@ describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost
     const [tx] = fake.ordersFor(`${orderId}:`);
     const detail = await adminApi(h, ADMIN_TOKEN).get(`/orders/${orderId}`);
     expect(detail.status).toBe(200);
-    expect(detail.body.supplierPurchases).toEqual([expect.objectContaining({
-      supplier: 'reloadly', transactionId: String(tx.transactionId), state: 'completed', supplierStatus: 'SUCCESSFUL', quantity: 2, units: 2,
-      unitCost: (tx.amount / 2).toFixed(6), totalCost: tx.amount.toFixed(6), currency: 'USD', faceValue: '10.00', faceCurrency: 'USD',
-    })]);
+    expect(detail.body.supplierPurchases).toEqual([
+      expect.objectContaining({
+        supplier: 'reloadly',
+        transactionId: String(tx.transactionId),
+        state: 'completed',
+        supplierStatus: 'SUCCESSFUL',
+        quantity: 2,
+        units: 2,
+        unitCost: (tx.amount / 2).toFixed(6),
+        totalCost: tx.amount.toFixed(6),
+        currency: 'USD',
+        faceValue: '10.00',
+        faceCurrency: 'USD',
+      }),
+    ]);
     const history = await historyText(h, procurementWorkflowId(orderId));
     expect(history).toContain('obtained');
     expect(history).not.toContain(FAKE_CLIENT_SECRET);
@@ -188,24 +253,56 @@ describe('delivered (spec 3.1): the cards Reloadly sold, bought once, their cost
   });
 });
 
-describe('needs_attention (spec 3.2) with Reloadly\'s reason kept for support', () => {
+describe("needs_attention (spec 3.2) with Reloadly's reason kept for support", () => {
   test.each<[string, () => void, RegExp, string | null]>([
-    ['the transaction FAILED', () => fake.nextOrders({ status: 'FAILED' }), /Reloadly transaction \d+ FAILED: no cards were delivered/, 'failed'],
-    ['insufficient balance at Reloadly', () => (fake.balance = 5), /Reloadly refused the order: Insufficient balance.*\(INSUFFICIENT_BALANCE\)/, null],
+    [
+      'the transaction FAILED',
+      () => fake.nextOrders({ status: 'FAILED' }),
+      /Reloadly transaction \d+ FAILED: no cards were delivered/,
+      'failed',
+    ],
+    [
+      'insufficient balance at Reloadly',
+      () => (fake.balance = 5),
+      /Reloadly refused the order: Insufficient balance.*\(INSUFFICIENT_BALANCE\)/,
+      null,
+    ],
   ])('%s', async (_name, arrange, reason, recorded) => {
     const balance = fake.balance;
     arrange();
     try {
-      const { api, accountId, orderId, paid } = await place(`rl-attention-${recorded ?? 'refused'}`, 'prod_apple_gift_card_us_50', 1);
+      const { api, accountId, orderId, paid } = await place(
+        `rl-attention-${recorded ?? 'refused'}`,
+        'prod_apple_gift_card_us_50',
+        1,
+      );
       const stuck = await orderUntil(api, orderId, fulfillmentIs('needs_attention'));
-      expect(stuck).toMatchObject({ status: 'paid', errorCode: 'delivery_needs_attention', resolution: 'manual_review', fulfilledQuantity: 0, codes: [] });
+      expect(stuck).toMatchObject({
+        status: 'paid',
+        errorCode: 'delivery_needs_attention',
+        resolution: 'manual_review',
+        fulfilledQuantity: 0,
+        codes: [],
+      });
       // A refusal is definite: no round after it.
-      expect(await procurementState(h, orderId)).toMatchObject({ phase: 'needs_attention', rounds: 1, lastSupplierError: expect.stringMatching(reason) });
+      expect(await procurementState(h, orderId)).toMatchObject({
+        phase: 'needs_attention',
+        rounds: 1,
+        lastSupplierError: expect.stringMatching(reason),
+      });
       expect((await eventsOfOrder(h, orderId)).map((e) => e.type)).toEqual(['order.delivery_attention']);
       const purchases = await purchasesOf(orderId);
       if (recorded) {
         const [tx] = fake.ordersFor(`${orderId}:`);
-        expect(purchases).toEqual([expect.objectContaining({ state: recorded, transaction_id: String(tx.transactionId), supplier_status: 'FAILED', units: 0, error: expect.stringMatching(reason) })]);
+        expect(purchases).toEqual([
+          expect.objectContaining({
+            state: recorded,
+            transaction_id: String(tx.transactionId),
+            supplier_status: 'FAILED',
+            units: 0,
+            error: expect.stringMatching(reason),
+          }),
+        ]);
       } else {
         expect(fake.ordersFor(`${orderId}:`)).toHaveLength(0);
         expect(purchases).toEqual([]);

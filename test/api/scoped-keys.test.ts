@@ -33,7 +33,9 @@ async function keyWith(limits: Parameters<typeof keyLimits>[0]) {
 /** The account's money and orders, to show that a refusal moved nothing. */
 async function moneyAndOrders(accountId: string) {
   const ledger = await expectLedgerMatchesBalance(h, accountId);
-  const [{ n }] = await h.services.orm.em.fork().execute<{ n: string }[]>('select count(*) as n from orders where account_id = ?', [accountId]);
+  const [{ n }] = await h.services.orm.em
+    .fork()
+    .execute<{ n: string }[]>('select count(*) as n from orders where account_id = ?', [accountId]);
   return { balance: ledger.balance, ledgerRows: ledger.rows.length, orders: Number(n) };
 }
 
@@ -49,20 +51,34 @@ test('a read key lists and reads, and cannot order, top up or touch the webhook:
   const refused = await api.post('/orders', { externalOrderId: 'scoped-1', ...ORDER });
   expect(refused.status).toBe(403);
   expect(refused.body).toEqual({
-    error: 'insufficient_scope', message: expect.any(String), requestId: refused.headers.get('x-request-id'), retryable: false, details: { scope: 'orders' },
+    error: 'insufficient_scope',
+    message: expect.any(String),
+    requestId: refused.headers.get('x-request-id'),
+    retryable: false,
+    details: { scope: 'orders' },
   });
   // The scope is checked before the body is read: a malformed order is refused for the scope too.
   expect((await api.post('/orders', { qty: 'x' })).body.error).toBe('insufficient_scope');
-  expect((await api.post('/topup', { externalTopupId: 'scoped-t1', amount: '5.00' })).body).toMatchObject({ error: 'insufficient_scope', details: { scope: 'topups' } });
-  expect((await api.get('/webhook')).body).toMatchObject({ error: 'insufficient_scope', details: { scope: 'webhooks' } });
+  expect((await api.post('/topup', { externalTopupId: 'scoped-t1', amount: '5.00' })).body).toMatchObject({
+    error: 'insufficient_scope',
+    details: { scope: 'topups' },
+  });
+  expect((await api.get('/webhook')).body).toMatchObject({
+    error: 'insufficient_scope',
+    details: { scope: 'webhooks' },
+  });
   expect(await moneyAndOrders(accountId)).toEqual(before);
   expect((await api.get('/orders?externalOrderId=scoped-1')).body.orders).toEqual([]);
 
   // A rotated key keeps its scopes.
-  const [{ id }] = await h.services.orm.em.fork().execute<{ id: string }[]>('select id from api_keys where account_id = ? and scopes is not null', [accountId]);
+  const [{ id }] = await h.services.orm.em
+    .fork()
+    .execute<{ id: string }[]>('select id from api_keys where account_id = ? and scopes is not null', [accountId]);
   const rotated = await rotateApiKey(h.services.orm.em.fork(), accountId, id, 60);
   expect(rotated.key.scopes).toEqual(['read']);
-  expect((await client(h.apiUrl, rotated.apiKey).post('/orders', { externalOrderId: 'scoped-2', ...ORDER })).status).toBe(403);
+  expect(
+    (await client(h.apiUrl, rotated.apiKey).post('/orders', { externalOrderId: 'scoped-2', ...ORDER })).status,
+  ).toBe(403);
 });
 
 test('a key with the orders scope orders (balance and ledger move once); one made without limits can do everything', async () => {
@@ -72,7 +88,10 @@ test('a key with the orders scope orders (balance and ledger move once); one mad
   expect(placed.body.status).toBe('delivered');
   const ledger = await expectLedgerMatchesBalance(h, accountId);
   expect(ledger.balance).toBe('32.00');
-  expect(ledger.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([['adjust', '50.00', '50.00'], ['purchase', '-18.00', '32.00']]);
+  expect(ledger.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([
+    ['adjust', '50.00', '50.00'],
+    ['purchase', '-18.00', '32.00'],
+  ]);
   expect((await client(h.apiUrl, key).put('/webhook', { url: '' })).status).toBe(403);
   expect((await client(h.apiUrl, fullKey).put('/webhook', { url: '' })).status).toBe(200);
 });
@@ -80,7 +99,10 @@ test('a key with the orders scope orders (balance and ledger move once); one mad
 test('exports and batches: a read key exports (streamed and as a job) and reads batches, and cannot post one: 403 insufficient_scope, no batch, nothing changed', async () => {
   const { accountId, key, fullKey } = await keyWith({ scopes: ['read'] });
   const api = client(h.apiUrl, key);
-  const range = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
+  const range = {
+    from: new Date(Date.now() - 86_400_000).toISOString(),
+    to: new Date(Date.now() + 60_000).toISOString(),
+  };
   const query = `from=${encodeURIComponent(range.from)}&to=${encodeURIComponent(range.to)}`;
   for (const path of [`/exports/orders.csv?${query}`, `/exports/ledger.csv?${query}`]) {
     expect([path, (await call(`${h.apiUrl}${path}`, { key })).status]).toEqual([path, 200]);
@@ -88,7 +110,9 @@ test('exports and batches: a read key exports (streamed and as a job) and reads 
   // A job writes down only what the key may already read.
   const job = await api.post('/exports', { externalExportId: 'scoped-export', kind: 'ledger', ...range });
   expect(job.status).toBe(200);
-  const link = await eventually(async () => ((await api.get(`/exports/${job.body.exportId}`)).body.downloadUrl as string | null) ?? undefined);
+  const link = await eventually(
+    async () => ((await api.get(`/exports/${job.body.exportId}`)).body.downloadUrl as string | null) ?? undefined,
+  );
   // The link is its own credential: no key at all.
   expect((await fetch(link)).status).toBe(200);
 
@@ -97,7 +121,14 @@ test('exports and batches: a read key exports (streamed and as a job) and reads 
   const refused = await api.post('/batches', batch);
   expect(refused.status).toBe(403);
   expect(refused.body).toMatchObject({ error: 'insufficient_scope', retryable: false, details: { scope: 'orders' } });
-  const batches = async () => Number((await h.services.orm.em.fork().execute<{ n: string }[]>('select count(*) as n from batches where account_id = ?', [accountId]))[0].n);
+  const batches = async () =>
+    Number(
+      (
+        await h.services.orm.em
+          .fork()
+          .execute<{ n: string }[]>('select count(*) as n from batches where account_id = ?', [accountId])
+      )[0].n,
+    );
   expect(await batches()).toBe(0);
   expect(await moneyAndOrders(accountId)).toEqual(before);
 
@@ -127,7 +158,11 @@ test('a key used from outside its networks is refused with ip_not_allowed; insid
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({ error: 'ip_not_allowed', retryable: false });
   }
-  const mcp = await call(`${h.baseUrl}/mcp`, { key, headers: { ...from('198.51.100.1'), accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' } });
+  const mcp = await call(`${h.baseUrl}/mcp`, {
+    key,
+    headers: { ...from('198.51.100.1'), accept: 'application/json, text/event-stream' },
+    body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  });
   expect([mcp.status, mcp.body.error]).toEqual([403, 'ip_not_allowed']);
   expect(await moneyAndOrders(accountId)).toEqual(before);
 });
@@ -149,9 +184,14 @@ test('an expired key is refused with key_expired; until then it works', async ()
 test('MCP obeys the same scopes: a read key reads and is refused purchase_codes and create_topup; nothing changed', async () => {
   const { accountId, key } = await keyWith({ scopes: ['read'] });
   const mcp = new Client({ name: 'scoped-keys', version: '1.0.0' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${key}` } },
+    }),
+  );
   try {
-    const tool = async (name: string, args: Record<string, unknown> = {}) => (await mcp.callTool({ name, arguments: args })) as CallToolResult;
+    const tool = async (name: string, args: Record<string, unknown> = {}) =>
+      (await mcp.callTool({ name, arguments: args })) as CallToolResult;
     expect((await tool('get_balance')).structuredContent).toEqual({ balance: '50.00', currency: 'USDT' });
     const before = await moneyAndOrders(accountId);
     for (const [name, args, scope] of [
@@ -160,7 +200,11 @@ test('MCP obeys the same scopes: a read key reads and is refused purchase_codes 
     ] as const) {
       const res = await tool(name, args);
       expect(res.isError).toBe(true);
-      expect(JSON.parse((res.content[0] as { text: string }).text)).toMatchObject({ error: 'insufficient_scope', retryable: false, details: { scope } });
+      expect(JSON.parse((res.content[0] as { text: string }).text)).toMatchObject({
+        error: 'insufficient_scope',
+        retryable: false,
+        details: { scope },
+      });
     }
     expect(await moneyAndOrders(accountId)).toEqual(before);
   } finally {
@@ -174,16 +218,43 @@ test('npx wholesale keys create --scopes --cidr --expires makes a limited key, p
   const root = resolve(__dirname, '..', '..');
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [join(root, 'bin', 'wholesale.js'), 'keys', 'create', '--account', accountId, '--scopes', 'read,orders', '--cidr', '203.0.113.0/24',
-      '--expires', expires, '--by', 'Olga Ops', '--reason', 'read-and-order key for the shop'],
+    [
+      join(root, 'bin', 'wholesale.js'),
+      'keys',
+      'create',
+      '--account',
+      accountId,
+      '--scopes',
+      'read,orders',
+      '--cidr',
+      '203.0.113.0/24',
+      '--expires',
+      expires,
+      '--by',
+      'Olga Ops',
+      '--reason',
+      'read-and-order key for the shop',
+    ],
     { cwd: root, env: { ...process.env, DATABASE_URL: h.databaseUrl } },
   );
   const made = JSON.parse(stdout);
   expect(made).toEqual({
-    accountId, apiKey: expect.stringMatching(/^wsk_/), scopes: ['read', 'orders'], cidrs: ['203.0.113.0/24'], expiresAt: `${expires}T00:00:00.000Z`,
+    accountId,
+    apiKey: expect.stringMatching(/^wsk_/),
+    scopes: ['read', 'orders'],
+    cidrs: ['203.0.113.0/24'],
+    expiresAt: `${expires}T00:00:00.000Z`,
   });
   const headers = { 'x-forwarded-for': '203.0.113.20' };
   expect((await call(`${h.apiUrl}/balance`, { key: made.apiKey, headers })).status).toBe(200);
-  expect((await call(`${h.apiUrl}/topup`, { key: made.apiKey, headers, body: { externalTopupId: 'cli-scoped', amount: '5.00' } })).body.error).toBe('insufficient_scope');
+  expect(
+    (
+      await call(`${h.apiUrl}/topup`, {
+        key: made.apiKey,
+        headers,
+        body: { externalTopupId: 'cli-scoped', amount: '5.00' },
+      })
+    ).body.error,
+  ).toBe('insufficient_scope');
   expect((await call(`${h.apiUrl}/balance`, { key: made.apiKey })).body.error).toBe('ip_not_allowed');
 });

@@ -5,7 +5,14 @@ import { demoCatalog, seedCatalog } from '../../src/db/seed';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { ENCRYPTED_ENCODING } from '../../src/temporal/codec';
 import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
-import { decodeHistory, encodingOf, historyAsText, payloadsOf, rawHistory, searchAttributePayloadsOf } from '../helpers/history';
+import {
+  decodeHistory,
+  encodingOf,
+  historyAsText,
+  payloadsOf,
+  rawHistory,
+  searchAttributePayloadsOf,
+} from '../helpers/history';
 import { eventually } from '../helpers/http';
 import { checkoutIdOf, PAYMENT_ENV, payThroughPage, waitForOrderStatus } from '../helpers/payments';
 import { adminApi, fulfillmentIs, orderUntil, reseller, type Api } from '../helpers/procurement';
@@ -23,8 +30,22 @@ import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
 const ADMIN_TOKEN = `admin-${randomBytes(12).toString('hex')}`;
 const CODEC_TOKEN = `codec-${randomBytes(12).toString('hex')}`;
 const CUSTOM_SEARCH_ATTRIBUTES = ['AccountId', 'ExternalOrderId', 'OrderStatus', 'FulfillmentStatus'];
-const LOCAL_ACTIVITY_MARKER_FIELDS = ['activity_id', 'activity_type', 'attempt', 'backoff', 'complete_time', 'original_schedule_time', 'seq'];
-const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow'];
+const LOCAL_ACTIVITY_MARKER_FIELDS = [
+  'activity_id',
+  'activity_type',
+  'attempt',
+  'backoff',
+  'complete_time',
+  'original_schedule_time',
+  'seq',
+];
+const WORKFLOW_TYPES = [
+  'orderWorkflow',
+  'topupWorkflow',
+  'procurementWorkflow',
+  'redemptionWorkflow',
+  'webhookDeliveryWorkflow',
+];
 
 let h: Harness;
 const sandboxRedemptionUpstream = sandboxUpstreamOf(() => h);
@@ -34,7 +55,14 @@ let plainConnection: Connection;
 
 /** Secrets by kind; each must be absent from every history. */
 const secrets: Record<string, string[]> = {
-  'platform code': [], 'gift card code': [], 'checkout URL': [], 'checkout id': [], 'redeem detail': [], email: [], 'API key': [], 'webhook secret': [],
+  'platform code': [],
+  'gift card code': [],
+  'checkout URL': [],
+  'checkout id': [],
+  'redeem detail': [],
+  email: [],
+  'API key': [],
+  'webhook secret': [],
 };
 /** Non-secret ids that a decoded history must show (the codec really decodes). */
 const visibleIds = new Map<string, string>(); // workflowId prefix -> id expected in its decoded history
@@ -49,7 +77,11 @@ const add = (kind: string, ...values: string[]) => {
 const SUPPORT_REASON = `bought at the retail desk ${randomBytes(4).toString('hex')}`;
 let manualOrderId: string;
 
-interface Execution { workflowId: string; runId: string; type: string }
+interface Execution {
+  workflowId: string;
+  runId: string;
+  type: string;
+}
 let executions: Execution[] = [];
 
 async function executionsOnQueue(): Promise<Execution[]> {
@@ -74,13 +106,22 @@ async function runEveryFlow() {
   expect((await api.post('/webhook/test', {})).status).toBe(200);
 
   // Balance order: platform codes at once.
-  const balance = await api.post('/orders', { externalOrderId: 'sh-balance', productId: 'prod_chatgpt_plus_1m', qty: 2 });
+  const balance = await api.post('/orders', {
+    externalOrderId: 'sh-balance',
+    productId: 'prod_chatgpt_plus_1m',
+    qty: 2,
+  });
   expect(balance.body).toMatchObject({ status: 'delivered' });
   add('platform code', ...balance.body.codes);
   visibleIds.set(`order:${accountId}:sh-balance`, balance.body.orderId);
 
   // Intent order paid at the hosted checkout.
-  const intent = await api.post('/orders', { externalOrderId: 'sh-intent', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
+  const intent = await api.post('/orders', {
+    externalOrderId: 'sh-intent',
+    productId: 'prod_chatgpt_plus_1m',
+    qty: 1,
+    payment: 'intent',
+  });
   expect(intent.body).toMatchObject({ status: 'pending', checkoutUrl: expect.stringMatching(/\/checkout\/chk_/) });
   add('checkout URL', intent.body.checkoutUrl);
   add('checkout id', checkoutIdOf(intent.body.checkoutUrl));
@@ -89,7 +130,12 @@ async function runEveryFlow() {
   visibleIds.set(`order:${accountId}:sh-intent`, intent.body.orderId);
 
   // Intent order of a gift card: paid, then procured by its child workflow.
-  const intentGift = await api.post('/orders', { externalOrderId: 'sh-intent-gift', productId: 'prod_robux_800', qty: 1, payment: 'intent' });
+  const intentGift = await api.post('/orders', {
+    externalOrderId: 'sh-intent-gift',
+    productId: 'prod_robux_800',
+    qty: 1,
+    payment: 'intent',
+  });
   add('checkout URL', intentGift.body.checkoutUrl);
   add('checkout id', checkoutIdOf(intentGift.body.checkoutUrl));
   await payThroughPage(intentGift.body.checkoutUrl);
@@ -107,7 +153,11 @@ async function runEveryFlow() {
   visibleIds.set(`topup:${accountId}:`, topup.body.orderId);
 
   // Direct-code balance order procured in full by the supplier.
-  const gift = await api.post('/orders', { externalOrderId: 'sh-gift', productId: 'prod_apple_gift_card_us_10', qty: 2 });
+  const gift = await api.post('/orders', {
+    externalOrderId: 'sh-gift',
+    productId: 'prod_apple_gift_card_us_10',
+    qty: 2,
+  });
   expect(gift.body).toMatchObject({ status: 'paid', fulfillmentStatus: 'processing' });
   add('gift card code', ...(await waitForOrderStatus(api, gift.body.orderId, 'delivered')).codes);
   visibleIds.set(`order:${accountId}:sh-gift`, gift.body.orderId);
@@ -120,23 +170,37 @@ async function runEveryFlow() {
   await redemptionWithPassword(api, accountId);
 
   // Every event's delivery reaches the receiver (the test event's first attempt fails, then succeeds).
-  const [{ events }] = await h.services.orm.em.fork().execute<{ events: number }[]>('select count(*)::int as events from events where account_id = ?', [accountId]);
+  const [{ events }] = await h.services.orm.em
+    .fork()
+    .execute<{ events: number }[]>('select count(*)::int as events from events where account_id = ?', [accountId]);
   expect(events).toBeGreaterThanOrEqual(10); // test, 6 × order.delivered, delivery_attention, topup.credited, redemption.fulfilled
-  const deliveries = await eventually(async () => {
-    const list = (await api.get('/webhook/deliveries?limit=100')).body.deliveries as { id: string; status: string }[];
-    return list.length === events && list.every((d) => d.status === 'succeeded') ? list : undefined;
-  }, 90_000, 250);
+  const deliveries = await eventually(
+    async () => {
+      const list = (await api.get('/webhook/deliveries?limit=100')).body.deliveries as { id: string; status: string }[];
+      return list.length === events && list.every((d) => d.status === 'succeeded') ? list : undefined;
+    },
+    90_000,
+    250,
+  );
   expect(receiver.received.some((r) => r.reply === 500)).toBe(true);
   for (const d of deliveries) visibleIds.set(`delivery:${d.id}`, d.id);
 }
 
 async function manualDelivery(api: Api, accountId: string) {
   sandboxSupplierControl.script('prod_roblox_gift_card_us_50', { steps: [1], then: 0 });
-  const placed = await api.post('/orders', { externalOrderId: 'sh-manual', productId: 'prod_roblox_gift_card_us_50', qty: 2 });
+  const placed = await api.post('/orders', {
+    externalOrderId: 'sh-manual',
+    productId: 'prod_roblox_gift_card_us_50',
+    qty: 2,
+  });
   const orderId = placed.body.orderId as string;
   await orderUntil(api, orderId, fulfillmentIs('needs_attention'), { timeoutMs: 60_000 });
   const byHand = `HAND-${randomBytes(4).toString('hex').toUpperCase()}`;
-  const delivered = await adminApi(h, ADMIN_TOKEN).post(`/orders/${orderId}/deliver`, { actor: 'carol', reason: SUPPORT_REASON, codes: [byHand] });
+  const delivered = await adminApi(h, ADMIN_TOKEN).post(`/orders/${orderId}/deliver`, {
+    actor: 'carol',
+    reason: SUPPORT_REASON,
+    codes: [byHand],
+  });
   expect(delivered.status).toBe(200);
   const codes = (await waitForOrderStatus(api, orderId, 'delivered')).codes as string[];
   expect(codes).toHaveLength(2);
@@ -149,13 +213,20 @@ async function manualDelivery(api: Api, accountId: string) {
 
 async function redemptionWithPassword(api: Api, accountId: string) {
   const base = demoCatalog.find((p) => p.id === 'prod_chatgpt_team_1m')!;
-  await seedCatalog(h.services.orm.em.fork(), [{
-    ...base, id: 'prod_sh_pw_redeem', slug: 'sh-pw-redeem', stockMode: 'on_demand', limitedRemaining: null, redeemFieldsEn: [],
-    redeemFields: [
-      { key: 'email', label: 'Email', type: 'email', required: true },
-      { key: 'password', label: 'Password', type: 'password', required: true },
-    ],
-  }]);
+  await seedCatalog(h.services.orm.em.fork(), [
+    {
+      ...base,
+      id: 'prod_sh_pw_redeem',
+      slug: 'sh-pw-redeem',
+      stockMode: 'on_demand',
+      limitedRemaining: null,
+      redeemFieldsEn: [],
+      redeemFields: [
+        { key: 'email', label: 'Email', type: 'email', required: true },
+        { key: 'password', label: 'Password', type: 'password', required: true },
+      ],
+    },
+  ]);
   const { code, orderId, externalOrderId } = await buyCode(api, 'prod_sh_pw_redeem');
   visibleIds.set(`order:${accountId}:${externalOrderId}`, orderId);
   const email = `sh-${randomBytes(4).toString('hex')}@example.com`;
@@ -163,7 +234,9 @@ async function redemptionWithPassword(api: Api, accountId: string) {
   add('platform code', code);
   add('redeem detail', email, password);
   add('email', email);
-  sandboxRedemptionUpstream.script('prod_sh_pw_redeem', { deliverable: `Signed in as {target} with password ${password} and activated.` });
+  sandboxRedemptionUpstream.script('prod_sh_pw_redeem', {
+    deliverable: `Signed in as {target} with password ${password} and activated.`,
+  });
   const submitted = await api.post('/redemptions', { code, redeemInfo: { email, password } });
   expect(submitted.status).toBe(200);
   await redemptionReaches(api, submitted.body.redemptionId, 'fulfilled', 60_000);
@@ -193,11 +266,15 @@ beforeAll(async () => {
 
   await runEveryFlow();
   // Visibility is eventually consistent: wait until every workflow the flows started is listed.
-  executions = await eventually(async () => {
-    const found = await executionsOnQueue();
-    const ids = found.map((e) => e.workflowId);
-    return [...visibleIds.keys()].every((prefix) => ids.some((id) => id.startsWith(prefix))) ? found : undefined;
-  }, 60_000, 500);
+  executions = await eventually(
+    async () => {
+      const found = await executionsOnQueue();
+      const ids = found.map((e) => e.workflowId);
+      return [...visibleIds.keys()].every((prefix) => ids.some((id) => id.startsWith(prefix))) ? found : undefined;
+    },
+    60_000,
+    500,
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -236,18 +313,30 @@ test('raw histories (no codec): 0 secrets in the bytes or the JSON, and every pa
 
     // A local activity's marker keeps the core's own bookkeeping (sequence, attempt, activity type,
     // times) as a plain `data` detail the SDK never hands to the codec; its result is encrypted.
-    const bookkeeping = new Set(history.events!.flatMap((ev) => ev.markerRecordedEventAttributes?.details?.data?.payloads ?? []));
-    for (const p of bookkeeping) expect(Object.keys(JSON.parse(Buffer.from(p.data!).toString('utf8'))).sort()).toEqual(LOCAL_ACTIVITY_MARKER_FIELDS);
+    const bookkeeping = new Set(
+      history.events!.flatMap((ev) => ev.markerRecordedEventAttributes?.details?.data?.payloads ?? []),
+    );
+    for (const p of bookkeeping)
+      expect(Object.keys(JSON.parse(Buffer.from(p.data!).toString('utf8'))).sort()).toEqual(
+        LOCAL_ACTIVITY_MARKER_FIELDS,
+      );
 
     // A version marker (`patched`) records its patch id as a plain detail, made by the core too.
     const versionMarkers = new Set(
-      history.events!
-        .filter((ev) => ev.markerRecordedEventAttributes?.markerName === 'core_patch')
-        .flatMap((ev) => Object.values(ev.markerRecordedEventAttributes!.details ?? {}).flatMap((d) => d.payloads ?? [])),
+      history
+        .events!.filter((ev) => ev.markerRecordedEventAttributes?.markerName === 'core_patch')
+        .flatMap((ev) =>
+          Object.values(ev.markerRecordedEventAttributes!.details ?? {}).flatMap((d) => d.payloads ?? []),
+        ),
     );
-    for (const p of versionMarkers) expect(Object.keys(JSON.parse(Buffer.from(p.data!).toString('utf8'))).every((k) => ['id', 'deprecated'].includes(k))).toBe(true);
+    for (const p of versionMarkers)
+      expect(
+        Object.keys(JSON.parse(Buffer.from(p.data!).toString('utf8'))).every((k) => ['id', 'deprecated'].includes(k)),
+      ).toBe(true);
 
-    const payloads = payloadsOf(history, { except: ['searchAttributes'] }).filter((p) => !bookkeeping.has(p as never) && !versionMarkers.has(p as never));
+    const payloads = payloadsOf(history, { except: ['searchAttributes'] }).filter(
+      (p) => !bookkeeping.has(p as never) && !versionMarkers.has(p as never),
+    );
     expect([where, payloads.length > 0]).toEqual([where, true]);
     const plainPayloads = payloads.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING).map(encodingOf);
     expect([where, plainPayloads]).toEqual([where, []]);
@@ -255,7 +344,11 @@ test('raw histories (no codec): 0 secrets in the bytes or the JSON, and every pa
 
     // Search attributes stay plain (the UI filters on them); they are ids and statuses only.
     for (const [name, values] of searchAttributePayloadsOf(history)) {
-      expect([where, name, CUSTOM_SEARCH_ATTRIBUTES.includes(name) || /^(Temporal|BuildIds)/.test(name)]).toEqual([where, name, true]);
+      expect([where, name, CUSTOM_SEARCH_ATTRIBUTES.includes(name) || /^(Temporal|BuildIds)/.test(name)]).toEqual([
+        where,
+        name,
+        true,
+      ]);
       for (const p of values) expect(encodingOf(p)).not.toBe(ENCRYPTED_ENCODING);
     }
   }
@@ -270,13 +363,15 @@ test('the same histories decode with TEMPORAL_PAYLOAD_KEYS, show their ids, and 
     expect([where, payloads.filter((p) => encodingOf(p) === ENCRYPTED_ENCODING).length]).toEqual([where, 0]);
     expect([where, payloads.some((p) => encodingOf(p) === 'json/plain')]).toEqual([where, true]);
     const text = historyAsText(history);
-    const id = [...visibleIds].filter(([prefix]) => e.workflowId.startsWith(prefix)).sort(([a], [b]) => b.length - a.length)[0]?.[1];
+    const id = [...visibleIds]
+      .filter(([prefix]) => e.workflowId.startsWith(prefix))
+      .sort(([a], [b]) => b.length - a.length)[0]?.[1];
     expect([where, !!id && text.includes(id)]).toEqual([where, true]);
     expect([where, secretsIn(text)]).toEqual([where, []]);
   }
 }, 120_000);
 
-test('control: a non-secret update argument (support\'s reason) is found by the same search in the decoded history only', async () => {
+test("control: a non-secret update argument (support's reason) is found by the same search in the decoded history only", async () => {
   const procure = executions.filter((e) => e.workflowId === `procure:${manualOrderId}`);
   expect(procure.length).toBeGreaterThanOrEqual(1);
   for (const e of procure) {
@@ -284,6 +379,12 @@ test('control: a non-secret update argument (support\'s reason) is found by the 
     expect(Buffer.from(temporal.api.history.v1.History.encode(raw).finish()).indexOf(SUPPORT_REASON)).toBe(-1);
     expect(historyAsText(raw)).not.toContain(SUPPORT_REASON);
   }
-  const decoded = await Promise.all(procure.map(async (e) => historyAsText(await decodeHistory(await rawHistory(plain, e.workflowId, e.runId), h.config.TEMPORAL_PAYLOAD_KEYS))));
+  const decoded = await Promise.all(
+    procure.map(async (e) =>
+      historyAsText(
+        await decodeHistory(await rawHistory(plain, e.workflowId, e.runId), h.config.TEMPORAL_PAYLOAD_KEYS),
+      ),
+    ),
+  );
   expect(decoded.join('\n')).toContain(SUPPORT_REASON);
 });

@@ -27,10 +27,12 @@ function order(h: Harness, apiKey: string, externalOrderId: string) {
 
 /** `a;dur=1.5, b;desc="2"` → { a: 1.5, b: 2 } */
 function steps(header: string): Record<string, number> {
-  return Object.fromEntries(header.split(', ').map((part) => {
-    const [name, param] = part.split(';');
-    return [name, Number(param.split('=')[1].replace(/"/g, ''))];
-  }));
+  return Object.fromEntries(
+    header.split(', ').map((part) => {
+      const [name, param] = part.split(';');
+      return [name, Number(param.split('=')[1].replace(/"/g, ''))];
+    }),
+  );
 }
 
 test('an order answers with each step of the API and the moment the update-with-start was sent', async () => {

@@ -29,7 +29,9 @@ test('a request in flight at shutdown is answered, then its connection closes at
   const busyAnswers = answersOn(busy);
   const busyClosed = closed(busy);
   const body = '{"externalOrderId":"shutdown-1","productId":"prod_chatgpt_plus_1m","qty":1}';
-  busy.write(`POST /wholesale/v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+  busy.write(
+    `POST /wholesale/v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+  );
   await new Promise((r) => setTimeout(r, 200));
 
   stopping = h.stop();

@@ -19,21 +19,30 @@ interface Started {
 // Stacks still running when a test ends (an assertion failed) are stopped, so jest never waits on them.
 const running = new Set<ChildProcess>();
 afterEach(async () => {
-  await Promise.all([...running].map((child) => new Promise<void>((ok) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      ok();
-    });
-    child.kill('SIGTERM');
-  })));
+  await Promise.all(
+    [...running].map(
+      (child) =>
+        new Promise<void>((ok) => {
+          const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
+          child.once('exit', () => {
+            clearTimeout(kill);
+            ok();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
 }, 60_000);
 
 function start(env: Record<string, string>): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: root,
     // Not the test run's payload key: like on a fresh machine, npm start makes its own under STATE_DIR.
-    env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'TEMPORAL_PAYLOAD_KEYS')), ...env, LOG_LEVEL: 'warn' },
+    env: {
+      ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'TEMPORAL_PAYLOAD_KEYS')),
+      ...env,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -106,22 +115,41 @@ test('npm start runs the whole stack, prints the URLs and a demo key, and keeps 
   const codecToken = readStateSecrets(env.STATE_DIR).CODEC_TOKEN!;
   expect(first.output()).toContain(`--codec-endpoint ${codecUrl} --codec-auth "Bearer ${codecToken}"`);
   expect(first.output()).not.toContain(`/codec/${codecToken}`);
-  const [sealed] = await new EncryptionCodec(parseKeyRing(readStateSecrets(env.STATE_DIR).TEMPORAL_PAYLOAD_KEYS!)).encode([
-    { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"decoded for the UI"') },
-  ]);
+  const [sealed] = await new EncryptionCodec(
+    parseKeyRing(readStateSecrets(env.STATE_DIR).TEMPORAL_PAYLOAD_KEYS!),
+  ).encode([{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('"decoded for the UI"') }]);
   const b64 = (b: Uint8Array | null | undefined) => Buffer.from(b ?? new Uint8Array()).toString('base64');
-  const decode = (path: string) => fetch(`${codecUrl}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: uiUrl, authorization: `Bearer ${codecToken}` },
-    body: JSON.stringify({ payloads: [{ metadata: { encoding: b64(sealed.metadata!.encoding), 'encryption-key-id': b64(sealed.metadata!['encryption-key-id']) }, data: b64(sealed.data) }] }),
-  });
+  const decode = (path: string) =>
+    fetch(`${codecUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-namespace': 'default',
+        origin: uiUrl,
+        authorization: `Bearer ${codecToken}`,
+      },
+      body: JSON.stringify({
+        payloads: [
+          {
+            metadata: {
+              encoding: b64(sealed.metadata!.encoding),
+              'encryption-key-id': b64(sealed.metadata!['encryption-key-id']),
+            },
+            data: b64(sealed.data),
+          },
+        ],
+      }),
+    });
   expect((await decode(`/${codecToken}/decode`)).status).toBe(404);
   const decodeRes = await decode('/decode');
   expect(decodeRes.status).toBe(200);
   expect(decodeRes.headers.get('access-control-allow-origin')).toBe(uiUrl);
   const [decoded] = (await decodeRes.json()).payloads;
   expect(Buffer.from(decoded.data, 'base64').toString('utf8')).toBe('"decoded for the UI"');
-  const placed = await call(`${apiUrl}/orders`, { key, body: { externalOrderId: 'restart-1', productId: 'prod_api_order_test', qty: 1 } });
+  const placed = await call(`${apiUrl}/orders`, {
+    key,
+    body: { externalOrderId: 'restart-1', productId: 'prod_api_order_test', qty: 1 },
+  });
   expect(placed.body.status).toBe('delivered');
   expect(await stop(first)).toBe(0);
 
@@ -160,7 +188,10 @@ test('PAYMENT_PROVIDER=evm npm start runs a local chain, and `wholesale dev-chai
   expect(started.output()).toContain('npx wholesale dev-chain pay CHECKOUT_ID');
   const apiUrl = field(started.output(), 'Wholesale API')!;
   const key = field(started.output(), 'Demo API key')!;
-  const order = await call(`${apiUrl}/orders`, { key, body: { externalOrderId: 'evm-demo', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' } });
+  const order = await call(`${apiUrl}/orders`, {
+    key,
+    body: { externalOrderId: 'evm-demo', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' },
+  });
   expect(order.body).toMatchObject({ status: 'pending', checkoutUrl: expect.stringContaining('/checkout/chk_') });
 
   const cli = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'dev-chain', 'pay', order.body.checkoutUrl], {
@@ -172,11 +203,20 @@ test('PAYMENT_PROVIDER=evm npm start runs a local chain, and `wholesale dev-chai
   cli.stdout!.on('data', (d) => (out += String(d)));
   cli.stderr!.on('data', (d) => (out += String(d)));
   expect(await new Promise((ok) => cli.once('exit', ok))).toBe(0);
-  expect(JSON.parse(out)).toMatchObject({ token: 'USDT', amount: '25.00', units: '25000000', txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
-  const delivered = await eventually(async () => {
-    const r = await call(`${apiUrl}/orders/${order.body.orderId}`, { key });
-    return r.body.status === 'delivered' ? r.body : undefined;
-  }, 60_000, 500);
+  expect(JSON.parse(out)).toMatchObject({
+    token: 'USDT',
+    amount: '25.00',
+    units: '25000000',
+    txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+  });
+  const delivered = await eventually(
+    async () => {
+      const r = await call(`${apiUrl}/orders/${order.body.orderId}`, { key });
+      return r.body.status === 'delivered' ? r.body : undefined;
+    },
+    60_000,
+    500,
+  );
   expect(delivered.codes).toHaveLength(1);
   expect(await stop(started)).toBe(0);
 }, 240_000);

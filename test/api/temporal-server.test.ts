@@ -55,11 +55,15 @@ afterAll(async () => {
 
 /** Places a balance order, retrying the same externalOrderId (idempotent) while Temporal answers retryable errors. */
 async function placeOrder(api: Awaited<ReturnType<typeof reseller>>['api'], externalOrderId: string) {
-  return eventually(async () => {
-    const res = await api.post('/orders', { externalOrderId, productId: 'prod_chatgpt_plus_1m', qty: 1 });
-    if (res.status >= 500) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
-    return res;
-  }, 60_000, 500);
+  return eventually(
+    async () => {
+      const res = await api.post('/orders', { externalOrderId, productId: 'prod_chatgpt_plus_1m', qty: 1 });
+      if (res.status >= 500) throw new Error(`${res.status} ${JSON.stringify(res.body)}`);
+      return res;
+    },
+    60_000,
+    500,
+  );
 }
 
 async function expectCompletedOnServer(accountId: string, externalOrderId: string) {
@@ -68,14 +72,18 @@ async function expectCompletedOnServer(accountId: string, externalOrderId: strin
   await handle.result();
   expect((await handle.describe()).status.name).toBe('COMPLETED');
   // Persisted by the SQL store in Postgres, not in a dev server's SQLite file.
-  const rows = await temporalDb<{ workflow_id: string }>('select workflow_id from current_executions where workflow_id = $1', [workflowId]);
+  const rows = await temporalDb<{ workflow_id: string }>(
+    'select workflow_id from current_executions where workflow_id = $1',
+    [workflowId],
+  );
   expect(rows).toHaveLength(1);
   // Custom search attributes through SQL visibility.
   const listed = await eventually(async () => {
     const found = [];
     for await (const wf of h!.services.temporal.client.workflow.list({
       query: `ExternalOrderId = "${externalOrderId}" AND AccountId = "${accountId}" AND ExecutionStatus = "Completed"`,
-    })) found.push(wf);
+    }))
+      found.push(wf);
     return found.length === 1 ? found : undefined;
   });
   expect(listed[0].typedSearchAttributes.get(OrderStatusKey)).toBe('delivered');

@@ -33,7 +33,9 @@ beforeAll(async () => {
     return;
   }
   pki = await makeTestPki();
-  const started = await startTestTemporalServer({ tls: { certFile: pki.server.cert, keyFile: pki.server.key, caFile: pki.ca.cert } });
+  const started = await startTestTemporalServer({
+    tls: { certFile: pki.server.cert, keyFile: pki.server.key, caFile: pki.ca.cert },
+  });
   if ('unavailable' in started) {
     skip = `the production Temporal server is unavailable: ${started.unavailable}`;
     return;
@@ -71,7 +73,10 @@ test('over mTLS the API and the worker place and deliver a balance order: one de
   expect(placed.body.codes).toEqual([expect.stringMatching(CODE_RE)]);
   const ledger = await expectLedgerMatchesBalance(h!, accountId);
   expect(ledger.balance).toBe('32.00');
-  expect(ledger.rows.map((r) => [r.type, r.amount])).toEqual([['adjust', '50.00'], ['purchase', '-18.00']]);
+  expect(ledger.rows.map((r) => [r.type, r.amount])).toEqual([
+    ['adjust', '50.00'],
+    ['purchase', '-18.00'],
+  ]);
   const handle = h!.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'tls-1'));
   await handle.result();
   expect((await handle.describe()).status.name).toBe('COMPLETED');
@@ -81,10 +86,15 @@ test('the reconciler schedule is created over TLS and the server starts its runs
   if (skipped()) return;
   const schedule = h!.services.temporal.client.schedule.getHandle(reconcileScheduleId(h!.config.TEMPORAL_TASK_QUEUE));
   // The server's own scheduler reaches its frontend over mTLS to start each run.
-  const described = await eventually(async () => {
-    const d = await schedule.describe();
-    return d.info.recentActions.length > 0 ? d : undefined;
-  }, 60_000, 250, 'a scheduled reconciler run');
+  const described = await eventually(
+    async () => {
+      const d = await schedule.describe();
+      return d.info.recentActions.length > 0 ? d : undefined;
+    },
+    60_000,
+    250,
+    'a scheduled reconciler run',
+  );
   expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'reconcileWorkflow' });
   const run = described.info.recentActions[0].action.workflow;
   const handle = h!.services.temporal.client.workflow.getHandle(run.workflowId, run.firstExecutionRunId);
@@ -114,17 +124,24 @@ function wholesaleWith(env: Record<string, string>, ...args: string[]) {
   return wholesale({ ...h!, config: { ...h!.config, ...env } }, ...args);
 }
 
-test('the `temporal` CLI with --tls-* flags, or with the service\'s own variables, lists and describes the order workflow; without them it is refused', async () => {
+test("the `temporal` CLI with --tls-* flags, or with the service's own variables, lists and describes the order workflow; without them it is refused", async () => {
   if (skipped()) return;
   const { api, accountId } = await reseller(h!, '20.00');
-  expect((await api.post('/orders', { externalOrderId: 'tls-cli', productId: 'prod_chatgpt_plus_1m', qty: 1 })).status).toBe(200);
+  expect(
+    (await api.post('/orders', { externalOrderId: 'tls-cli', productId: 'prod_chatgpt_plus_1m', qty: 1 })).status,
+  ).toBe(200);
   const workflowId = orderWorkflowId(accountId, 'tls-cli');
   const described = await temporalCli(h!, 'workflow', 'describe', '--workflow-id', workflowId);
   expect(described.workflowExecutionInfo).toMatchObject({ execution: { workflowId }, type: { name: 'orderWorkflow' } });
-  const listed = await eventually(async () => {
-    const rows = await temporalCli(h!, 'workflow', 'list', '--query', `WorkflowId = '${workflowId}'`);
-    return Array.isArray(rows) && rows.length === 1 ? rows : undefined;
-  }, 30_000, 250, 'the order in the list');
+  const listed = await eventually(
+    async () => {
+      const rows = await temporalCli(h!, 'workflow', 'list', '--query', `WorkflowId = '${workflowId}'`);
+      return Array.isArray(rows) && rows.length === 1 ? rows : undefined;
+    },
+    30_000,
+    250,
+    'the order in the list',
+  );
   expect(listed[0]).toMatchObject({ execution: { workflowId }, status: 'WORKFLOW_EXECUTION_STATUS_COMPLETED' });
 
   // The service's own variables are the CLI's too: an operator's shell with them set needs no flags.
@@ -134,7 +151,16 @@ test('the `temporal` CLI with --tls-* flags, or with the service\'s own variable
   });
   expect(JSON.parse(stdout).workflowExecutionInfo).toMatchObject({ execution: { workflowId } });
 
-  const noTls = { ...h!, config: { ...h!.config, TEMPORAL_TLS_CA: undefined, TEMPORAL_TLS_CERT: undefined, TEMPORAL_TLS_KEY: undefined, TEMPORAL_TLS_SERVER_NAME: undefined } };
+  const noTls = {
+    ...h!,
+    config: {
+      ...h!.config,
+      TEMPORAL_TLS_CA: undefined,
+      TEMPORAL_TLS_CERT: undefined,
+      TEMPORAL_TLS_KEY: undefined,
+      TEMPORAL_TLS_SERVER_NAME: undefined,
+    },
+  };
   await expect(temporalCli(noTls, 'workflow', 'describe', '--workflow-id', workflowId)).rejects.toThrow();
 }, 120_000);
 
@@ -143,33 +169,50 @@ describe('the frontend lets in only clients with a certificate of its CA', () =>
   const cases: [string, () => TLSConfig | undefined][] = [
     ['plaintext', () => undefined],
     ['TLS without a client certificate', trusted],
-    ["a client certificate of another CA", () => ({ ...trusted(), clientCertPair: { crt: pem(pki.stranger.cert), key: pem(pki.stranger.key) } })],
+    [
+      'a client certificate of another CA',
+      () => ({ ...trusted(), clientCertPair: { crt: pem(pki.stranger.cert), key: pem(pki.stranger.key) } }),
+    ],
   ];
 
-  test.each(cases)('a client (%s) is refused', async (_name, tls) => {
-    if (skipped()) return;
-    const connecting = Connection.connect({ address, tls: tls(), connectTimeout: '3s' }).then(async (c) => {
-      // A handshake the server completes before it checks the certificate fails at the first call.
-      try {
-        await c.workflowService.getSystemInfo({});
-      } finally {
-        await c.close();
-      }
-    });
-    // The client keeps trying until its deadline; the server never completes a connection for it.
-    await expect(connecting).rejects.toThrow(/Failed to connect before the deadline/);
-  }, 30_000);
+  test.each(cases)(
+    'a client (%s) is refused',
+    async (_name, tls) => {
+      if (skipped()) return;
+      const connecting = Connection.connect({ address, tls: tls(), connectTimeout: '3s' }).then(async (c) => {
+        // A handshake the server completes before it checks the certificate fails at the first call.
+        try {
+          await c.workflowService.getSystemInfo({});
+        } finally {
+          await c.close();
+        }
+      });
+      // The client keeps trying until its deadline; the server never completes a connection for it.
+      await expect(connecting).rejects.toThrow(/Failed to connect before the deadline/);
+    },
+    30_000,
+  );
 
-  test.each(cases)('a worker connection (%s) is refused', async (_name, tls) => {
-    if (skipped()) return;
-    // Refused at the transport (the handshake or the first call's stream), never by a Temporal answer.
-    await expect(NativeConnection.connect({ address, tls: tls() ?? null })).rejects.toThrow(/tonic::transport::Error\(Transport/);
-  }, 30_000);
+  test.each(cases)(
+    'a worker connection (%s) is refused',
+    async (_name, tls) => {
+      if (skipped()) return;
+      // Refused at the transport (the handshake or the first call's stream), never by a Temporal answer.
+      await expect(NativeConnection.connect({ address, tls: tls() ?? null })).rejects.toThrow(
+        /tonic::transport::Error\(Transport/,
+      );
+    },
+    30_000,
+  );
 
   test("the service's own certificate is let in, the same way", async () => {
     if (skipped()) return;
     const client = { crt: pem(pki.client.cert), key: pem(pki.client.key) };
-    const c = await Connection.connect({ address, tls: { ...trusted(), clientCertPair: client }, connectTimeout: '3s' });
+    const c = await Connection.connect({
+      address,
+      tls: { ...trusted(), clientCertPair: client },
+      connectTimeout: '3s',
+    });
     await expect(c.workflowService.getSystemInfo({})).resolves.toBeDefined();
     await c.close();
     const n = await NativeConnection.connect({ address, tls: { ...trusted(), clientCertPair: client } });

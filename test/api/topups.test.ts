@@ -4,7 +4,14 @@ import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';
-import { checkoutIdOf, PAYMENT_ENV, payThroughPage, reseller, sendCallback, waitForOrderStatus } from '../helpers/payments';
+import {
+  checkoutIdOf,
+  PAYMENT_ENV,
+  payThroughPage,
+  reseller,
+  sendCallback,
+  waitForOrderStatus,
+} from '../helpers/payments';
 
 // Spec 4.2 (top-up), 2.5, 3.3 and 8 (top-up limits) with the sandbox hosted checkout, on real
 // Postgres and Temporal. `long` has a window no test waits out; `short` expires in 2 s.
@@ -21,9 +28,14 @@ afterAll(async () => {
 }, 180_000);
 beforeEach(() => resetSandboxControl());
 
-const topupRows = async (h: Harness, accountId: string) => (await ledgerOf(h, accountId)).rows.filter((r) => r.type === 'topup');
+const topupRows = async (h: Harness, accountId: string) =>
+  (await ledgerOf(h, accountId)).rows.filter((r) => r.type === 'topup');
 const topupEvents = async (h: Harness, accountId: string) =>
-  h.services.orm.em.fork().execute<{ payload: any }[]>(`select payload from events where account_id = ? and type = 'topup.credited'`, [accountId]);
+  h.services.orm.em
+    .fork()
+    .execute<{ payload: any }[]>(`select payload from events where account_id = ? and type = 'topup.credited'`, [
+      accountId,
+    ]);
 
 describe('creating a top-up (spec 4.2, 2.5)', () => {
   test('returns a pending top-up with a checkout URL; replay is reused; paid through the page it is credited once', async () => {
@@ -31,9 +43,13 @@ describe('creating a top-up (spec 4.2, 2.5)', () => {
     const res = await api.post('/topup', { externalTopupId: 'top-1', amount: '25.50' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      orderId: expect.stringMatching(/^ord_/), externalTopupId: 'top-1', amount: '25.50', status: 'pending',
+      orderId: expect.stringMatching(/^ord_/),
+      externalTopupId: 'top-1',
+      amount: '25.50',
+      status: 'pending',
       checkoutUrl: expect.stringMatching(new RegExp(`^${long.baseUrl}/checkout/chk_[A-Za-z0-9_-]{32}$`)),
-      paymentUrl: res.body.checkoutUrl, reused: false,
+      paymentUrl: res.body.checkoutUrl,
+      reused: false,
     });
     expect(res.headers.get('warning')).toBeNull();
     const replay = await api.post('/topup', { externalTopupId: 'top-1', amount: '25.50' });
@@ -49,23 +65,43 @@ describe('creating a top-up (spec 4.2, 2.5)', () => {
     expect(detail).toMatchObject({ channel: 'topup', paymentUrl: null, amount: '25.50', external_order_id: 'top-1' });
     const l = await expectLedgerMatchesBalance(long, accountId);
     expect(l.balance).toBe('25.50');
-    expect(await topupRows(long, accountId)).toEqual([{ type: 'topup', amount: '25.50', balance_after: '25.50', order_id: res.body.orderId }]);
-    expect((await api.get('/transactions?type=topup')).body.transactions[0]).toMatchObject({ amount: '25.50', balanceAfter: '25.50' });
+    expect(await topupRows(long, accountId)).toEqual([
+      { type: 'topup', amount: '25.50', balance_after: '25.50', order_id: res.body.orderId },
+    ]);
+    expect((await api.get('/transactions?type=topup')).body.transactions[0]).toMatchObject({
+      amount: '25.50',
+      balanceAfter: '25.50',
+    });
     expect((await topupEvents(long, accountId)).map((e) => e.payload)).toEqual([
       { orderId: res.body.orderId, externalTopupId: 'top-1', amount: '25.50', currency: 'USDT' },
     ]);
     const list = await api.get('/orders');
-    expect(list.body.orders[0]).toMatchObject({ id: res.body.orderId, channel: 'topup', status: 'delivered', product_id: null });
+    expect(list.body.orders[0]).toMatchObject({
+      id: res.body.orderId,
+      channel: 'topup',
+      status: 'delivered',
+      product_id: null,
+    });
     // A replay after payment is still the same top-up, now without a link.
-    expect((await api.post('/topup', { externalTopupId: 'top-1', amount: '25.50' })).body).toMatchObject({ status: 'delivered', checkoutUrl: null, reused: true });
+    expect((await api.post('/topup', { externalTopupId: 'top-1', amount: '25.50' })).body).toMatchObject({
+      status: 'delivered',
+      checkoutUrl: null,
+      reused: true,
+    });
   });
 
   test('the Idempotency-Key header is the key too; USDC is credited 1:1 to the USDT balance', async () => {
     const { api, accountId } = await reseller(long);
     const res = await api.post('/topup', { amount: '10', currency: 'USDC' }, { 'idempotency-key': 'hdr-1' });
     expect(res.body).toMatchObject({ externalTopupId: 'hdr-1', amount: '10.00', reused: false });
-    expect((await api.post('/topup', { amount: '10.00', currency: 'USDC', externalTopupId: 'hdr-1' })).body.reused).toBe(true);
-    await payCheckout(long.services.orm.em.fork(), long.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    expect(
+      (await api.post('/topup', { amount: '10.00', currency: 'USDC', externalTopupId: 'hdr-1' })).body.reused,
+    ).toBe(true);
+    await payCheckout(
+      long.services.orm.em.fork(),
+      long.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     await waitForOrderStatus(api, res.body.orderId, 'delivered');
     expect((await api.get('/balance')).body).toEqual({ balance: '10.00', currency: 'USDT' });
     expect((await topupEvents(long, accountId))[0].payload.currency).toBe('USDC');
@@ -103,7 +139,11 @@ describe('creating a top-up (spec 4.2, 2.5)', () => {
     const res = await api.post('/topup', { amount: '3.00' });
     expect(res.status).toBe(200);
     expect(res.headers.get('warning')).toMatch(/^299 - "/);
-    expect(res.body).toMatchObject({ externalTopupId: null, status: 'pending', idempotencyWarning: expect.stringContaining('idempotency key') });
+    expect(res.body).toMatchObject({
+      externalTopupId: null,
+      status: 'pending',
+      idempotencyWarning: expect.stringContaining('idempotency key'),
+    });
     const again = await api.post('/topup', { amount: '3.00' });
     expect(again.body.orderId).not.toBe(res.body.orderId);
   });
@@ -113,18 +153,21 @@ describe('provider failures leave nothing behind (spec 4.2, 4.3 rule 8)', () => 
   test.each([
     ['502', 'error', 502, 'payment_provider_error'],
     ['a timeout', 'timeout', 504, 'payment_provider_timeout'],
-  ] as const)('%s is %d %s with no order; the same id works once the provider recovers', async (_n, fault, status, code) => {
-    const { api, accountId } = await reseller(long);
-    sandboxControl.fault = fault;
-    const res = await api.post('/topup', { externalTopupId: `f-${fault}`, amount: '5.00' });
-    expect(res.status).toBe(status);
-    expect(res.body).toMatchObject({ error: code, retryable: true });
-    expect(await long.services.orm.em.fork().count(OrderSchema, { accountId })).toBe(0);
-    expect((await api.get('/orders')).body.orders).toEqual([]);
-    resetSandboxControl();
-    const retry = await api.post('/topup', { externalTopupId: `f-${fault}`, amount: '5.00' });
-    expect(retry.body).toMatchObject({ status: 'pending', reused: false });
-  });
+  ] as const)(
+    '%s is %d %s with no order; the same id works once the provider recovers',
+    async (_n, fault, status, code) => {
+      const { api, accountId } = await reseller(long);
+      sandboxControl.fault = fault;
+      const res = await api.post('/topup', { externalTopupId: `f-${fault}`, amount: '5.00' });
+      expect(res.status).toBe(status);
+      expect(res.body).toMatchObject({ error: code, retryable: true });
+      expect(await long.services.orm.em.fork().count(OrderSchema, { accountId })).toBe(0);
+      expect((await api.get('/orders')).body.orders).toEqual([]);
+      resetSandboxControl();
+      const retry = await api.post('/topup', { externalTopupId: `f-${fault}`, amount: '5.00' });
+      expect(retry.body).toMatchObject({ status: 'pending', reused: false });
+    },
+  );
 });
 
 describe('exactly-once credit (spec 3.3)', () => {
@@ -132,7 +175,11 @@ describe('exactly-once credit (spec 3.3)', () => {
     const { api, accountId } = await reseller(long);
     const res = await api.post('/topup', { externalTopupId: 'cb', amount: '7.00' });
     Object.assign(sandboxControl, { fault: 'error', faultOn: 'status' });
-    await payCheckout(long.services.orm.em.fork(), long.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    await payCheckout(
+      long.services.orm.em.fork(),
+      long.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     await waitForOrderStatus(api, res.body.orderId, 'delivered');
     expect((await expectLedgerMatchesBalance(long, accountId)).balance).toBe('7.00');
   });
@@ -141,9 +188,15 @@ describe('exactly-once credit (spec 3.3)', () => {
     const { api, accountId } = await reseller(long);
     const res = await api.post('/topup', { externalTopupId: 'sync', amount: '8.00' });
     sandboxControl.suppressCallback = true;
-    await payCheckout(long.services.orm.em.fork(), long.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    await payCheckout(
+      long.services.orm.em.fork(),
+      long.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     await waitForOrderStatus(api, res.body.orderId, 'delivered');
-    const state = await long.services.temporal.client.workflow.getHandle(topupWorkflowId(accountId, 'sync')).query(topupStateQuery);
+    const state = await long.services.temporal.client.workflow
+      .getHandle(topupWorkflowId(accountId, 'sync'))
+      .query(topupStateQuery);
     expect(state.syncs).toBeGreaterThan(0);
     expect((await expectLedgerMatchesBalance(long, accountId)).balance).toBe('8.00');
   });
@@ -168,7 +221,11 @@ describe('exactly-once credit (spec 3.3)', () => {
     const { api, accountId } = await reseller(long);
     const res = await api.post('/topup', { externalTopupId: 'forged', amount: '4.00' });
     const forged = await call(`${long.baseUrl}/payments/callback`, {
-      rawBody: JSON.stringify({ checkoutId: checkoutIdOf(res.body.checkoutUrl), reference: res.body.orderId, status: 'paid' }),
+      rawBody: JSON.stringify({
+        checkoutId: checkoutIdOf(res.body.checkoutUrl),
+        reference: res.body.orderId,
+        status: 'paid',
+      }),
       headers: { 'x-sandbox-signature': 'sha256=00' },
     });
     expect(forged.status).toBe(401);
@@ -183,8 +240,16 @@ describe('window, expiry and late payment (spec 3.3)', () => {
     const res = await api.post('/topup', { externalTopupId: 'late', amount: '12.00' });
     const expired = await waitForOrderStatus(api, res.body.orderId, 'expired');
     expect(expired.paymentUrl).toBeNull();
-    expect((await api.post('/topup', { externalTopupId: 'late', amount: '12.00' })).body).toMatchObject({ status: 'expired', checkoutUrl: null, reused: true });
-    await payCheckout(short.services.orm.em.fork(), short.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
+    expect((await api.post('/topup', { externalTopupId: 'late', amount: '12.00' })).body).toMatchObject({
+      status: 'expired',
+      checkoutUrl: null,
+      reused: true,
+    });
+    await payCheckout(
+      short.services.orm.em.fork(),
+      short.config.PAYMENT_CALLBACK_SECRET,
+      checkoutIdOf(res.body.checkoutUrl),
+    );
     await waitForOrderStatus(api, res.body.orderId, 'delivered');
     const l = await expectLedgerMatchesBalance(short, accountId);
     expect(l.balance).toBe('12.00');
@@ -211,13 +276,18 @@ describe('limits (spec 8)', () => {
   test('unpaid top-ups that expired no longer count', async () => {
     const { api } = await reseller(short);
     for (let i = 0; i < 5; i++) await api.post('/topup', { externalTopupId: `e-${i}`, amount: '1.00' });
-    await eventually(async () => (await api.post('/topup', { externalTopupId: 'e-5', amount: '1.00' })).status === 200, 20_000, 500);
+    await eventually(
+      async () => (await api.post('/topup', { externalTopupId: 'e-5', amount: '1.00' })).status === 200,
+      20_000,
+      500,
+    );
   });
 
   test('20 requests per hour per account, replays included, then 429 rate_limited with Retry-After', async () => {
     const { api } = await reseller(long);
     const statuses = [];
-    for (let i = 0; i < 20; i++) statuses.push((await api.post('/topup', { externalTopupId: 'same', amount: '2.00' })).status);
+    for (let i = 0; i < 20; i++)
+      statuses.push((await api.post('/topup', { externalTopupId: 'same', amount: '2.00' })).status);
     expect(statuses.every((s) => s === 200)).toBe(true);
     const over = await api.post('/topup', { externalTopupId: 'same', amount: '2.00' });
     expect(over.status).toBe(429);

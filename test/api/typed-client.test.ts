@@ -23,9 +23,19 @@ test('the committed schema.d.ts is what openapi-typescript makes of the document
   return (async () => {
     const dir = mkdtempSync(join(tmpdir(), 'typed-client-'));
     writeFileSync(join(dir, 'openapi.json'), JSON.stringify((await call(`${h.apiUrl}/openapi.json`)).body));
-    const gen = spawnSync(process.execPath, [join(root, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'), join(dir, 'openapi.json'), '-o', join(dir, 'schema.d.ts')], {
-      cwd: root, encoding: 'utf8',
-    });
+    const gen = spawnSync(
+      process.execPath,
+      [
+        join(root, 'node_modules', 'openapi-typescript', 'bin', 'cli.js'),
+        join(dir, 'openapi.json'),
+        '-o',
+        join(dir, 'schema.d.ts'),
+      ],
+      {
+        cwd: root,
+        encoding: 'utf8',
+      },
+    );
     expect(gen.status).toBe(0);
     const generated = readFileSync(join(dir, 'schema.d.ts'), 'utf8');
     if (process.env.UPDATE_TYPED_CLIENT) writeFileSync(join(example, 'schema.d.ts'), generated);
@@ -34,7 +44,11 @@ test('the committed schema.d.ts is what openapi-typescript makes of the document
 }, 60_000);
 
 test('the example compiles with tsc --strict', () => {
-  const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(example, 'tsconfig.json')], { cwd: root, encoding: 'utf8' });
+  const tsc = spawnSync(
+    process.execPath,
+    [require.resolve('typescript/bin/tsc'), '-p', join(example, 'tsconfig.json')],
+    { cwd: root, encoding: 'utf8' },
+  );
   expect(tsc.stdout + tsc.stderr).toBe('');
   expect(tsc.status).toBe(0);
 }, 120_000);
@@ -53,11 +67,24 @@ test('the example runs against the stack: products, an order, its detail, the le
   const code = await new Promise<number | null>((r) => child.once('exit', r));
   expect(err).toBe('');
   expect(code).toBe(0);
-  const steps = Object.fromEntries(out.trim().split('\n').map((l) => JSON.parse(l)).map((l) => [l.step, l.value]));
+  const steps = Object.fromEntries(
+    out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .map((l) => [l.step, l.value]),
+  );
   expect(steps.products.count).toBeGreaterThan(5);
   expect(steps.order).toMatchObject({ status: 'delivered', codes: 1 });
   expect(steps.detail.status).toBe('delivered');
-  expect(steps.transactions).toEqual([{ type: 'purchase', amount: `-${steps.products.price}`, balanceAfter: expect.any(String), orderId: steps.order.orderId }]);
+  expect(steps.transactions).toEqual([
+    {
+      type: 'purchase',
+      amount: `-${steps.products.price}`,
+      balanceAfter: expect.any(String),
+      orderId: steps.order.orderId,
+    },
+  ]);
   // The money moved once, where it lives.
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows.map((r) => r.type)).toEqual(['adjust', 'purchase']);

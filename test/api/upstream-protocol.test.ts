@@ -51,9 +51,15 @@ describe('the document (docs/redemption-upstream.openapi.json)', () => {
       'POST /v1/sessions/check checkSession',
       'POST /v1/submissions submitRedemption',
     ]);
-    expect([PATHS.sessionCheck, PATHS.submissions, PATHS.submission('a:b')]).toEqual(['/v1/sessions/check', '/v1/submissions', '/v1/submissions/a%3Ab']);
+    expect([PATHS.sessionCheck, PATHS.submissions, PATHS.submission('a:b')]).toEqual([
+      '/v1/sessions/check',
+      '/v1/submissions',
+      '/v1/submissions/a%3Ab',
+    ]);
     for (const { op } of contract.operations) {
-      expect(op.parameters.map((p: { $ref: string }) => p.$ref)).toEqual(expect.arrayContaining(['#/components/parameters/Timestamp', '#/components/parameters/Nonce']));
+      expect(op.parameters.map((p: { $ref: string }) => p.$ref)).toEqual(
+        expect.arrayContaining(['#/components/parameters/Timestamp', '#/components/parameters/Nonce']),
+      );
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '400', '401', '5XX']));
     }
     expect(upstreamDoc.security).toEqual([{ upstreamSignature: [] }]);
@@ -61,11 +67,24 @@ describe('the document (docs/redemption-upstream.openapi.json)', () => {
     expect(upstreamDoc.components.schemas.FailureCode.enum).toEqual(['fulfillment_failed', 'rejected_by_operator']);
     const prose = readFileSync(resolve(root, 'docs', 'redemption-upstream.md'), 'utf8');
     expect(prose).toContain('(redemption-upstream.openapi.json)');
-    for (const header of ['X-Upstream-Timestamp', 'X-Upstream-Nonce', 'X-Upstream-Signature', '300 seconds', 'holdsResources']) expect(prose).toContain(header);
+    for (const header of [
+      'X-Upstream-Timestamp',
+      'X-Upstream-Nonce',
+      'X-Upstream-Signature',
+      '300 seconds',
+      'holdsResources',
+    ])
+      expect(prose).toContain(header);
   });
 
   test("the prose's signing example is what the service signs", () => {
-    const example = { timestamp: '1764151200', nonce: 'q3Vb0aZ7lM2xT9sKpE4wYc1N', method: 'POST', path: '/v1/sessions/check', body: '{"productId":"prod_chatgpt_plus_1m","userId":"user-Xq81_abc"}' };
+    const example = {
+      timestamp: '1764151200',
+      nonce: 'q3Vb0aZ7lM2xT9sKpE4wYc1N',
+      method: 'POST',
+      path: '/v1/sessions/check',
+      body: '{"productId":"prod_chatgpt_plus_1m","userId":"user-Xq81_abc"}',
+    };
     const signed = signature('an-example-secret-of-at-least-32-characters', canonicalRequest(example));
     const prose = readFileSync(resolve(root, 'docs', 'redemption-upstream.md'), 'utf8');
     expect(prose).toContain(`X-Upstream-Signature: ${signed}`);
@@ -98,7 +117,10 @@ describe('the service and its sandbox upstream, every exchange held to the docum
     expect(proxy.exchanges.flatMap((e) => e.problems.map((p) => `${e.method} ${e.path}: ${p}`))).toEqual([]);
   });
 
-  const seen = (operationId: string) => proxy.exchanges.filter((e) => e.operationId === operationId).map((e) => ({ status: e.status, body: JSON.parse(e.responseBody) }));
+  const seen = (operationId: string) =>
+    proxy.exchanges
+      .filter((e) => e.operationId === operationId)
+      .map((e) => ({ status: e.status, body: JSON.parse(e.responseBody) }));
 
   test('with REDEMPTION_UPSTREAM=sandbox the service calls the HTTP adapter, which reaches the sandbox over the protocol', () => {
     expect(h.config.REDEMPTION_UPSTREAM).toBe('sandbox');
@@ -117,7 +139,13 @@ describe('the service and its sandbox upstream, every exchange held to the docum
     expect(seen('checkSession')).toEqual([{ status: 200, body: { verdict: 'valid' } }]);
     const submits = proxy.exchanges.filter((e) => e.operationId === 'submitRedemption');
     expect(submits.map((e) => JSON.parse(e.requestBody))).toEqual([
-      { key: `${id}:1`, productId: PLUS, productName: 'ChatGPT Plus, 1 month', redeemInfo: { session_user_id: USER_UUID }, manual: false },
+      {
+        key: `${id}:1`,
+        productId: PLUS,
+        productName: 'ChatGPT Plus, 1 month',
+        redeemInfo: { session_user_id: USER_UUID },
+        manual: false,
+      },
     ]);
     expect(seen('submitRedemption')).toEqual([{ status: 200, body: { ref: `sbx:${id}:1` } }]);
     expect(seen('getSubmissionStatus').map((s) => s.body.state)).toEqual(['processing', 'fulfilled']);
@@ -126,17 +154,26 @@ describe('the service and its sandbox upstream, every exchange held to the docum
 
   test.each<[string, 'reject' | 'down', number, string, { status: number; body: unknown }]>([
     ['invalid', 'reject', 400, 'invalid_session_json', { status: 200, body: { verdict: 'invalid' } }],
-    ['unavailable (503)', 'down', 503, 'session_validation_unavailable', { status: 503, body: { error: 'unavailable', message: expect.any(String) } }],
-  ])('a pre-check answered %s refuses the submission and leaves the code unused', async (_name, check, status, error, answer) => {
-    sandbox.setSessionCheck(check);
-    const { api } = await reseller(h, '200.00');
-    const { code } = await buyCode(api, PLUS);
-    const res = await api.post('/redemptions', { code, redeemInfo: { session_user_id: USER_UUID } });
-    expect([res.status, res.body.error]).toEqual([status, error]);
-    expect(seen('checkSession')).toEqual([answer]);
-    expect(seen('submitRedemption')).toEqual([]);
-    expect((await api.get(`/redemptions?code=${code}`)).body).toMatchObject({ status: 'not_redeemed' });
-  });
+    [
+      'unavailable (503)',
+      'down',
+      503,
+      'session_validation_unavailable',
+      { status: 503, body: { error: 'unavailable', message: expect.any(String) } },
+    ],
+  ])(
+    'a pre-check answered %s refuses the submission and leaves the code unused',
+    async (_name, check, status, error, answer) => {
+      sandbox.setSessionCheck(check);
+      const { api } = await reseller(h, '200.00');
+      const { code } = await buyCode(api, PLUS);
+      const res = await api.post('/redemptions', { code, redeemInfo: { session_user_id: USER_UUID } });
+      expect([res.status, res.body.error]).toEqual([status, error]);
+      expect(seen('checkSession')).toEqual([answer]);
+      expect(seen('submitRedemption')).toEqual([]);
+      expect((await api.get(`/redemptions?code=${code}`)).body).toMatchObject({ status: 'not_redeemed' });
+    },
+  );
 
   test('a failure that holds resources is polled until released; then the code can be redeemed again', async () => {
     sandbox.enqueue(TEAM, { outcome: 'failed', holdPolls: 1_000_000 }, { outcome: 'fulfilled' });
@@ -145,12 +182,18 @@ describe('the service and its sandbox upstream, every exchange held to the docum
     const first = await api.post('/redemptions', { code, redeemInfo: teamInfo });
     const id = first.body.redemptionId;
     await redemptionReaches(api, id, 'failed');
-    expect(seen('getSubmissionStatus')[0]).toEqual({ status: 200, body: { state: 'failed', failureCode: 'fulfillment_failed', holdsResources: true } });
+    expect(seen('getSubmissionStatus')[0]).toEqual({
+      status: 200,
+      body: { state: 'failed', failureCode: 'fulfillment_failed', holdsResources: true },
+    });
     expect((await api.post('/redemptions', { code, redeemInfo: teamInfo })).body.error).toBe('retry_conflict');
 
     sandbox.releaseHeldResources();
     await eventually(async () => (await attemptsOf(h, id))[0].holds_resources === false);
-    expect(seen('getSubmissionStatus').at(-1)).toEqual({ status: 200, body: { state: 'failed', failureCode: 'fulfillment_failed', holdsResources: false } });
+    expect(seen('getSubmissionStatus').at(-1)).toEqual({
+      status: 200,
+      body: { state: 'failed', failureCode: 'fulfillment_failed', holdsResources: false },
+    });
     expect((await api.post('/redemptions', { code, redeemInfo: teamInfo })).status).toBe(200);
     await redemptionReaches(api, id, 'fulfilled');
   });
@@ -159,11 +202,22 @@ describe('the service and its sandbox upstream, every exchange held to the docum
     const secret = () => h.config.redemptionUpstreamSecret;
     const nonce = () => randomBytes(12).toString('hex');
     const submission = (key = `rdm_test_${randomBytes(4).toString('hex')}:1`) =>
-      JSON.stringify({ key, productId: TEAM, productName: 'ChatGPT Team seat, 1 month', redeemInfo: teamInfo, manual: false });
+      JSON.stringify({
+        key,
+        productId: TEAM,
+        productName: 'ChatGPT Team seat, 1 month',
+        redeemInfo: teamInfo,
+        manual: false,
+      });
 
     /** A request signed as the prose says (with the test's own HMAC), then changed as `tamper` says. */
     async function send(o: {
-      method?: 'GET' | 'POST'; path?: string; body?: string; secret?: string; skewSeconds?: number; nonce?: string;
+      method?: 'GET' | 'POST';
+      path?: string;
+      body?: string;
+      secret?: string;
+      skewSeconds?: number;
+      nonce?: string;
       tamper?: { path?: string; body?: string; unsigned?: boolean };
     }) {
       const method = o.method ?? 'POST';
@@ -173,10 +227,24 @@ describe('the service and its sandbox upstream, every exchange held to the docum
       const n = o.nonce ?? nonce();
       const headers: Record<string, string> = o.tamper?.unsigned
         ? {}
-        : { 'x-upstream-timestamp': timestamp, 'x-upstream-nonce': n, 'x-upstream-signature': documentedSignature(o.secret ?? secret(), { timestamp, nonce: n, method, path, body }) };
+        : {
+            'x-upstream-timestamp': timestamp,
+            'x-upstream-nonce': n,
+            'x-upstream-signature': documentedSignature(o.secret ?? secret(), {
+              timestamp,
+              nonce: n,
+              method,
+              path,
+              body,
+            }),
+          };
       const sentPath = o.tamper?.path ?? path;
       const sentBody = o.tamper?.body ?? body;
-      const res = await fetch(`${sandboxUrl()}${sentPath}`, { method, headers: { ...headers, 'content-type': 'application/json' }, body: sentBody || undefined });
+      const res = await fetch(`${sandboxUrl()}${sentPath}`, {
+        method,
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: sentBody || undefined,
+      });
       const text = await res.text();
       const op = contract.operationOf(method, sentPath)!;
       expect(contract.response(op, res.status, res.headers.get('content-type') ?? undefined, text)).toEqual([]);
@@ -184,9 +252,17 @@ describe('the service and its sandbox upstream, every exchange held to the docum
     }
 
     test.each<[string, string, Parameters<typeof send>[0]]>([
-      ['a signature made with another secret', 'invalid_signature', { secret: 'another-secret-of-at-least-32-characters' }],
+      [
+        'a signature made with another secret',
+        'invalid_signature',
+        { secret: 'another-secret-of-at-least-32-characters' },
+      ],
       ['a body changed after signing', 'invalid_signature', { tamper: { body: submission('rdm_tampered:1') } }],
-      ['a path changed after signing', 'invalid_signature', { method: 'GET', path: PATHS.submission('sbx:a:1'), tamper: { path: PATHS.submission('sbx:b:1') } }],
+      [
+        'a path changed after signing',
+        'invalid_signature',
+        { method: 'GET', path: PATHS.submission('sbx:a:1'), tamper: { path: PATHS.submission('sbx:b:1') } },
+      ],
       ['no signature headers', 'invalid_signature', { tamper: { unsigned: true } }],
       ['a timestamp 301 s old', 'stale_timestamp', { skewSeconds: -301 }],
       ['a timestamp 301 s ahead', 'stale_timestamp', { skewSeconds: 301 }],
@@ -202,18 +278,28 @@ describe('the service and its sandbox upstream, every exchange held to the docum
       const n = nonce();
       const first = await send({ body, nonce: n });
       expect(first).toEqual({ status: 200, body: { ref: `sbx:${key}` } });
-      expect(await send({ body, nonce: n })).toEqual({ status: 401, body: { error: 'replayed_request', message: expect.any(String) } });
+      expect(await send({ body, nonce: n })).toEqual({
+        status: 401,
+        body: { error: 'replayed_request', message: expect.any(String) },
+      });
       expect(await send({ body })).toEqual(first);
       expect(sandbox.submissions.filter((s) => s.key === key)).toHaveLength(1);
       expect(await send({ method: 'GET', path: PATHS.submission(first.body.ref) })).toEqual({
-        status: 200, body: { state: 'fulfilled', deliverable: `ChatGPT Team seat, 1 month activated for ${ORG}.` },
+        status: 200,
+        body: { state: 'fulfilled', deliverable: `ChatGPT Team seat, 1 month activated for ${ORG}.` },
       });
     });
 
     test('a signed body outside the document is 400 invalid_request', async () => {
       const { manual: _manual, ...incomplete } = JSON.parse(submission());
-      expect(await send({ body: JSON.stringify(incomplete) })).toEqual({ status: 400, body: { error: 'invalid_request', message: expect.any(String) } });
-      expect(await send({ path: PATHS.sessionCheck, body: '{"productId":"p","userId":' })).toEqual({ status: 400, body: { error: 'invalid_request', message: expect.any(String) } });
+      expect(await send({ body: JSON.stringify(incomplete) })).toEqual({
+        status: 400,
+        body: { error: 'invalid_request', message: expect.any(String) },
+      });
+      expect(await send({ path: PATHS.sessionCheck, body: '{"productId":"p","userId":' })).toEqual({
+        status: 400,
+        body: { error: 'invalid_request', message: expect.any(String) },
+      });
     });
   });
 });
@@ -221,7 +307,13 @@ describe('the service and its sandbox upstream, every exchange held to the docum
 describe('the adapter against a scripted partner: anything but a valid answer is UpstreamUnavailableError', () => {
   const SECRET = `partner-secret-${randomBytes(16).toString('hex')}`;
   const PASSWORD = 'Tr0ub4dor&3-secret';
-  const SUBMISSION = { key: 'rdm_adapter:1', productId: TEAM, productName: 'ChatGPT Team seat, 1 month', redeemInfo: { email: 'jane@example.com', password: PASSWORD }, manual: false };
+  const SUBMISSION = {
+    key: 'rdm_adapter:1',
+    productId: TEAM,
+    productName: 'ChatGPT Team seat, 1 month',
+    redeemInfo: { email: 'jane@example.com', password: PASSWORD },
+    manual: false,
+  };
   let partner: Awaited<ReturnType<typeof startFakePartner>>;
   let lines: string[];
 
@@ -247,7 +339,13 @@ describe('the adapter against a scripted partner: anything but a valid answer is
   afterEach(() => {
     // Neither the secret, the signatures, nor what the customer submitted reaches the log.
     const log = lines.join('');
-    for (const secret of [SECRET, PASSWORD, 'jane@example.com', USER_UUID, ...partner.requests.map((r) => r.headers['x-upstream-signature'] ?? '-')]) {
+    for (const secret of [
+      SECRET,
+      PASSWORD,
+      'jane@example.com',
+      USER_UUID,
+      ...partner.requests.map((r) => r.headers['x-upstream-signature'] ?? '-'),
+    ]) {
       expect(log).not.toContain(secret);
     }
     // Every request the adapter made is the document's, signed as the prose says.
@@ -266,11 +364,21 @@ describe('the adapter against a scripted partner: anything but a valid answer is
   const faults: [string, PartnerAnswer][] = [
     ['a 500', { kind: 'status', status: 500, body: error('unavailable', echo) }],
     ['a 503', { kind: 'status', status: 503, body: error('unavailable') }],
-    ['a 502 HTML page from a proxy', { kind: 'status', status: 502, body: `<html>${echo}</html>`, contentType: 'text/html' }],
+    [
+      'a 502 HTML page from a proxy',
+      { kind: 'status', status: 502, body: `<html>${echo}</html>`, contentType: 'text/html' },
+    ],
     ['no answer within the timeout', { kind: 'slow', ms: 1500 }],
     ['a connection reset', { kind: 'reset' }],
     ['a 200 that is not JSON', { kind: 'status', status: 200, body: `<html>${echo}</html>`, contentType: 'text/html' }],
-    ['a 200 outside the protocol', { kind: 'status', status: 200, body: JSON.stringify({ state: 'done', verdict: 'maybe', ref: `has spaces ${PASSWORD}` }) }],
+    [
+      'a 200 outside the protocol',
+      {
+        kind: 'status',
+        status: 200,
+        body: JSON.stringify({ state: 'done', verdict: 'maybe', ref: `has spaces ${PASSWORD}` }),
+      },
+    ],
     ['a 401 (the secrets differ)', { kind: 'status', status: 401, body: error('invalid_signature', echo) }],
     ['a 404', { kind: 'status', status: 404, body: error('unknown_ref') }],
   ];
@@ -279,9 +387,13 @@ describe('the adapter against a scripted partner: anything but a valid answer is
     '%s: %s',
     async (_name, _fault, call, answer) => {
       partner.answers.push(answer);
-      const err = await call(adapter()).then(() => undefined, (e: unknown) => e);
+      const err = await call(adapter()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(UpstreamUnavailableError);
-      for (const secret of [SECRET, PASSWORD, 'jane@example.com', USER_UUID]) expect((err as Error).message).not.toContain(secret);
+      for (const secret of [SECRET, PASSWORD, 'jane@example.com', USER_UUID])
+        expect((err as Error).message).not.toContain(secret);
       expect(lines.join('')).toMatch(/redemption upstream/);
     },
   );
@@ -289,7 +401,8 @@ describe('the adapter against a scripted partner: anything but a valid answer is
   test('a partner that is not listening: UpstreamUnavailableError', async () => {
     const closed = await startFakePartner(SECRET);
     await closed.close();
-    for (const [, call] of calls) await expect(call(adapter(closed.url))).rejects.toBeInstanceOf(UpstreamUnavailableError);
+    for (const [, call] of calls)
+      await expect(call(adapter(closed.url))).rejects.toBeInstanceOf(UpstreamUnavailableError);
   });
 
   test('valid answers map onto the port; each request is signed relative to the base URL with a fresh nonce, the ref percent-encoded', async () => {
@@ -307,19 +420,30 @@ describe('the adapter against a scripted partner: anything but a valid answer is
     expect(await u.status('sub_fake_1')).toEqual({ state: 'fulfilled', deliverable: 'Seat added.' });
     expect(await u.validateSession({ productId: PLUS, userId: USER_UUID })).toBe('invalid');
     expect(partner.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
-      'POST /v1/sessions/check', 'POST /v1/submissions', 'GET /v1/submissions/sub%3Awith%2Fslash', 'GET /v1/submissions/sub_fake_1', 'POST /v1/sessions/check',
+      'POST /v1/sessions/check',
+      'POST /v1/submissions',
+      'GET /v1/submissions/sub%3Awith%2Fslash',
+      'GET /v1/submissions/sub_fake_1',
+      'POST /v1/sessions/check',
     ]);
     expect(JSON.parse(partner.requests[1].body)).toEqual(SUBMISSION);
     expect(new Set(partner.requests.map((r) => r.headers['x-upstream-nonce'])).size).toBe(5);
-    for (const r of partner.requests) expect(Math.abs(Number(r.headers['x-upstream-timestamp']) - Date.now() / 1000)).toBeLessThan(5);
+    for (const r of partner.requests)
+      expect(Math.abs(Number(r.headers['x-upstream-timestamp']) - Date.now() / 1000)).toBeLessThan(5);
   });
 });
 
 describe('configuration (README, REDEMPTION_UPSTREAM=http)', () => {
   const SECRET = 'a-partner-secret-that-is-long-enough-1234';
-  const http = { REDEMPTION_UPSTREAM: 'http', REDEMPTION_UPSTREAM_URL: 'https://upstream.partner.example/wholesale', REDEMPTION_UPSTREAM_SECRET: SECRET };
+  const http = {
+    REDEMPTION_UPSTREAM: 'http',
+    REDEMPTION_UPSTREAM_URL: 'https://upstream.partner.example/wholesale',
+    REDEMPTION_UPSTREAM_SECRET: SECRET,
+  };
   const production = {
-    ...REAL_PROVIDERS, NODE_ENV: 'production', CURSOR_SECRET: 'a-real-cursor-secret',
+    ...REAL_PROVIDERS,
+    NODE_ENV: 'production',
+    CURSOR_SECRET: 'a-real-cursor-secret',
     TEMPORAL_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
   };
   const problem = (env: Record<string, string | undefined>) => {
@@ -334,25 +458,67 @@ describe('configuration (README, REDEMPTION_UPSTREAM=http)', () => {
   };
 
   test.each<[string, Record<string, string | undefined>, RegExp]>([
-    ['http without a URL or a secret', { REDEMPTION_UPSTREAM: 'http' }, /REDEMPTION_UPSTREAM_URL: required with REDEMPTION_UPSTREAM=http[\s\S]*REDEMPTION_UPSTREAM_SECRET: required with REDEMPTION_UPSTREAM=http/],
-    ['a secret under 32 characters', { ...http, REDEMPTION_UPSTREAM_SECRET: 'short-secret' }, /REDEMPTION_UPSTREAM_SECRET: must be at least 32 characters/],
-    ['a plain-http partner elsewhere than loopback', { ...http, REDEMPTION_UPSTREAM_URL: 'http://upstream.partner.example' }, /REDEMPTION_UPSTREAM_URL: must be https:\/\/ \(plain http only on loopback/],
-    ['a URL with credentials', { ...http, REDEMPTION_UPSTREAM_URL: 'https://u:p@upstream.partner.example' }, /REDEMPTION_UPSTREAM_URL: a base URL without query, fragment or credentials/],
-    ['a timeout above the activities\' deadline', { ...http, REDEMPTION_UPSTREAM_TIMEOUT_MS: '30000' }, /REDEMPTION_UPSTREAM_TIMEOUT_MS/],
-    ['production on plain http, even on loopback', { ...production, ...http, REDEMPTION_UPSTREAM_URL: 'http://127.0.0.1:9000' }, /REDEMPTION_UPSTREAM_URL: must be https:\/\/$/m],
-    ['production with the built-in sandbox secret', { ...production, ...http, REDEMPTION_UPSTREAM_SECRET: DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET }, /REDEMPTION_UPSTREAM_SECRET: the built-in development value/],
-    ['production with the sandbox, which names http as an alternative', { ...production, REDEMPTION_UPSTREAM: 'sandbox' }, /REDEMPTION_UPSTREAM: the sandbox must not run in production .* or http/],
+    [
+      'http without a URL or a secret',
+      { REDEMPTION_UPSTREAM: 'http' },
+      /REDEMPTION_UPSTREAM_URL: required with REDEMPTION_UPSTREAM=http[\s\S]*REDEMPTION_UPSTREAM_SECRET: required with REDEMPTION_UPSTREAM=http/,
+    ],
+    [
+      'a secret under 32 characters',
+      { ...http, REDEMPTION_UPSTREAM_SECRET: 'short-secret' },
+      /REDEMPTION_UPSTREAM_SECRET: must be at least 32 characters/,
+    ],
+    [
+      'a plain-http partner elsewhere than loopback',
+      { ...http, REDEMPTION_UPSTREAM_URL: 'http://upstream.partner.example' },
+      /REDEMPTION_UPSTREAM_URL: must be https:\/\/ \(plain http only on loopback/,
+    ],
+    [
+      'a URL with credentials',
+      { ...http, REDEMPTION_UPSTREAM_URL: 'https://u:p@upstream.partner.example' },
+      /REDEMPTION_UPSTREAM_URL: a base URL without query, fragment or credentials/,
+    ],
+    [
+      "a timeout above the activities' deadline",
+      { ...http, REDEMPTION_UPSTREAM_TIMEOUT_MS: '30000' },
+      /REDEMPTION_UPSTREAM_TIMEOUT_MS/,
+    ],
+    [
+      'production on plain http, even on loopback',
+      { ...production, ...http, REDEMPTION_UPSTREAM_URL: 'http://127.0.0.1:9000' },
+      /REDEMPTION_UPSTREAM_URL: must be https:\/\/$/m,
+    ],
+    [
+      'production with the built-in sandbox secret',
+      { ...production, ...http, REDEMPTION_UPSTREAM_SECRET: DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET },
+      /REDEMPTION_UPSTREAM_SECRET: the built-in development value/,
+    ],
+    [
+      'production with the sandbox, which names http as an alternative',
+      { ...production, REDEMPTION_UPSTREAM: 'sandbox' },
+      /REDEMPTION_UPSTREAM: the sandbox must not run in production .* or http/,
+    ],
   ])('%s is refused, naming the variable', (_name, env, message) => {
     expect(problem(env)).toMatch(message);
   });
 
   test('production takes an https partner; development a loopback one; the sandbox is served by the service itself', () => {
     const prod = loadConfig({ ...production, ...http });
-    expect(prod).toMatchObject({ redemptionUpstreamUrl: 'https://upstream.partner.example/wholesale', redemptionUpstreamSecret: SECRET, REDEMPTION_UPSTREAM_TIMEOUT_MS: 10_000 });
+    expect(prod).toMatchObject({
+      redemptionUpstreamUrl: 'https://upstream.partner.example/wholesale',
+      redemptionUpstreamSecret: SECRET,
+      REDEMPTION_UPSTREAM_TIMEOUT_MS: 10_000,
+    });
     expect(prod.devSecrets).toEqual([]);
-    expect(loadConfig({ ...http, REDEMPTION_UPSTREAM_URL: 'http://127.0.0.1:9000/' }).redemptionUpstreamUrl).toBe('http://127.0.0.1:9000');
+    expect(loadConfig({ ...http, REDEMPTION_UPSTREAM_URL: 'http://127.0.0.1:9000/' }).redemptionUpstreamUrl).toBe(
+      'http://127.0.0.1:9000',
+    );
     const dev = loadConfig({ PORT: '8123' });
-    expect(dev).toMatchObject({ REDEMPTION_UPSTREAM: 'sandbox', redemptionUpstreamUrl: 'http://127.0.0.1:8123/sandbox-upstream', redemptionUpstreamSecret: DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET });
+    expect(dev).toMatchObject({
+      REDEMPTION_UPSTREAM: 'sandbox',
+      redemptionUpstreamUrl: 'http://127.0.0.1:8123/sandbox-upstream',
+      redemptionUpstreamSecret: DEV_SECRETS.REDEMPTION_UPSTREAM_SECRET,
+    });
     expect(dev.devSecrets).not.toContain('REDEMPTION_UPSTREAM_SECRET');
   });
 });

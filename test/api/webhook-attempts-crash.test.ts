@@ -37,19 +37,27 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   worker?.kill('SIGKILL');
-  await h?.services.temporal.client.schedule.getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE)).delete().catch(() => undefined);
+  await h?.services.temporal.client.schedule
+    .getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE))
+    .delete()
+    .catch(() => undefined);
   await receiver?.close();
   await h?.stop();
 });
 
 async function stored(deliveryId: string) {
-  const [row] = await h.services.orm.em.fork().execute<{ status: string; attempts: number; attempt_open: boolean }[]>(
-    'select status, attempts, attempt_open from webhook_deliveries where id = ?', [deliveryId]);
+  const [row] = await h.services.orm.em
+    .fork()
+    .execute<{ status: string; attempts: number; attempt_open: boolean }[]>(
+      'select status, attempts, attempt_open from webhook_deliveries where id = ?',
+      [deliveryId],
+    );
   return row;
 }
 
 /** The delivery ids (`<deliveryId>.<attempt>`) of every request the receiver got for `eventId`, in order. */
-const sentFor = (eventId: string) => receiver.received.filter((r) => r.body?.eventId === eventId).map((r) => r.headers['x-wholesale-delivery-id']);
+const sentFor = (eventId: string) =>
+  receiver.received.filter((r) => r.body?.eventId === eventId).map((r) => r.headers['x-wholesale-delivery-id']);
 
 /** A `webhook.test` event and its delivery, started as the API starts it. */
 async function testEvent() {
@@ -61,11 +69,18 @@ async function testEvent() {
 }
 
 async function failedAfterAll(api: Awaited<ReturnType<typeof testEvent>>['api'], deliveryId: string) {
-  const row = await eventually(async () => {
-    const r = await stored(deliveryId);
-    return r.status === 'failed' ? r : undefined;
-  }, 120_000, 250, `delivery ${deliveryId} failed`);
-  const listed = (await api.get('/webhook/deliveries?limit=100')).body.deliveries.find((d: { id: string }) => d.id === deliveryId);
+  const row = await eventually(
+    async () => {
+      const r = await stored(deliveryId);
+      return r.status === 'failed' ? r : undefined;
+    },
+    120_000,
+    250,
+    `delivery ${deliveryId} failed`,
+  );
+  const listed = (await api.get('/webhook/deliveries?limit=100')).body.deliveries.find(
+    (d: { id: string }) => d.id === deliveryId,
+  );
   return { row, listed };
 }
 
@@ -90,15 +105,25 @@ test('SIGKILL of the worker mid-POST: the killed attempt is sent again as itself
 test('a delivery whose run Temporal lost between attempts: the reconciler starts it again, and the attempts made count against its budget', async () => {
   const { api, deliveryId, eventId } = await testEvent();
   // Two attempts made and recorded, the third waiting on its backoff timer: Temporal loses the run.
-  await eventually(async () => {
-    const r = await stored(deliveryId);
-    return r.attempts === 2 && !r.attempt_open && r.status === 'pending';
-  }, 90_000, 50, 'two attempts recorded');
-  await h.services.temporal.client.workflow.getHandle(deliveryWorkflowId(deliveryId)).terminate('test: Temporal lost this workflow');
+  await eventually(
+    async () => {
+      const r = await stored(deliveryId);
+      return r.attempts === 2 && !r.attempt_open && r.status === 'pending';
+    },
+    90_000,
+    50,
+    'two attempts recorded',
+  );
+  await h.services.temporal.client.workflow
+    .getHandle(deliveryWorkflowId(deliveryId))
+    .terminate('test: Temporal lost this workflow');
 
   const { row, listed } = await failedAfterAll(api, deliveryId);
-  const repairs = await h.services.orm.em.fork().execute<{ kind: string; action: string }[]>(
-    'select kind, action from reconciler_repairs where subject_id = ?', [deliveryId]);
+  const repairs = await h.services.orm.em
+    .fork()
+    .execute<{ kind: string; action: string }[]>('select kind, action from reconciler_repairs where subject_id = ?', [
+      deliveryId,
+    ]);
   expect(repairs).toEqual([{ kind: 'webhook_delivery', action: 'restarted' }]);
   // One attempt left of the budget, not a fresh budget of MAX.
   expect(row).toEqual({ status: 'failed', attempts: MAX, attempt_open: false });

@@ -30,16 +30,31 @@ async function subscriber(balance = '0') {
 
 /** The one delivery of `event` about `orderId`, checked for a valid signature and matching headers. */
 async function deliveredEvent(event: string, orderId: string, secret: string): Promise<Received> {
-  const [got] = await receiver.waitFor(1, (all) => all.filter((r) => r.body?.event === event && r.body?.orderId === orderId));
+  const [got] = await receiver.waitFor(1, (all) =>
+    all.filter((r) => r.body?.event === event && r.body?.orderId === orderId),
+  );
   expect(verifySignature(secret, got.raw, got.headers['x-wholesale-signature'])).toBe(true);
   expect(got.headers['x-wholesale-event-id']).toBe(got.body.eventId);
   expect(got.headers['x-wholesale-timestamp']).toBe(String(got.body.timestamp));
   return got;
 }
 
-const orderDeliveredBody = (order: { orderId: string }, externalOrderId: string, codes: string[], redeemUrl: string | null) => ({
-  eventId: expect.stringMatching(/^evt_/), event: 'order.delivered', timestamp: expect.any(Number),
-  orderId: order.orderId, externalOrderId, productId: 'prod_chatgpt_plus_1m', qty: 1, codes, redeemUrl, deliveryType: 'redemption',
+const orderDeliveredBody = (
+  order: { orderId: string },
+  externalOrderId: string,
+  codes: string[],
+  redeemUrl: string | null,
+) => ({
+  eventId: expect.stringMatching(/^evt_/),
+  event: 'order.delivered',
+  timestamp: expect.any(Number),
+  orderId: order.orderId,
+  externalOrderId,
+  productId: 'prod_chatgpt_plus_1m',
+  qty: 1,
+  codes,
+  redeemUrl,
+  deliveryType: 'redemption',
 });
 
 async function waitForStatus(api: ReturnType<typeof client>, orderId: string, status: string) {
@@ -56,15 +71,25 @@ test('topup.credited: a paid top-up is delivered with orderId, externalTopupId, 
   await payThroughPage(res.body.checkoutUrl);
   const got = await deliveredEvent('topup.credited', res.body.orderId, secret);
   expect(got.body).toEqual({
-    eventId: expect.stringMatching(/^evt_/), event: 'topup.credited', timestamp: expect.any(Number),
-    orderId: res.body.orderId, externalTopupId: 'wh-top-1', amount: '12.50', currency: 'USDC',
+    eventId: expect.stringMatching(/^evt_/),
+    event: 'topup.credited',
+    timestamp: expect.any(Number),
+    orderId: res.body.orderId,
+    externalTopupId: 'wh-top-1',
+    amount: '12.50',
+    currency: 'USDC',
   });
   expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('12.50');
 });
 
 test('order.delivered for an intent order paid at the checkout', async () => {
   const { api, accountId, secret } = await subscriber();
-  const res = await api.post('/orders', { externalOrderId: 'wh-intent-1', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
+  const res = await api.post('/orders', {
+    externalOrderId: 'wh-intent-1',
+    productId: 'prod_chatgpt_plus_1m',
+    qty: 1,
+    payment: 'intent',
+  });
   expect(res.body.status).toBe('pending');
   await payThroughPage(res.body.checkoutUrl);
   const delivered = await waitForStatus(api, res.body.orderId, 'delivered');
@@ -75,7 +100,12 @@ test('order.delivered for an intent order paid at the checkout', async () => {
 
 test('order.delivered for an intent order paid after it expired (late payment)', async () => {
   const { api, accountId, secret } = await subscriber();
-  const res = await api.post('/orders', { externalOrderId: 'wh-late-1', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' });
+  const res = await api.post('/orders', {
+    externalOrderId: 'wh-late-1',
+    productId: 'prod_chatgpt_plus_1m',
+    qty: 1,
+    payment: 'intent',
+  });
   await waitForStatus(api, res.body.orderId, 'expired');
   await payCheckout(h.services.orm.em.fork(), h.config.PAYMENT_CALLBACK_SECRET, checkoutIdOf(res.body.checkoutUrl));
   const delivered = await waitForStatus(api, res.body.orderId, 'delivered');

@@ -54,7 +54,11 @@ test('listen receives and verifies a webhook.test and an order.delivered, refuse
   const order = await api.post('/orders', { externalOrderId: 'listen-1', productId: 'prod_api_order_test', qty: 1 });
   expect(order.body.status).toBe('delivered');
   const delivered = await printed((l) => l.event === 'order.delivered');
-  expect(delivered).toMatchObject({ signature: 'verified', schema: 'valid', body: { orderId: order.body.orderId, externalOrderId: 'listen-1', qty: 1 } });
+  expect(delivered).toMatchObject({
+    signature: 'verified',
+    schema: 'valid',
+    body: { orderId: order.body.orderId, externalOrderId: 'listen-1', qty: 1 },
+  });
   // Codes are masked in what the listener prints.
   expect(delivered.body.codes).toHaveLength(1);
   expect(delivered.body.codes[0]).not.toBe(order.body.codes[0]);
@@ -78,6 +82,12 @@ test('listen receives and verifies a webhook.test and an order.delivered, refuse
 }, 120_000);
 
 test('production refuses loopback webhook receivers: WEBHOOK_ALLOW_INSECURE_URLS is a configuration error there', () => {
-  expect(() => loadConfig({ NODE_ENV: 'production', CURSOR_SECRET: 'a-real-cursor-secret', PAYMENT_CALLBACK_SECRET: 'a-real-callback-secret', WEBHOOK_ALLOW_INSECURE_URLS: 'true' }))
-    .toThrow(/WEBHOOK_ALLOW_INSECURE_URLS: must not be on in production/);
+  expect(() =>
+    loadConfig({
+      NODE_ENV: 'production',
+      CURSOR_SECRET: 'a-real-cursor-secret',
+      PAYMENT_CALLBACK_SECRET: 'a-real-callback-secret',
+      WEBHOOK_ALLOW_INSECURE_URLS: 'true',
+    }),
+  ).toThrow(/WEBHOOK_ALLOW_INSECURE_URLS: must not be on in production/);
 });

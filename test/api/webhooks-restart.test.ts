@@ -50,15 +50,26 @@ test('a delivery survives a worker restart mid-backoff and is delivered by the n
   expect(receiver.received).toHaveLength(1);
 
   const replacement = await createWorker({
-    address: h.config.TEMPORAL_ADDRESS!, namespace: h.config.TEMPORAL_NAMESPACE, taskQueue: h.config.TEMPORAL_TASK_QUEUE,
-    config: h.config, workflowBundle: bundle,
-    activities: createActivities({ orm: h.services.orm, config: h.config, providers: h.services.providers, temporal: h.services.temporal }),
+    address: h.config.TEMPORAL_ADDRESS!,
+    namespace: h.config.TEMPORAL_NAMESPACE,
+    taskQueue: h.config.TEMPORAL_TASK_QUEUE,
+    config: h.config,
+    workflowBundle: bundle,
+    activities: createActivities({
+      orm: h.services.orm,
+      config: h.config,
+      providers: h.services.providers,
+      temporal: h.services.temporal,
+    }),
   });
   const run = replacement.worker.run();
   try {
     const got = await receiver.waitFor(2, undefined, 60_000);
     expect(got[1].at).toBeGreaterThan(stoppedAt);
-    expect(got[1].headers).toMatchObject({ 'x-wholesale-event-id': eventId, 'x-wholesale-delivery-id': `${deliveryId}.2` });
+    expect(got[1].headers).toMatchObject({
+      'x-wholesale-event-id': eventId,
+      'x-wholesale-delivery-id': `${deliveryId}.2`,
+    });
     expect(verifySignature(secret, got[1].raw, got[1].headers['x-wholesale-signature'])).toBe(true);
     const d = await eventually(async () => {
       const x = (await api.get('/webhook/deliveries')).body.deliveries.find((y: any) => y.id === deliveryId);

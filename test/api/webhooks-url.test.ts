@@ -31,7 +31,11 @@ test.each([
   const api = client(h.apiUrl, apiKey);
   const res = await api.put('/webhook', { url });
   expect(res.status).toBe(400);
-  expect(res.body).toMatchObject({ error: 'invalid_input', message: `Invalid webhook url: ${reason}`, details: { field: 'url' } });
+  expect(res.body).toMatchObject({
+    error: 'invalid_input',
+    message: `Invalid webhook url: ${reason}`,
+    details: { field: 'url' },
+  });
   expect((await api.get('/webhook')).body).toEqual({ url: '' });
   expect((await api.post('/webhook/test', {})).body.error).toBe('webhook_not_configured');
 });
@@ -41,6 +45,10 @@ test('PUT /webhook accepts a public https URL and returns its signing secret onc
   const api = client(h.apiUrl, apiKey);
   const res = await api.put('/webhook', { url: 'https://8.8.8.8/wholesale/hooks?src=test' });
   expect(res.status).toBe(200);
-  expect(res.body).toEqual({ ok: true, url: 'https://8.8.8.8/wholesale/hooks?src=test', secret: expect.stringMatching(/^whsec_/) });
+  expect(res.body).toEqual({
+    ok: true,
+    url: 'https://8.8.8.8/wholesale/hooks?src=test',
+    secret: expect.stringMatching(/^whsec_/),
+  });
   expect((await api.get('/webhook')).body).toEqual({ url: 'https://8.8.8.8/wholesale/hooks?src=test' });
 });

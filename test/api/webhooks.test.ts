@@ -56,7 +56,8 @@ const deliveryReaches = (api: Api, id: string, status: string, timeoutMs = 30_00
     return d?.status === status ? d : undefined;
   }, timeoutMs);
 
-const forEvent = (eventId: string) => (all: Received[]) => all.filter((r) => r.path === '/hook' && r.body?.eventId === eventId);
+const forEvent = (eventId: string) => (all: Received[]) =>
+  all.filter((r) => r.path === '/hook' && r.body?.eventId === eventId);
 const retry = (api: Api, id: string) => api.post(`/webhook/deliveries/${id}/retry`, {});
 
 describe('PUT /webhook (spec 4.5)', () => {
@@ -104,15 +105,28 @@ describe('delivery (spec part 6)', () => {
     const { api, accountId, secret } = await subscriber(r);
     const res = await api.post('/webhook/test', {});
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ok: true, deliveryId: expect.stringMatching(/^whd_/), eventId: expect.stringMatching(/^evt_/) });
+    expect(res.body).toEqual({
+      ok: true,
+      deliveryId: expect.stringMatching(/^whd_/),
+      eventId: expect.stringMatching(/^evt_/),
+    });
     const { deliveryId, eventId } = res.body;
 
     const [got] = await r.waitFor(1, forEvent(eventId));
     expect(verifySignature(secret, got.raw, got.headers['x-wholesale-signature'])).toBe(true);
     expect(verifySignature('whsec_wrong', got.raw, got.headers['x-wholesale-signature'])).toBe(false);
-    const [event] = await h.services.orm.em.fork().execute<{ ts: string }[]>(
-      'select floor(extract(epoch from created_at))::int as ts from events where id = ? and account_id = ?', [eventId, accountId]);
-    expect(got.body).toEqual({ eventId, event: 'webhook.test', timestamp: Number(event.ts), message: expect.any(String) });
+    const [event] = await h.services.orm.em
+      .fork()
+      .execute<{ ts: string }[]>(
+        'select floor(extract(epoch from created_at))::int as ts from events where id = ? and account_id = ?',
+        [eventId, accountId],
+      );
+    expect(got.body).toEqual({
+      eventId,
+      event: 'webhook.test',
+      timestamp: Number(event.ts),
+      message: expect.any(String),
+    });
     expect(got.headers).toMatchObject({
       'content-type': 'application/json',
       'user-agent': expect.stringMatching(/^Wholesale-Webhooks\//),
@@ -123,8 +137,16 @@ describe('delivery (spec part 6)', () => {
 
     const d = await deliveryReaches(api, deliveryId, 'succeeded');
     expect(d).toEqual({
-      id: deliveryId, eventId, event: 'webhook.test', status: 'succeeded', attempts: 1, lastStatusCode: 200,
-      lastError: null, nextAttemptAt: null, createdAt: expect.any(Number), updatedAt: expect.any(Number),
+      id: deliveryId,
+      eventId,
+      event: 'webhook.test',
+      status: 'succeeded',
+      attempts: 1,
+      lastStatusCode: 200,
+      lastError: null,
+      nextAttemptAt: null,
+      createdAt: expect.any(Number),
+      updatedAt: expect.any(Number),
     });
     expect(d.updatedAt).toBeGreaterThanOrEqual(d.createdAt);
   });
@@ -132,15 +154,26 @@ describe('delivery (spec part 6)', () => {
   test('a real balance order emits order.delivered, delivered flat with the payload of spec part 6', async () => {
     const r = await receiver();
     const { api, accountId, secret } = await subscriber(r, '1.00');
-    const order = await api.post('/orders', { externalOrderId: 'wh-order-1', productId: 'prod_api_order_test', qty: 1 });
+    const order = await api.post('/orders', {
+      externalOrderId: 'wh-order-1',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
     expect(order.status).toBe(200);
     expect(order.body.status).toBe('delivered');
 
     const [got] = await r.waitFor(1, (all) => all.filter((x) => x.body?.event === 'order.delivered'));
     expect(got.body).toEqual({
-      eventId: expect.stringMatching(/^evt_/), event: 'order.delivered', timestamp: expect.any(Number),
-      orderId: order.body.orderId, externalOrderId: 'wh-order-1', productId: 'prod_api_order_test', qty: 1,
-      codes: order.body.codes, redeemUrl: order.body.redeemUrl, deliveryType: 'redemption',
+      eventId: expect.stringMatching(/^evt_/),
+      event: 'order.delivered',
+      timestamp: expect.any(Number),
+      orderId: order.body.orderId,
+      externalOrderId: 'wh-order-1',
+      productId: 'prod_api_order_test',
+      qty: 1,
+      codes: order.body.codes,
+      redeemUrl: order.body.redeemUrl,
+      deliveryType: 'redemption',
     });
     expect(got.headers['x-wholesale-event-id']).toBe(got.body.eventId);
     expect(verifySignature(secret, got.raw, got.headers['x-wholesale-signature'])).toBe(true);
@@ -180,7 +213,12 @@ describe('delivery (spec part 6)', () => {
     const { deliveryId, eventId } = (await api.post('/webhook/test', {})).body;
 
     const failed = await deliveryReaches(api, deliveryId, 'failed', 40_000);
-    expect(failed).toMatchObject({ attempts: MAX_ATTEMPTS, lastStatusCode: 500, lastError: 'HTTP 500', nextAttemptAt: null });
+    expect(failed).toMatchObject({
+      attempts: MAX_ATTEMPTS,
+      lastStatusCode: 500,
+      lastError: 'HTTP 500',
+      nextAttemptAt: null,
+    });
     expect(await r.waitFor(MAX_ATTEMPTS, forEvent(eventId))).toHaveLength(MAX_ATTEMPTS);
 
     // Spec 4.5: another account's delivery id is not found; so is an unknown id.
@@ -198,7 +236,10 @@ describe('delivery (spec part 6)', () => {
     const d = await deliveryReaches(api, deliveryId, 'succeeded');
     expect(d).toMatchObject({ attempts: MAX_ATTEMPTS + 1, lastStatusCode: 200, lastError: null });
     const all = await r.waitFor(MAX_ATTEMPTS + 1, forEvent(eventId));
-    expect(all.at(-1)!.headers).toMatchObject({ 'x-wholesale-event-id': eventId, 'x-wholesale-delivery-id': `${deliveryId}.${MAX_ATTEMPTS + 1}` });
+    expect(all.at(-1)!.headers).toMatchObject({
+      'x-wholesale-event-id': eventId,
+      'x-wholesale-delivery-id': `${deliveryId}.${MAX_ATTEMPTS + 1}`,
+    });
   });
 
   test('reconfiguring the URL mid-retry delivers to the new URL, signed with the new secret', async () => {
@@ -222,9 +263,13 @@ describe('delivery (spec part 6)', () => {
     const { api } = await subscriber(r);
     const first = (await api.post('/webhook/test', {})).body.eventId as string;
     // The first event fails until both later events have been accepted.
-    r.otherwise = (req) => (req.body?.eventId === first && r.accepted().filter((x) => x.body?.eventId !== first).length < 2 ? 500 : 200);
+    r.otherwise = (req) =>
+      req.body?.eventId === first && r.accepted().filter((x) => x.body?.eventId !== first).length < 2 ? 500 : 200;
     await r.waitFor(1, forEvent(first));
-    const later = [(await api.post('/webhook/test', {})).body.eventId, (await api.post('/webhook/test', {})).body.eventId];
+    const later = [
+      (await api.post('/webhook/test', {})).body.eventId,
+      (await api.post('/webhook/test', {})).body.eventId,
+    ];
 
     const accepted = await eventually(async () => (r.accepted().length === 3 ? r.accepted() : undefined), 30_000);
     expect(new Set(accepted.map((x) => x.body.eventId))).toEqual(new Set([first, ...later]));
@@ -267,8 +312,12 @@ describe('the events outbox (spec part 6: persisted first, then delivered)', () 
   test('an event written without NOTIFY is still found by the sweep and delivered', async () => {
     const r = await receiver();
     const { api, accountId } = await subscriber(r);
-    await h.services.orm.em.fork().execute(
-      `insert into events (id, account_id, type, payload) values ('evt_swept_1', ?, 'webhook.test', '{"message":"swept"}')`, [accountId]);
+    await h.services.orm.em
+      .fork()
+      .execute(
+        `insert into events (id, account_id, type, payload) values ('evt_swept_1', ?, 'webhook.test', '{"message":"swept"}')`,
+        [accountId],
+      );
     const [got] = await r.waitFor(1, forEvent('evt_swept_1'));
     expect(got.body).toMatchObject({ eventId: 'evt_swept_1', event: 'webhook.test', message: 'swept' });
     const list = (await api.get('/webhook/deliveries')).body.deliveries;
@@ -281,14 +330,24 @@ describe('the events outbox (spec part 6: persisted first, then delivered)', () 
     const em = h.services.orm.em.fork();
     await em.execute(
       `insert into events (id, account_id, type, payload, dispatched_at) values ('evt_lost_1', ?, 'webhook.test', '{"message":"lost"}', now())`,
-      [accountId]);
+      [accountId],
+    );
     await em.execute(
       `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at)
-       values ('whd_lost_1', 'evt_lost_1', ?, 'pending', now() - interval '5 minutes')`, [accountId]);
+       values ('whd_lost_1', 'evt_lost_1', ?, 'pending', now() - interval '5 minutes')`,
+      [accountId],
+    );
 
     const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
-    const { findings } = await reconcileNow({ orm: h.services.orm, temporal: h.services.temporal, config: h.config, log: quiet });
-    expect(findings).toContainEqual(expect.objectContaining({ kind: 'webhook_delivery', subjectId: 'whd_lost_1', action: 'started' }));
+    const { findings } = await reconcileNow({
+      orm: h.services.orm,
+      temporal: h.services.temporal,
+      config: h.config,
+      log: quiet,
+    });
+    expect(findings).toContainEqual(
+      expect.objectContaining({ kind: 'webhook_delivery', subjectId: 'whd_lost_1', action: 'started' }),
+    );
     const [got] = await r.waitFor(1, forEvent('evt_lost_1'));
     expect(got.headers['x-wholesale-delivery-id']).toBe('whd_lost_1.1');
     expect(await deliveryReaches(api, 'whd_lost_1', 'succeeded')).toMatchObject({ attempts: 1, lastStatusCode: 200 });
@@ -302,7 +361,9 @@ describe('the events outbox (spec part 6: persisted first, then delivered)', () 
     const em = h.services.orm.em.fork();
     await eventually(async () => {
       const rows = await em.execute<{ dispatched: boolean }[]>(
-        'select dispatched_at is not null as dispatched from events where account_id = ?', [acct.accountId]);
+        'select dispatched_at is not null as dispatched from events where account_id = ?',
+        [acct.accountId],
+      );
       return rows.length === 1 && rows[0].dispatched;
     });
     const deliveries = await em.execute('select id from webhook_deliveries where account_id = ?', [acct.accountId]);
@@ -328,7 +389,9 @@ describe('GET /webhook/deliveries (spec 4.5, limits of part 8)', () => {
     expect(page2.body).toMatchObject({ hasMore: false, nextCursor: null });
 
     const other = await h.account();
-    const foreign = await call(`${h.apiUrl}/webhook/deliveries?cursor=${encodeURIComponent(page1.body.nextCursor)}`, { key: other.apiKey });
+    const foreign = await call(`${h.apiUrl}/webhook/deliveries?cursor=${encodeURIComponent(page1.body.nextCursor)}`, {
+      key: other.apiKey,
+    });
     expect(foreign.status).toBe(400);
     expect(foreign.body.error).toBe('invalid_cursor');
     expect((await client(h.apiUrl, other.apiKey).get('/webhook/deliveries')).body.deliveries).toEqual([]);
@@ -344,10 +407,25 @@ describe('GET /webhook/deliveries (spec 4.5, limits of part 8)', () => {
 test('the webhook routes are in the OpenAPI document from the same schemas that parse them', async () => {
   const doc = (await call(`${h.apiUrl}/openapi.json`)).body;
   expect(Object.keys(doc.paths)).toEqual(
-    expect.arrayContaining(['/webhook', '/webhook/test', '/webhook/deliveries', '/webhook/deliveries/{id}/retry'].map((p) => `/wholesale/v1${p}`)),
+    expect.arrayContaining(
+      ['/webhook', '/webhook/test', '/webhook/deliveries', '/webhook/deliveries/{id}/retry'].map(
+        (p) => `/wholesale/v1${p}`,
+      ),
+    ),
   );
   expect(doc.paths['/wholesale/v1/webhook'].put.responses['200'].content['application/json'].schema).toBeDefined();
   expect(doc.components.schemas.WebhookDelivery.required).toEqual(
-    expect.arrayContaining(['id', 'eventId', 'event', 'status', 'attempts', 'lastStatusCode', 'lastError', 'nextAttemptAt', 'createdAt', 'updatedAt']),
+    expect.arrayContaining([
+      'id',
+      'eventId',
+      'event',
+      'status',
+      'attempts',
+      'lastStatusCode',
+      'lastError',
+      'nextAttemptAt',
+      'createdAt',
+      'updatedAt',
+    ]),
   );
 });

@@ -44,15 +44,24 @@ test('a worker that fails in the core is restarted with backoff while the API in
           }
         : activities.placeOrder;
       return createWorker({
-        address: h.config.TEMPORAL_ADDRESS!, namespace: h.config.TEMPORAL_NAMESPACE, taskQueue: h.config.TEMPORAL_TASK_QUEUE,
-        config: h.config, workflowBundle: bundle,
-        activities: { ...activities, placeOrder }, interceptors: {},
+        address: h.config.TEMPORAL_ADDRESS!,
+        namespace: h.config.TEMPORAL_NAMESPACE,
+        taskQueue: h.config.TEMPORAL_TASK_QUEUE,
+        config: h.config,
+        workflowBundle: bundle,
+        activities: { ...activities, placeOrder },
+        interceptors: {},
         dataConverter: { payloadCodecs: dataConverter(parseKeyRing(h.config.TEMPORAL_PAYLOAD_KEYS)).payloadCodecs },
       });
     },
   });
   const app = createApp({
-    orm: h.services.orm, temporal: h.services.temporal, providers: h.services.providers, config: h.config, logger: createLogger('silent'), worker: supervisor,
+    orm: h.services.orm,
+    temporal: h.services.temporal,
+    providers: h.services.providers,
+    config: h.config,
+    logger: createLogger('silent'),
+    worker: supervisor,
   });
   const port = await freePort();
   const server = await new Promise<Server>((ok) => {
@@ -65,10 +74,14 @@ test('a worker that fails in the core is restarted with backoff while the API in
     // The order's placement activity kills the worker in the core; the caller waits for it.
     const order = api.post('/orders', { externalOrderId: 'poisoned-1', productId: 'prod_api_order_test', qty: 1 });
 
-    const degraded = await eventually(async () => {
-      const r = await call(`${base}/healthz`);
-      return r.body.worker?.restarts >= 1 ? r : undefined;
-    }, 30_000, 50);
+    const degraded = await eventually(
+      async () => {
+        const r = await call(`${base}/healthz`);
+        return r.body.worker?.restarts >= 1 ? r : undefined;
+      },
+      30_000,
+      50,
+    );
     expect(degraded.status).toBe(200);
     expect(degraded.body.ok).toBe(true);
     expect(degraded.body.worker.lastError).toMatch(/\S/);
@@ -81,10 +94,14 @@ test('a worker that fails in the core is restarted with backoff while the API in
     const placed = await order;
     expect(placed.status).toBe(200);
     expect(placed.body).toMatchObject({ status: 'delivered', reused: false });
-    const healthy = await eventually(async () => {
-      const r = await call(`${base}/healthz`);
-      return r.body.status === 'ok' ? r : undefined;
-    }, 30_000, 100);
+    const healthy = await eventually(
+      async () => {
+        const r = await call(`${base}/healthz`);
+        return r.body.status === 'ok' ? r : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(healthy.body.worker.phase).toBe('running');
     expect(creations).toBeGreaterThanOrEqual(2);
     expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('9.99');

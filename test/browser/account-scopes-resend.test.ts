@@ -28,7 +28,10 @@ afterAll(async () => {
 
 /** No horizontal scrolling at desktop width or on a phone; a screenshot of each. */
 async function fitsBothWidths(page: Page, name: string) {
-  for (const [label, width] of [['desktop', 1280], ['phone', 390]] as const) {
+  for (const [label, width] of [
+    ['desktop', 1280],
+    ['phone', 390],
+  ] as const) {
     await page.setViewportSize({ width, height: 900 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
     await page.screenshot({ path: `/tmp/wholesale-account-${name}-${label}.png`, fullPage: true });
@@ -37,7 +40,10 @@ async function fitsBothWidths(page: Page, name: string) {
 }
 
 test('a scoped key is listed with its scopes, network and expiry and copied with its button; resend since sends a failed delivery again', async () => {
-  const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'], viewport: { width: 1280, height: 900 } });
+  const context = await browser.newContext({
+    permissions: ['clipboard-read', 'clipboard-write'],
+    viewport: { width: 1280, height: 900 },
+  });
   const page = await context.newPage();
   const area = (path = '') => `${h.baseUrl}/account${path}`;
   await page.goto(area('/sign-up'));
@@ -49,7 +55,8 @@ test('a scoped key is listed with its scopes, network and expiry and copied with
   await page.getByRole('link', { name: 'API keys' }).click();
   const expires = `${new Date().getUTCFullYear() + 1}-06-30`;
   await page.fill('#name', 'dashboard');
-  for (const scope of ['orders', 'topups', 'redemptions', 'webhooks']) await page.getByTestId(`scope-${scope}`).uncheck();
+  for (const scope of ['orders', 'topups', 'redemptions', 'webhooks'])
+    await page.getByTestId(`scope-${scope}`).uncheck();
   await page.fill('#cidrs', '127.0.0.0/8');
   await page.fill('#expires', expires);
   await page.getByTestId('create-key').click();
@@ -65,7 +72,10 @@ test('a scoped key is listed with its scopes, network and expiry and copied with
   await fitsBothWidths(page, 'scoped-key');
 
   expect((await call(`${h.apiUrl}/balance`, { key })).status).toBe(200);
-  const order = await call(`${h.apiUrl}/orders`, { key, body: { externalOrderId: 'area-scoped-1', productId: 'prod_chatgpt_plus_1m', qty: 1 } });
+  const order = await call(`${h.apiUrl}/orders`, {
+    key,
+    body: { externalOrderId: 'area-scoped-1', productId: 'prod_chatgpt_plus_1m', qty: 1 },
+  });
   expect([order.status, order.body.error]).toEqual([403, 'insufficient_scope']);
 
   // A webhook whose receiver fails: the test event's delivery gives up after its one attempt.
@@ -76,7 +86,9 @@ test('a scoped key is listed with its scopes, network and expiry and copied with
   await page.fill('#balanceLowThreshold', '5');
   await page.getByTestId('save-webhook').click();
   const secret = (await page.getByTestId('webhook-secret').textContent())!.trim();
-  const [endpoint] = await h.services.orm.em.fork().execute('select events, balance_low_threshold from webhook_endpoints where url = ?', [receiver.url]);
+  const [endpoint] = await h.services.orm.em
+    .fork()
+    .execute('select events, balance_low_threshold from webhook_endpoints where url = ?', [receiver.url]);
   expect(endpoint).toEqual({ events: [...DEFAULT_EVENTS, 'balance.low'], balance_low_threshold: '5.00' });
   await expect(page.getByTestId('event-balance.low').isChecked()).resolves.toBe(true);
   await page.getByTestId('copy-secret').click();

@@ -57,7 +57,11 @@ async function checkLayout(page: Page, name: string, testIds: string[]) {
 
 async function mcpBalance(key: string): Promise<unknown> {
   const mcp = new Client({ name: 'browser-walk', version: '1.0.0' });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${key}` } },
+    }),
+  );
   try {
     return (await mcp.callTool({ name: 'get_balance', arguments: {} })).structuredContent;
   } finally {
@@ -81,7 +85,9 @@ test('a new reseller: sign up, key, REST and MCP, top-up at the checkout, an ord
   await expect(page.getByTestId('balance').textContent()).resolves.toBe('0.00');
   await expect(page.getByTestId('level').textContent()).resolves.toBe('Lv1');
   await expect(page.getByTestId('notice').textContent()).resolves.toContain('Your account is ready');
-  const [{ account_id: accountId }] = await h.services.orm.em.fork().execute('select account_id from users where email = ?', [email]);
+  const [{ account_id: accountId }] = await h.services.orm.em
+    .fork()
+    .execute('select account_id from users where email = ?', [email]);
 
   // A key, shown once.
   await page.getByRole('link', { name: 'API keys' }).click();

@@ -25,9 +25,24 @@ test('the docs page lists every operation and the webhooks, without a key and wi
   const operations = Object.values<any>(doc.paths).flatMap((item) => Object.values<any>(item));
   const summaries = operations.map((op) => op.summary as string);
   // The spec's 17 operations, and the extensions of issue 40 (exports, batches, resending deliveries).
-  const extensions = ['createBatch', 'getBatch', 'listBatchLines', 'createExport', 'getExport', 'downloadExport', 'exportOrdersCsv', 'exportLedgerCsv', 'resendWebhookDeliveries'];
+  const extensions = [
+    'createBatch',
+    'getBatch',
+    'listBatchLines',
+    'createExport',
+    'getExport',
+    'downloadExport',
+    'exportOrdersCsv',
+    'exportLedgerCsv',
+    'resendWebhookDeliveries',
+  ];
   expect(operations.filter((op) => !extensions.includes(op.operationId))).toHaveLength(17);
-  expect(operations.filter((op) => extensions.includes(op.operationId)).map((op) => op.operationId).sort()).toEqual([...extensions].sort());
+  expect(
+    operations
+      .filter((op) => extensions.includes(op.operationId))
+      .map((op) => op.operationId)
+      .sort(),
+  ).toEqual([...extensions].sort());
 
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   // Redoc's attribution tries a logo on its CDN; the page's CSP must stop it in the browser.
@@ -47,8 +62,16 @@ test('the docs page lists every operation and the webhooks, without a key and wi
   // Redoc's side menu names each operation by its summary.
   const menu = page.locator('.menu-content');
   await menu.waitFor({ timeout: 60_000 });
-  for (const summary of summaries) await menu.getByText(summary, { exact: true }).first().waitFor({ state: 'attached', timeout: 30_000 });
-  for (const event of ['order.delivered', 'order.delivery_attention', 'topup.credited', 'redemption.fulfilled', 'redemption.failed', 'webhook.test']) {
+  for (const summary of summaries)
+    await menu.getByText(summary, { exact: true }).first().waitFor({ state: 'attached', timeout: 30_000 });
+  for (const event of [
+    'order.delivered',
+    'order.delivery_attention',
+    'topup.credited',
+    'redemption.fulfilled',
+    'redemption.failed',
+    'webhook.test',
+  ]) {
     expect(await page.getByText(event).count()).toBeGreaterThan(0);
   }
   const heading = page.getByRole('heading', { name: 'Place an order (idempotent on externalOrderId)' });

@@ -46,34 +46,59 @@ test('a CSV file uploaded on the Batches page: the batch page shows it waiting, 
   await page.fill('#password', 'a long enough password');
   await page.getByTestId('sign-up').click();
   await page.waitForURL(/\/account(\?|$)/);
-  const [{ account_id: accountId }] = await h.services.orm.em.fork().execute<{ account_id: string }[]>('select account_id from users where email = ?', [email]);
-  await adjustBalance(h.services.orm.em.fork(), { accountId, amount: '400.00', note: 'test funding', levelThresholds: h.config.LEVEL_THRESHOLDS });
+  const [{ account_id: accountId }] = await h.services.orm.em
+    .fork()
+    .execute<{ account_id: string }[]>('select account_id from users where email = ?', [email]);
+  await adjustBalance(h.services.orm.em.fork(), {
+    accountId,
+    amount: '400.00',
+    note: 'test funding',
+    levelThresholds: h.config.LEVEL_THRESHOLDS,
+  });
 
   await page.goto(`${h.baseUrl}/account/batches`);
   expect(await page.getByTestId('no-batches').isVisible()).toBe(true);
   const file = csvFile();
-  await page.getByTestId('batch-file').setInputFiles({ name: 'orders.csv', mimeType: 'text/csv', buffer: Buffer.from(file) });
+  await page
+    .getByTestId('batch-file')
+    .setInputFiles({ name: 'orders.csv', mimeType: 'text/csv', buffer: Buffer.from(file) });
   // The page's script puts the file's text in the form.
-  await page.waitForFunction((n) => (document.getElementById('csv') as HTMLTextAreaElement).value.split('\n').length > n, LINES);
+  await page.waitForFunction(
+    (n) => (document.getElementById('csv') as HTMLTextAreaElement).value.split('\n').length > n,
+    LINES,
+  );
   await page.getByTestId('batch-submit').click();
   await page.waitForURL(/\/account\/batches\/bat_/);
   const batchId = new URL(page.url()).pathname.split('/').pop()!;
 
   // No worker yet: accepted, nothing placed.
   expect(await page.getByTestId('batch-status').textContent()).toBe('running');
-  expect(await page.getByTestId('batch-progress').textContent()).toBe(`0 placed, 0 refused, ${LINES} waiting, of ${LINES}`);
+  expect(await page.getByTestId('batch-progress').textContent()).toBe(
+    `0 placed, 0 refused, ${LINES} waiting, of ${LINES}`,
+  );
   await page.screenshot({ path: '/tmp/wholesale-account-batch-waiting-desktop.png', fullPage: true });
 
   const metricsPort = await freePort();
   worker = startWorkerProcess(h, { BATCH_CHUNK_LINES: '10', METRICS_PORT: String(metricsPort) });
   // The page reloads itself while the batch runs: what it showed each time, until completed.
   const seen = new Set<string>();
-  await eventually(async () => {
-    const status = await page.getByTestId('batch-status').textContent().catch(() => null);
-    const progress = await page.getByTestId('batch-progress').textContent().catch(() => null);
-    if (progress) seen.add(progress);
-    return status === 'completed';
-  }, 150_000, 100, 'the page shows the batch completed');
+  await eventually(
+    async () => {
+      const status = await page
+        .getByTestId('batch-status')
+        .textContent()
+        .catch(() => null);
+      const progress = await page
+        .getByTestId('batch-progress')
+        .textContent()
+        .catch(() => null);
+      if (progress) seen.add(progress);
+      return status === 'completed';
+    },
+    150_000,
+    100,
+    'the page shows the batch completed',
+  );
 
   const batch = await getBatch(h.services.orm.em.fork(), accountId, batchId);
   expect(batch).toMatchObject({ status: 'completed', pending: 0, total: LINES });
@@ -88,7 +113,10 @@ test('a CSV file uploaded on the Batches page: the batch page shows it waiting, 
   // Its lines, each with its outcome; a placed one opens its order.
   expect(await page.getByTestId('batch-line').count()).toBe(50);
   expect(await page.getByTestId('more-lines').isVisible()).toBe(true);
-  for (const [label, width, height] of [['desktop', 1280, 900], ['phone', 390, 844]] as const) {
+  for (const [label, width, height] of [
+    ['desktop', 1280, 900],
+    ['phone', 390, 844],
+  ] as const) {
     await page.setViewportSize({ width, height });
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
     await page.screenshot({ path: `/tmp/wholesale-account-batch-${label}.png`, fullPage: true });

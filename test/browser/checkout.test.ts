@@ -23,7 +23,12 @@ afterAll(async () => {
 test('pay an intent order on the checkout page and see it delivered through the API', async () => {
   const { apiKey, accountId } = await h.account('0');
   const api = client(h.apiUrl, apiKey);
-  const order = await api.post('/orders', { externalOrderId: 'browser-pay', productId: 'prod_chatgpt_team_1m', qty: 2, payment: 'intent' });
+  const order = await api.post('/orders', {
+    externalOrderId: 'browser-pay',
+    productId: 'prod_chatgpt_team_1m',
+    qty: 2,
+    payment: 'intent',
+  });
   expect(order.body).toMatchObject({ status: 'pending', amount: '50.00' });
 
   const page = await browser.newPage();

@@ -63,15 +63,21 @@ test('a viewer sees a needs_attention order without buttons; a support agent del
   const agent = await staffMember(h, 'support', { name: 'Alice Agent' });
   const { context, page } = await signIn(agent);
   const row = page.locator(`[data-testid="queue-row"][data-order-id="${orderId}"]`);
-  await expect(row.getByTestId('workflow-state').textContent()).resolves.toMatch(/^needs_attention · \d+ rounds · 2 missing/);
+  await expect(row.getByTestId('workflow-state').textContent()).resolves.toMatch(
+    /^needs_attention · \d+ rounds · 2 missing/,
+  );
   await row.getByTestId('open-order').click();
   await expect(page.getByTestId('fulfillment-status').textContent()).resolves.toBe('needs_attention');
-  expect(await page.getByTestId('temporal-link').last().getAttribute('href')).toMatch(new RegExp(`/namespaces/default/workflows/procure%3A${orderId}$`));
+  expect(await page.getByTestId('temporal-link').last().getAttribute('href')).toMatch(
+    new RegExp(`/namespaces/default/workflows/procure%3A${orderId}$`),
+  );
 
   await page.fill('#codes', 'HAND-0001\nHAND-0002\n');
   await page.fill('#deliver-reason', 'bought two cards at the retail desk');
   const [posted] = await Promise.all([
-    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith(`/console/orders/${orderId}/deliver`)),
+    page.waitForResponse(
+      (r) => r.request().method() === 'POST' && r.url().endsWith(`/console/orders/${orderId}/deliver`),
+    ),
     page.getByTestId('deliver').click(),
   ]);
   expect(posted.status()).toBe(303);
@@ -85,20 +91,32 @@ test('a viewer sees a needs_attention order without buttons; a support agent del
   const order = (await api.get(`/orders/${orderId}`)).body;
   expect(order).toMatchObject({ status: 'delivered', fulfillmentStatus: 'delivered', fulfilledQuantity: 3 });
   expect(order.codes).toEqual(expect.arrayContaining(['HAND-0001', 'HAND-0002']));
-  const [hook] = await receiver.waitFor(1, (all) => all.filter((r) => r.body?.event === 'order.delivered' && r.body?.orderId === orderId));
+  const [hook] = await receiver.waitFor(1, (all) =>
+    all.filter((r) => r.body?.event === 'order.delivered' && r.body?.orderId === orderId),
+  );
   expect(hook.body).toMatchObject({ orderId, externalOrderId: 'console-walk-1', codes: order.codes });
   expect(verifySignature(secret, hook.raw, hook.headers['x-wholesale-signature'])).toBe(true);
   const l = await expectLedgerMatchesBalance(h, accountId);
-  expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([['adjust', '200.00', '200.00'], ['purchase', '-147.00', '53.00']]);
-  expect(await auditRows(h, `action = 'order.deliver' and subject_id = ?`, [orderId])).toEqual([expect.objectContaining({
-    actor: 'Alice Agent', actor_email: agent.email, role: 'support', account_id: accountId,
-    reason: 'bought two cards at the retail desk', request_id: requestId, details: { codes: 2 }, outcome: 'ok',
-  })]);
+  expect(l.rows.map((r) => [r.type, r.amount, r.balance_after])).toEqual([
+    ['adjust', '200.00', '200.00'],
+    ['purchase', '-147.00', '53.00'],
+  ]);
+  expect(await auditRows(h, `action = 'order.deliver' and subject_id = ?`, [orderId])).toEqual([
+    expect.objectContaining({
+      actor: 'Alice Agent',
+      actor_email: agent.email,
+      role: 'support',
+      account_id: accountId,
+      reason: 'bought two cards at the retail desk',
+      request_id: requestId,
+      details: { codes: 2 },
+      outcome: 'ok',
+    }),
+  ]);
   await eventually(async () => {
     await page.reload();
     return (await page.getByTestId('order-delivery-status').allTextContents()).includes('succeeded');
   });
   await page.screenshot({ path: '/tmp/wholesale-console-order.png', fullPage: true });
   await context.close();
-
 });

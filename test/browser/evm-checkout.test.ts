@@ -30,14 +30,20 @@ afterAll(async () => {
 /** What a wallet's camera reads from the page's QR code. */
 async function scanQr(page: Page): Promise<string | undefined> {
   const png = PNG.sync.read(await page.getByTestId('qr').screenshot());
-  return jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height)?.data;
+  return jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height)
+    ?.data;
 }
 
 const statusOf = (page: Page, status: string) => page.locator(`[data-testid=status][data-status=${status}]`);
 
 test('pay an intent order in two transfers on the checkout page; the page follows to paid by itself and the order is delivered', async () => {
   const { api, accountId } = await reseller(h);
-  const order = await api.post('/orders', { externalOrderId: 'browser-evm', productId: 'prod_chatgpt_team_1m', qty: 2, payment: 'intent' });
+  const order = await api.post('/orders', {
+    externalOrderId: 'browser-evm',
+    productId: 'prod_chatgpt_team_1m',
+    qty: 2,
+    payment: 'intent',
+  });
   expect(order.body).toMatchObject({ status: 'pending', amount: '50.00' });
   const deposit = getAddress(await depositAddressOf(h, order.body.checkoutUrl));
   const usdt = getAddress(chain.tokens.USDT.address);
@@ -72,7 +78,10 @@ test('pay an intent order in two transfers on the checkout page; the page follow
   await page.screenshot({ path: '/tmp/evm-checkout.png', fullPage: true });
 
   // The page's script runs under its Content-Security-Policy: the countdown moves, Copy copies.
-  await page.waitForFunction((shown) => document.querySelector('[data-testid=time-left]')?.textContent !== shown, timeLeft);
+  await page.waitForFunction(
+    (shown) => document.querySelector('[data-testid=time-left]')?.textContent !== shown,
+    timeLeft,
+  );
   await page.getByTestId('copy-address').click();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(deposit);
 
@@ -117,14 +126,21 @@ test('an unknown checkout is a 404 page and a 404 JSON; a chain or token the que
   expect(await missingJson.json()).toEqual({ error: 'not_found', message: 'Unknown checkout' });
 
   const { api } = await reseller(h);
-  const order = await api.post('/orders', { externalOrderId: 'browser-evm-query', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' });
+  const order = await api.post('/orders', {
+    externalOrderId: 'browser-evm-query',
+    productId: 'prod_chatgpt_team_1m',
+    qty: 1,
+    payment: 'intent',
+  });
   expect(order.body).toMatchObject({ status: 'pending', amount: '25.00' });
   const status = await fetch(`${order.body.checkoutUrl}/status.json`);
   expect(status.headers.get('cache-control')).toBe('no-store');
   expect(await status.json()).toMatchObject({ status: 'waiting', amount: '25.00', currency: 'USDT', missing: '25.00' });
 
   // Without script the page still follows the payment, by reloading itself.
-  expect(await (await fetch(order.body.checkoutUrl)).text()).toContain('<noscript><meta http-equiv="refresh" content="15"></noscript>');
+  expect(await (await fetch(order.body.checkoutUrl)).text()).toContain(
+    '<noscript><meta http-equiv="refresh" content="15"></noscript>',
+  );
 
   const cases = [
     { query: '?chain=999&token=XYZ', token: chain.tokens.USDT.address },

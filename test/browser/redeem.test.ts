@@ -39,7 +39,10 @@ test('redeem on the site: an empty required field is refused and leaves the code
   expect(await page.getByRole('alert').textContent()).toBe('Please fill in “Email”.');
   expect(await page.getByLabel('Organization id').inputValue()).toBe('3f2504e0-4f89-41d3-9a0c-0305e82c3301');
   await page.screenshot({ path: '/tmp/redeem-missing-field.png', fullPage: true });
-  expect((await api.get(`/redemptions?code=${code}`)).body).toMatchObject({ status: 'not_redeemed', redemptionId: null });
+  expect((await api.get(`/redemptions?code=${code}`)).body).toMatchObject({
+    status: 'not_redeemed',
+    redemptionId: null,
+  });
   expect(await redemptionRowsOfCode(h, code)).toEqual([]);
 
   await page.getByLabel('Email').fill('jane@example.com');
@@ -54,7 +57,11 @@ test('redeem on the site: an empty required field is refused and leaves the code
   await page.screenshot({ path: '/tmp/redeem-fulfilled.png', fullPage: true });
 
   const id = page.url().split('/').pop()!;
-  expect((await api.get(`/redemptions/${id}`)).body).toMatchObject({ status: 'fulfilled', code, orderId: order.body.orderId });
+  expect((await api.get(`/redemptions/${id}`)).body).toMatchObject({
+    status: 'fulfilled',
+    code,
+    orderId: order.body.orderId,
+  });
   expect((await eventsOf(h, accountId)).map((e) => e.id)).toEqual([`redemption:${id}:1:redemption.fulfilled`]);
   await page.close();
 });

@@ -28,7 +28,12 @@ let tls: { url: string; seen: Seen[]; server: Server };
 let browser: Browser;
 let certDir: string;
 
-interface Seen { method: string; path: string; authorization?: string; status: number }
+interface Seen {
+  method: string;
+  path: string;
+  authorization?: string;
+  status: number;
+}
 
 beforeAll(async () => {
   certDir = mkdtempSync(join(tmpdir(), 'wholesale-codec-tls-'));
@@ -51,10 +56,34 @@ function selfSignedLoopbackCert(dir: string): { key: Buffer; cert: Buffer } {
   const key = join(dir, 'key.pem');
   const cert = join(dir, 'cert.pem');
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert,
-      '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
   } catch (err) {
-    throw new Error(`this test makes its TLS certificate with openssl (1.1.1 or later): ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new Error(
+      `this test makes its TLS certificate with openssl (1.1.1 or later): ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   return { key: readFileSync(key), cert: readFileSync(cert) };
 }
@@ -64,7 +93,12 @@ async function tlsProxy(target: string, cert: { key: Buffer; cert: Buffer }) {
   const seen: Seen[] = [];
   const server = createHttpsServer(cert, (req, res) => {
     const upstream = httpRequest(new URL(req.url!, target), { method: req.method, headers: req.headers }, (answer) => {
-      seen.push({ method: req.method!, path: req.url!, authorization: req.headers.authorization, status: answer.statusCode! });
+      seen.push({
+        method: req.method!,
+        path: req.url!,
+        authorization: req.headers.authorization,
+        status: answer.statusCode!,
+      });
       res.writeHead(answer.statusCode!, answer.headers);
       answer.pipe(res);
     });
@@ -106,9 +140,10 @@ async function deliveredOrder(externalOrderId: string) {
   return { orderId: placed.body.orderId as string, workflowId: `order:${accountId}:${externalOrderId}` };
 }
 
-const workflowPage = (workflowId: string) => `${temporal.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
+const workflowPage = (workflowId: string) =>
+  `${temporal.uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
 
-test('with CODEC_TOKEN as the page\'s access token, the UI decodes an order\'s input, result and history; the token goes in the Authorization header only', async () => {
+test("with CODEC_TOKEN as the page's access token, the UI decodes an order's input, result and history; the token goes in the Authorization header only", async () => {
   const { orderId, workflowId } = await deliveredOrder('ui-decoded');
   const context = await operatorBrowser(CODEC_TOKEN);
   tls.seen.length = 0;
@@ -130,7 +165,9 @@ test('with CODEC_TOKEN as the page\'s access token, the UI decodes an order\'s i
   const posts = tls.seen.filter((r) => r.method === 'POST').map((r) => [r.path, r.authorization, r.status]);
   expect(posts.length).toBeGreaterThan(0);
   expect(posts).toEqual(posts.map(() => ['/codec/decode', `Bearer ${CODEC_TOKEN}`, 200]));
-  expect(tls.seen.filter((r) => r.method === 'OPTIONS').map((r) => [r.path, r.authorization, r.status])).toContainEqual(['/codec/decode', undefined, 204]);
+  expect(tls.seen.filter((r) => r.method === 'OPTIONS').map((r) => [r.path, r.authorization, r.status])).toContainEqual(
+    ['/codec/decode', undefined, 204],
+  );
   expect(tls.seen.filter((r) => r.path.includes(CODEC_TOKEN))).toEqual([]);
   await context.close();
 });

@@ -35,12 +35,20 @@ afterAll(async () => {
 
 async function scanQr(page: Page): Promise<string | undefined> {
   const png = PNG.sync.read(await page.getByTestId('qr').screenshot());
-  return jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height)?.data;
+  return jsQR(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height)
+    ?.data;
 }
 
 test('the TRON option shows the T… address, its QR code decodes to it, Copy copies it, and a payment to it delivers the order', async () => {
   const { api } = await reseller(h);
-  const order = (await api.post('/orders', { externalOrderId: 'browser-tron', productId: 'prod_chatgpt_team_1m', qty: 2, payment: 'intent' })).body;
+  const order = (
+    await api.post('/orders', {
+      externalOrderId: 'browser-tron',
+      productId: 'prod_chatgpt_team_1m',
+      qty: 2,
+      payment: 'intent',
+    })
+  ).body;
   const deposit = tronAddress(await tronDepositOf(h, order.checkoutUrl));
   expect(deposit).toMatch(/^T[1-9A-HJ-NP-Za-km-z]{33}$/);
 
@@ -50,7 +58,11 @@ test('the TRON option shows the T… address, its QR code decodes to it, Copy co
   page.on('pageerror', (err) => pageErrors.push(err.message));
   await page.goto(order.checkoutUrl);
   // Both chains are offered; the EVM one (listed first) shows its own 0x address.
-  expect(await page.locator('nav.options a').allTextContents()).toEqual(['USDT on Hardhat', 'USDC on Hardhat', 'USDT on TRON']);
+  expect(await page.locator('nav.options a').allTextContents()).toEqual([
+    'USDT on Hardhat',
+    'USDC on Hardhat',
+    'USDT on TRON',
+  ]);
   expect(await page.getByTestId('address').inputValue()).toBe(getAddress(await depositAddressOf(h, order.checkoutUrl)));
 
   await page.getByRole('link', { name: 'USDT on TRON' }).click();

@@ -26,7 +26,9 @@ let unavailable: string | undefined;
 
 beforeAll(async () => {
   const r = await new Promise<{ code: number | null; out: string; err: string }>((ok) => {
-    const child = spawn(process.execPath, [join(projectRoot, 'scripts', 'ensure-deploy-tools.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(projectRoot, 'scripts', 'ensure-deploy-tools.mjs')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += String(d)));
@@ -44,7 +46,14 @@ function skipped(): boolean {
 }
 
 function helm(args: string[]): string {
-  const r = spawnSync(tools!.helm, args, { encoding: 'utf8', env: { ...process.env, HELM_CACHE_HOME: '/tmp/wholesale-helm-cache', HELM_CONFIG_HOME: '/tmp/wholesale-helm-config' } });
+  const r = spawnSync(tools!.helm, args, {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      HELM_CACHE_HOME: '/tmp/wholesale-helm-cache',
+      HELM_CONFIG_HOME: '/tmp/wholesale-helm-config',
+    },
+  });
   if (r.status !== 0) throw new Error(`helm ${args.join(' ')} exited ${r.status}:\n${r.stderr}${r.stdout}`);
   return r.stdout;
 }
@@ -54,19 +63,30 @@ function check(manifest: string): { code: number | null; out: string } {
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
-type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; annotations?: Record<string, string> }; [k: string]: any };
+type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; annotations?: Record<string, string> };
+  [k: string]: any;
+};
 
 const rendered = new Map<string, { text: string; objects: K8sObject[] }>();
 function render(args: string[]): { text: string; objects: K8sObject[] } {
   const key = args.join(' ');
   if (!rendered.has(key)) {
     const text = helm(['template', 'wholesale', chart, '--namespace', 'wholesale', ...KUBE, ...args]);
-    rendered.set(key, { text, objects: parseAllDocuments(text).map((d) => d.toJS()).filter(Boolean) });
+    rendered.set(key, {
+      text,
+      objects: parseAllDocuments(text)
+        .map((d) => d.toJS())
+        .filter(Boolean),
+    });
   }
   return rendered.get(key)!;
 }
 
-const find = (objects: K8sObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
+const find = (objects: K8sObject[], kind: string, name: string) =>
+  objects.find((o) => o.kind === kind && o.metadata.name === name);
 const kinds = (objects: K8sObject[]) => objects.map((o) => `${o.kind} ${o.metadata.name}`).sort();
 
 /** The Secret of the chart's README, made as it says. */
@@ -77,12 +97,24 @@ const SECRET = {
   SESSION_SECRET: randomBytes(32).toString('base64'),
   ADMIN_TOKEN: randomBytes(32).toString('hex'),
   EVM_XPUB: OPERATOR_XPUB,
-  EVM_CHAINS: JSON.stringify([{ chainId: 137, name: 'Polygon', rpcUrls: ['https://polygon.example/key'], confirmations: 12, tokens: { USDT: { address: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F', decimals: 6 } } }]),
+  EVM_CHAINS: JSON.stringify([
+    {
+      chainId: 137,
+      name: 'Polygon',
+      rpcUrls: ['https://polygon.example/key'],
+      confirmations: 12,
+      tokens: { USDT: { address: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F', decimals: 6 } },
+    },
+  ]),
 };
 
 const cases = [
   { name: 'the default values, KEDA absent', args: [] as string[], keda: false },
-  { name: 'the default values, KEDA present, monitoring on', args: [...KEDA, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true'], keda: true },
+  {
+    name: 'the default values, KEDA present, monitoring on',
+    args: [...KEDA, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true'],
+    keda: true,
+  },
   { name: 'the Temporal Cloud values', args: ['-f', cloudValues, ...KEDA], keda: true },
 ];
 
@@ -97,7 +129,10 @@ describe.each(cases)('helm template with $name', ({ args, keda }) => {
     if (skipped()) return;
     const { text, objects } = render(args);
     const result = check(text);
-    expect({ code: result.code, failures: result.out.split('\n').filter((l) => l.startsWith('FAIL')) }).toEqual({ code: 0, failures: [] });
+    expect({ code: result.code, failures: result.out.split('\n').filter((l) => l.startsWith('FAIL')) }).toEqual({
+      code: 0,
+      failures: [],
+    });
     expect(result.out.split('\n').filter((l) => l.startsWith('ok')).length).toBe(objects.length);
   });
 
@@ -105,8 +140,18 @@ describe.each(cases)('helm template with $name', ({ args, keda }) => {
     if (skipped()) return;
     const { objects } = render(args);
     const names = kinds(objects);
-    for (const o of ['Deployment wholesale-api', 'Deployment wholesale-worker', 'Service wholesale-api', 'HorizontalPodAutoscaler wholesale-api',
-      'PodDisruptionBudget wholesale-api', 'PodDisruptionBudget wholesale-worker', 'Job wholesale-migrate', 'NetworkPolicy wholesale-api', 'NetworkPolicy wholesale-worker', 'ConfigMap wholesale']) {
+    for (const o of [
+      'Deployment wholesale-api',
+      'Deployment wholesale-worker',
+      'Service wholesale-api',
+      'HorizontalPodAutoscaler wholesale-api',
+      'PodDisruptionBudget wholesale-api',
+      'PodDisruptionBudget wholesale-worker',
+      'Job wholesale-migrate',
+      'NetworkPolicy wholesale-api',
+      'NetworkPolicy wholesale-worker',
+      'ConfigMap wholesale',
+    ]) {
       expect(names).toContain(o);
     }
     expect(names.includes('ScaledObject wholesale-worker')).toBe(keda);
@@ -125,30 +170,46 @@ describe.each(cases)('helm template with $name', ({ args, keda }) => {
     if (skipped()) return;
     const { objects } = render(args);
     const settings = find(objects, 'ConfigMap', 'wholesale')!.data;
-    for (const [name, grace] of [['api', 10], ['worker', 20 + 10]] as const) {
+    for (const [name, grace] of [
+      ['api', 10],
+      ['worker', 20 + 10],
+    ] as const) {
       const pod = find(objects, 'Deployment', `wholesale-${name}`)!.spec.template.spec;
       const container = pod.containers[0];
       expect(container.command).toEqual(['node', `dist/src/${name}.js`]);
-      expect(container.ports.find((p: { name: string }) => p.name === 'metrics').containerPort).toBe(Number(settings.METRICS_PORT));
+      expect(container.ports.find((p: { name: string }) => p.name === 'metrics').containerPort).toBe(
+        Number(settings.METRICS_PORT),
+      );
       expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
       expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
       // The API finishes its requests (a hung one is cut at 10 s); the worker its activities (20 s), then closes.
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(grace);
       expect(pod.securityContext.runAsNonRoot).toBe(true);
-      expect(container.envFrom).toEqual([{ configMapRef: { name: 'wholesale' } }, { secretRef: { name: values.existingSecret } }]);
+      expect(container.envFrom).toEqual([
+        { configMapRef: { name: 'wholesale' } },
+        { secretRef: { name: values.existingSecret } },
+      ]);
     }
   });
 
-  test('the settings of every process (ConfigMap, and the Job\'s inline copy) with the README\'s Secret pass the production checks', () => {
+  test("the settings of every process (ConfigMap, and the Job's inline copy) with the README's Secret pass the production checks", () => {
     if (skipped()) return;
     const { objects } = render(args);
     const settings = find(objects, 'ConfigMap', 'wholesale')!.data as Record<string, string>;
     // Nothing secret in the ConfigMap.
-    expect(Object.keys(settings).filter((k) => /SECRET|KEY|TOKEN|PASSWORD|DATABASE_URL|XPUB|EVM_CHAINS/.test(k))).toEqual([]);
+    expect(
+      Object.keys(settings).filter((k) => /SECRET|KEY|TOKEN|PASSWORD|DATABASE_URL|XPUB|EVM_CHAINS/.test(k)),
+    ).toEqual([]);
     const job = find(objects, 'Job', 'wholesale-migrate')!.spec.template.spec.containers[0];
-    expect(Object.fromEntries(job.env.map((e: { name: string; value: string }) => [e.name, e.value]))).toEqual(settings);
+    expect(Object.fromEntries(job.env.map((e: { name: string; value: string }) => [e.name, e.value]))).toEqual(
+      settings,
+    );
     const cloud = args.includes(cloudValues);
-    const config = loadConfig({ ...settings, ...SECRET, ...(cloud ? { TEMPORAL_API_KEY: 'a-temporal-cloud-api-key' } : {}) });
+    const config = loadConfig({
+      ...settings,
+      ...SECRET,
+      ...(cloud ? { TEMPORAL_API_KEY: 'a-temporal-cloud-api-key' } : {}),
+    });
     expect(config.NODE_ENV).toBe('production');
     expect(config.devSecrets).toEqual([]);
     expect(config.MIGRATE_ON_START).toBe(false);
@@ -157,33 +218,41 @@ describe.each(cases)('helm template with $name', ({ args, keda }) => {
   });
 
   if (keda) {
-    test('the ScaledObject scales the worker Deployment on its task queue\'s workflow and activity backlogs', () => {
+    test("the ScaledObject scales the worker Deployment on its task queue's workflow and activity backlogs", () => {
       if (skipped()) return;
       const { objects } = render(args);
       const so = find(objects, 'ScaledObject', 'wholesale-worker')!;
       const settings = find(objects, 'ConfigMap', 'wholesale')!.data;
       expect(so.spec.scaleTargetRef).toEqual({ name: 'wholesale-worker' });
-      expect(so.spec.triggers).toEqual([expect.objectContaining({
-        type: 'temporal',
-        metadata: expect.objectContaining({
-          endpoint: settings.TEMPORAL_ADDRESS, namespace: settings.TEMPORAL_NAMESPACE, taskQueue: settings.TEMPORAL_TASK_QUEUE,
-          queueTypes: 'workflow,activity', targetQueueSize: String(values.worker.autoscaling.targetQueueSize),
+      expect(so.spec.triggers).toEqual([
+        expect.objectContaining({
+          type: 'temporal',
+          metadata: expect.objectContaining({
+            endpoint: settings.TEMPORAL_ADDRESS,
+            namespace: settings.TEMPORAL_NAMESPACE,
+            taskQueue: settings.TEMPORAL_TASK_QUEUE,
+            queueTypes: 'workflow,activity',
+            targetQueueSize: String(values.worker.autoscaling.targetQueueSize),
+          }),
         }),
-      })]);
+      ]);
       if (args.includes(cloudValues)) {
         expect(so.spec.triggers[0].authenticationRef).toEqual({ name: 'wholesale-temporal' });
-        expect(find(objects, 'TriggerAuthentication', 'wholesale-temporal')!.spec.secretTargetRef)
-          .toEqual([{ parameter: 'apiKey', name: values.existingSecret, key: 'TEMPORAL_API_KEY' }]);
+        expect(find(objects, 'TriggerAuthentication', 'wholesale-temporal')!.spec.secretTargetRef).toEqual([
+          { parameter: 'apiKey', name: values.existingSecret, key: 'TEMPORAL_API_KEY' },
+        ]);
       }
     });
   }
 });
 
-test('the schema owner\'s Secret (DATABASE_MIGRATION_URL) reaches the migration Job alone', () => {
+test("the schema owner's Secret (DATABASE_MIGRATION_URL) reaches the migration Job alone", () => {
   if (skipped()) return;
   const { objects } = render(['--set', 'migrations.secret=wholesale-owner']);
-  expect(find(objects, 'Job', 'wholesale-migrate')!.spec.template.spec.containers[0].envFrom)
-    .toEqual([{ secretRef: { name: values.existingSecret } }, { secretRef: { name: 'wholesale-owner' } }]);
+  expect(find(objects, 'Job', 'wholesale-migrate')!.spec.template.spec.containers[0].envFrom).toEqual([
+    { secretRef: { name: values.existingSecret } },
+    { secretRef: { name: 'wholesale-owner' } },
+  ]);
   for (const name of ['api', 'worker']) {
     expect(JSON.stringify(find(objects, 'Deployment', `wholesale-${name}`))).not.toContain('wholesale-owner');
   }
@@ -197,13 +266,29 @@ test('the PrometheusRule holds the runbook\'s alert rules, and the ServiceMonito
   expect(find(objects, 'PrometheusRule', 'wholesale')!.spec).toEqual(rules);
   const monitor = find(objects, 'ServiceMonitor', 'wholesale')!;
   expect(monitor.spec.jobLabel).toBe('app.kubernetes.io/part-of');
-  for (const service of objects.filter((o) => o.kind === 'Service')) expect(service.metadata).toMatchObject({ labels: { 'app.kubernetes.io/part-of': 'wholesale' } });
+  for (const service of objects.filter((o) => o.kind === 'Service'))
+    expect(service.metadata).toMatchObject({ labels: { 'app.kubernetes.io/part-of': 'wholesale' } });
 });
 
 test.each([
-  ['ScaledObject field', 'minReplicaCount:', 'minReplicasCount:', /ScaledObject wholesale-worker: .*unknown field "minReplicasCount"/],
-  ['Deployment field', 'readinessProbe:', 'readynessProbe:', /Deployment wholesale-api: .*unknown field "readynessProbe"/],
-  ['Temporal trigger key', 'targetQueueSize:', 'targetQueSize:', /ScaledObject wholesale-worker: temporal trigger: metadata the scaler does not read: targetQueSize/],
+  [
+    'ScaledObject field',
+    'minReplicaCount:',
+    'minReplicasCount:',
+    /ScaledObject wholesale-worker: .*unknown field "minReplicasCount"/,
+  ],
+  [
+    'Deployment field',
+    'readinessProbe:',
+    'readynessProbe:',
+    /Deployment wholesale-api: .*unknown field "readynessProbe"/,
+  ],
+  [
+    'Temporal trigger key',
+    'targetQueueSize:',
+    'targetQueSize:',
+    /ScaledObject wholesale-worker: temporal trigger: metadata the scaler does not read: targetQueSize/,
+  ],
 ])('a misspelt %s fails the check', (_what, from, to, message) => {
   if (skipped()) return;
   const { text } = render(cases[1].args);

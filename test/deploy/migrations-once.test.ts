@@ -19,7 +19,12 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-interface Proc { role: 'api' | 'worker'; child: ChildProcess; log: () => string; ready: number }
+interface Proc {
+  role: 'api' | 'worker';
+  child: ChildProcess;
+  log: () => string;
+  ready: number;
+}
 
 async function startProcess(role: 'api' | 'worker', databaseUrl: string): Promise<Proc> {
   const ready = await freePort();
@@ -44,14 +49,17 @@ async function startProcess(role: 'api' | 'worker', databaseUrl: string): Promis
 
 /** The JSON lines a process logged with this message. */
 function lines(p: Proc, msg: string): Record<string, unknown>[] {
-  return p.log().split('\n').flatMap((line) => {
-    try {
-      const parsed = JSON.parse(line) as Record<string, unknown>;
-      return parsed.msg === msg ? [parsed] : [];
-    } catch {
-      return [];
-    }
-  });
+  return p
+    .log()
+    .split('\n')
+    .flatMap((line) => {
+      try {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        return parsed.msg === msg ? [parsed] : [];
+      } catch {
+        return [];
+      }
+    });
 }
 
 async function query<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -65,7 +73,11 @@ async function query<T>(url: string, sql: string, params: unknown[] = []): Promi
 }
 
 function runMigrate(databaseUrl: string): Promise<{ code: number | null; log: string }> {
-  const child = spawn('npm', ['run', '--silent', 'migrate'], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: databaseUrl } });
+  const child = spawn('npm', ['run', '--silent', 'migrate'], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: databaseUrl },
+  });
   const log = output(child);
   return exited(child).then(({ code }) => ({ code, log: log() }));
 }
@@ -81,37 +93,58 @@ test('three API processes and two workers started at once on an empty database: 
     ...['api', 'api', 'api', 'worker', 'worker'].map((role) => startProcess(role as 'api' | 'worker', databaseUrl)),
   ]);
   try {
-    await eventually(async () => {
-      const dead = procs.find((p) => p.child.exitCode !== null);
-      if (dead) throw new Error(`${dead.role} exited:\n${dead.log()}`);
-      const [{ waiting }] = await query<{ waiting: number }>(databaseUrl,
-        "select count(*)::int as waiting from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())");
-      return waiting === 5;
-    }, 120_000, 250, 'all five processes waiting for the migration lock');
+    await eventually(
+      async () => {
+        const dead = procs.find((p) => p.child.exitCode !== null);
+        if (dead) throw new Error(`${dead.role} exited:\n${dead.log()}`);
+        const [{ waiting }] = await query<{ waiting: number }>(
+          databaseUrl,
+          "select count(*)::int as waiting from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())",
+        );
+        return waiting === 5;
+      },
+      120_000,
+      250,
+      'all five processes waiting for the migration lock',
+    );
     // Nobody migrated behind the lock's back.
     expect(await query(databaseUrl, "select to_regclass('mikro_orm_migrations') as t")).toEqual([{ t: null }]);
-    for (const p of procs) expect(lines(p, 'another process is migrating the database; waiting for it')).toHaveLength(1);
+    for (const p of procs)
+      expect(lines(p, 'another process is migrating the database; waiting for it')).toHaveLength(1);
   } finally {
     await holder.end();
   }
 
   for (const p of procs) {
-    await eventually(async () => {
-      if (p.child.exitCode !== null) throw new Error(`${p.role} exited:\n${p.log()}`);
-      return (await fetch(`http://127.0.0.1:${p.ready}/readyz`)).status === 200;
-    }, 120_000, 250, `${p.role} ready`);
+    await eventually(
+      async () => {
+        if (p.child.exitCode !== null) throw new Error(`${p.role} exited:\n${p.log()}`);
+        return (await fetch(`http://127.0.0.1:${p.ready}/readyz`)).status === 200;
+      },
+      120_000,
+      250,
+      `${p.role} ready`,
+    );
   }
   const migrators = procs.filter((p) => lines(p, 'migrations applied').length > 0);
   expect(migrators).toHaveLength(1);
   expect(lines(migrators[0], 'migrations applied')[0].migrations).toEqual(migrationsList.map((m) => m.name));
-  const recorded = await query<{ name: string; times: number }>(databaseUrl, 'select name, count(*)::int as times from mikro_orm_migrations group by name order by name');
-  expect(recorded).toEqual(migrationsList.map((m) => ({ name: m.name, times: 1 })).sort((a, b) => a.name.localeCompare(b.name)));
+  const recorded = await query<{ name: string; times: number }>(
+    databaseUrl,
+    'select name, count(*)::int as times from mikro_orm_migrations group by name order by name',
+  );
+  expect(recorded).toEqual(
+    migrationsList.map((m) => ({ name: m.name, times: 1 })).sort((a, b) => a.name.localeCompare(b.name)),
+  );
 
   // The chart's Job on a database that is up to date: nothing to do, exit 0.
   const again = await runMigrate(databaseUrl);
   expect(again.code).toBe(0);
   expect(again.log).toContain('the database is up to date');
-  const [{ rows }] = await query<{ rows: number }>(databaseUrl, 'select count(*)::int as rows from mikro_orm_migrations');
+  const [{ rows }] = await query<{ rows: number }>(
+    databaseUrl,
+    'select count(*)::int as rows from mikro_orm_migrations',
+  );
   expect(rows).toBe(migrationsList.length);
 }, 300_000);
 
@@ -120,12 +153,21 @@ test('MIGRATE_ON_START=false refuses a database that lacks migrations, naming `n
   const api = spawn(process.execPath, ['--import', 'tsx', 'src/api.ts'], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS, PORT: String(await freePort()), MIGRATE_ON_START: 'false' },
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
+      PORT: String(await freePort()),
+      MIGRATE_ON_START: 'false',
+    },
   });
   children.push(api);
   const log = output(api);
   expect((await exited(api)).code).toBe(1);
-  expect(log()).toContain(`MIGRATE_ON_START: false, and the database lacks ${migrationsList.length} migration(s) of this version`);
+  expect(log()).toContain(
+    `MIGRATE_ON_START: false, and the database lacks ${migrationsList.length} migration(s) of this version`,
+  );
   expect(log()).toContain('run `npm run migrate` first');
   // Read without writing: not even MikroORM's table was created.
   expect(await query(databaseUrl, "select to_regclass('mikro_orm_migrations') as t")).toEqual([{ t: null }]);
@@ -133,6 +175,9 @@ test('MIGRATE_ON_START=false refuses a database that lacks migrations, naming `n
   const first = await runMigrate(databaseUrl);
   expect(first.code).toBe(0);
   expect(first.log).toContain('migrations applied');
-  const [{ rows }] = await query<{ rows: number }>(databaseUrl, 'select count(*)::int as rows from mikro_orm_migrations');
+  const [{ rows }] = await query<{ rows: number }>(
+    databaseUrl,
+    'select count(*)::int as rows from mikro_orm_migrations',
+  );
   expect(rows).toBe(migrationsList.length);
 }, 120_000);

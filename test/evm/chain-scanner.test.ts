@@ -24,7 +24,11 @@ let worker: ChildProcess | undefined;
 beforeAll(async () => {
   chain = await startDevChain();
   proxy = await startRpcProxy(chain.rpcUrl);
-  env = { ...evmEnv(chain, { confirmations: CONFIRMATIONS, rpcUrls: [proxy.url] }), PAYMENT_WINDOW_SECONDS: '600', EVM_SCAN_ADDRESSES_PER_CALL: String(PER_CALL) };
+  env = {
+    ...evmEnv(chain, { confirmations: CONFIRMATIONS, rpcUrls: [proxy.url] }),
+    PAYMENT_WINDOW_SECONDS: '600',
+    EVM_SCAN_ADDRESSES_PER_CALL: String(PER_CALL),
+  };
   h = await startHarness(env, { worker: false });
 }, 120_000);
 afterAll(async () => {
@@ -99,7 +103,9 @@ test(`with ${OPEN} open checkouts a tick costs ceil(${OPEN} / ${PER_CALL}) eth_g
   // tick that follows its confirmations (that tick wakes its watch, which counts it at once).
   await chain.pay(last.address, 'USDT', units6('6.00'));
   await chain.mine(CONFIRMATIONS);
-  const confirmedAfter = await ticksUntil(async () => (await transfersOf(h, last.checkoutUrl))[0]?.state === 'confirmed');
+  const confirmedAfter = await ticksUntil(
+    async () => (await transfersOf(h, last.checkoutUrl))[0]?.state === 'confirmed',
+  );
   const creditedAfter = await ticksUntil(async () => (await api.get('/balance')).body.balance === '6.00');
   // The tick under way when the block was mined may have read before it; the next one confirms.
   expect(confirmedAfter).toBeLessThanOrEqual(2);
@@ -110,7 +116,7 @@ test(`with ${OPEN} open checkouts a tick costs ceil(${OPEN} / ${PER_CALL}) eth_g
   expect(await transfersOf(h, first.checkoutUrl)).toEqual([]);
 }, 240_000);
 
-test('the scanner\'s worker killed mid-range (between the two chunks of one read): nothing is missed or credited twice', async () => {
+test("the scanner's worker killed mid-range (between the two chunks of one read): nothing is missed or credited twice", async () => {
   const { api, accountId } = await reseller(h);
   const early = await topup(api, 'kill-early', '7.00');
   const late = await topup(api, 'kill-late', '8.00');
@@ -136,6 +142,8 @@ test('the scanner\'s worker killed mid-range (between the two chunks of one read
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows.map((r) => r.amount).sort()).toEqual(['7.00', '8.00']);
   for (const { checkoutUrl } of [early, late]) {
-    expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ state: 'confirmed', applied: 'payment' })]);
+    expect(await transfersOf(h, checkoutUrl)).toEqual([
+      expect.objectContaining({ state: 'confirmed', applied: 'payment' }),
+    ]);
   }
 }, 240_000);

@@ -18,7 +18,12 @@ let h: Harness;
 
 beforeAll(async () => {
   chain = await startDevChain();
-  h = await startHarness({ ...evmEnv(chain, { confirmations: 2 }), PAYMENT_WINDOW_SECONDS: '300', EVM_ADDRESS_WATCH_SECONDS: '600', EVM_ADDRESS_POLL_SECONDS: '1' });
+  h = await startHarness({
+    ...evmEnv(chain, { confirmations: 2 }),
+    PAYMENT_WINDOW_SECONDS: '300',
+    EVM_ADDRESS_WATCH_SECONDS: '600',
+    EVM_ADDRESS_POLL_SECONDS: '1',
+  });
 }, 120_000);
 afterAll(async () => {
   await h?.stop();
@@ -28,12 +33,19 @@ afterAll(async () => {
 test('a token whose decimals() on chain differ from the configuration stops the start, naming it', async () => {
   const chains = JSON.parse(evmEnv(chain).EVM_CHAINS);
   chains[0].tokens.USDC.decimals = 18;
-  await expect(startHarness({ ...evmEnv(chain), EVM_CHAINS: JSON.stringify(chains) })).rejects.toThrow(/EVM_CHAINS: USDC on Hardhat \(chain 31337\) has 6 decimals on chain, 18 configured/);
+  await expect(startHarness({ ...evmEnv(chain), EVM_CHAINS: JSON.stringify(chains) })).rejects.toThrow(
+    /EVM_CHAINS: USDC on Hardhat \(chain 31337\) has 6 decimals on chain, 18 configured/,
+  );
 });
 
 async function intentOrder(externalOrderId: string, qty = 2) {
   const r = await reseller(h);
-  const order = await r.api.post('/orders', { externalOrderId, productId: 'prod_chatgpt_team_1m', qty, payment: 'intent' });
+  const order = await r.api.post('/orders', {
+    externalOrderId,
+    productId: 'prod_chatgpt_team_1m',
+    qty,
+    payment: 'intent',
+  });
   expect(order.status).toBe(200);
   expect(order.body.status).toBe('pending');
   return { ...r, order: order.body, address: await depositAddressOf(h, order.body.checkoutUrl) };
@@ -46,7 +58,9 @@ test('an exact payment delivers an intent order with its codes; the spending is 
   await chain.mine(1);
   const delivered = await waitForOrderStatus(api, order.orderId, 'delivered');
   expect(delivered.codes).toHaveLength(2);
-  expect(await transfersOf(h, order.checkoutUrl)).toEqual([expect.objectContaining({ state: 'confirmed', applied: 'payment', excess_cents: '0' })]);
+  expect(await transfersOf(h, order.checkoutUrl)).toEqual([
+    expect.objectContaining({ state: 'confirmed', applied: 'payment', excess_cents: '0' }),
+  ]);
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money).toMatchObject({ balance: '0.00', rows: [], spending: '50.00' });
 });
@@ -71,7 +85,9 @@ test('a partial payment leaves the order pending showing what is missing; the re
     return res.body.amountReceived === '20.00' ? res.body : undefined;
   });
   expect(partly).toMatchObject({ status: 'pending', amountMissing: '30.00', codes: [] });
-  const page = await fetch(`${h.baseUrl}/checkout/${checkoutIdOf(order.checkoutUrl)}/status.json`).then((r) => r.json());
+  const page = await fetch(`${h.baseUrl}/checkout/${checkoutIdOf(order.checkoutUrl)}/status.json`).then((r) =>
+    r.json(),
+  );
   expect(page).toMatchObject({ status: 'partly_paid', received: '20.00', missing: '30.00' });
 
   await chain.pay(address, 'USDC', units6('30.00'));
@@ -80,7 +96,10 @@ test('a partial payment leaves the order pending showing what is missing; the re
   expect(delivered.codes).toHaveLength(2);
   expect(delivered.amountReceived).toBeUndefined();
   const transfers = await transfersOf(h, order.checkoutUrl);
-  expect(transfers.map((t) => [t.token, t.applied, t.excess_cents])).toEqual([['USDT', 'payment', '0'], ['USDC', 'payment', '0']]);
+  expect(transfers.map((t) => [t.token, t.applied, t.excess_cents])).toEqual([
+    ['USDT', 'payment', '0'],
+    ['USDC', 'payment', '0'],
+  ]);
   expect(await expectLedgerMatchesBalance(h, accountId)).toMatchObject({ balance: '0.00', rows: [] });
 });
 
@@ -108,13 +127,20 @@ test('a second payment to a spent address is credited to the balance once, and t
   await eventually(async () => (await api.get('/balance')).body.balance === '12.00');
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '12.00', order_id: order.orderId })]);
-  expect((await transfersOf(h, order.checkoutUrl)).map((t) => [t.applied, t.credit_reason])).toEqual([['payment', null], ['excess', 'address_reused']]);
+  expect((await transfersOf(h, order.checkoutUrl)).map((t) => [t.applied, t.credit_reason])).toEqual([
+    ['payment', null],
+    ['excess', 'address_reused'],
+  ]);
   expect((await api.get(`/orders/${order.orderId}`)).body.codes).toHaveLength(2);
 
   // The operator sees it: excess credited by reason, transfers by chain, checkouts by state.
   const metrics = await (await fetch(`${h.baseUrl}/metrics`)).text();
-  expect(metrics).toMatch(/wholesale_evm_excess_credited_cents_total\{reason="address_reused",service="wholesale"\} [1-9]\d*/);
-  expect(metrics).toMatch(/wholesale_evm_transfers_credited_total\{chain="31337",token="USDT",service="wholesale"\} [1-9]/);
+  expect(metrics).toMatch(
+    /wholesale_evm_excess_credited_cents_total\{reason="address_reused",service="wholesale"\} [1-9]\d*/,
+  );
+  expect(metrics).toMatch(
+    /wholesale_evm_transfers_credited_total\{chain="31337",token="USDT",service="wholesale"\} [1-9]/,
+  );
   expect(metrics).toMatch(/wholesale_evm_checkouts\{state="paid",service="wholesale"\} [1-9]/);
 });
 
@@ -128,7 +154,11 @@ test('the same transfer seen again (scans and settlements repeated, as a retried
   // What a retried activity, a replayed watch or a second worker would do: scan and settle again.
   const id = (await evmCheckout(h.services.orm.em.fork(), checkoutIdOf(topup.body.checkoutUrl)))!.derivation_index;
   const evm = new EvmCheckoutWatch({
-    orm: h.services.orm, config: h.config, temporal: h.services.temporal, evm: h.services.providers.evm!, notifyPaid: (order) => notifyPaid(h.services.temporal, h.config, order),
+    orm: h.services.orm,
+    config: h.config,
+    temporal: h.services.temporal,
+    evm: h.services.providers.evm!,
+    notifyPaid: (order) => notifyPaid(h.services.temporal, h.config, order),
   });
   for (let i = 0; i < 3; i++) {
     await evm.scanChain(chain.chainId);
@@ -148,8 +178,20 @@ test('a reorg that removes a transfer before its confirmations credits nothing; 
   const address = await depositAddressOf(h, topup.body.checkoutUrl);
   // One signed transaction, sent on the chain that will be abandoned and again on the new one.
   const account = privateKeyToAccount(chain.payer.privateKey);
-  const wallet = createWalletClient({ account, chain: defineChain({ id: chain.chainId, name: 'dev', nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [chain.rpcUrl] } } }), transport: http(chain.rpcUrl) });
-  const request = await wallet.prepareTransactionRequest({ to: chain.tokens.USDT.address, data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [address, units6('5.00')] }) });
+  const wallet = createWalletClient({
+    account,
+    chain: defineChain({
+      id: chain.chainId,
+      name: 'dev',
+      nativeCurrency: { name: 'ETH', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [chain.rpcUrl] } },
+    }),
+    transport: http(chain.rpcUrl),
+  });
+  const request = await wallet.prepareTransactionRequest({
+    to: chain.tokens.USDT.address,
+    data: encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [address, units6('5.00')] }),
+  });
   const raw = await wallet.signTransaction(request);
 
   const fork = await chain.snapshot();

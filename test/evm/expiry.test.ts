@@ -30,7 +30,9 @@ afterAll(async () => {
 
 async function expiredOrder(externalOrderId: string) {
   const r = await reseller(h);
-  const order = (await r.api.post('/orders', { externalOrderId, productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' })).body;
+  const order = (
+    await r.api.post('/orders', { externalOrderId, productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' })
+  ).body;
   const address = await depositAddressOf(h, order.checkoutUrl);
   await waitForOrderStatus(r.api, order.orderId, 'expired');
   return { ...r, order, address };
@@ -41,7 +43,11 @@ test('paid in full after expiry but within the late watch: the order is delivere
   await chain.pay(address, 'USDT', units6(order.amount));
   const delivered = await waitForOrderStatus(api, order.orderId, 'delivered');
   expect(delivered.codes).toHaveLength(1);
-  expect(await expectLedgerMatchesBalance(h, accountId)).toMatchObject({ balance: '0.00', rows: [], spending: '25.00' });
+  expect(await expectLedgerMatchesBalance(h, accountId)).toMatchObject({
+    balance: '0.00',
+    rows: [],
+    spending: '25.00',
+  });
 }, 60_000);
 
 test('paid in full after the late watch: the order stays expired and the money is credited to the balance', async () => {
@@ -52,12 +58,21 @@ test('paid in full after the late watch: the order stays expired and the money i
   expect((await api.get(`/orders/${order.orderId}`)).body).toMatchObject({ status: 'expired', codes: [] });
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '25.00', order_id: order.orderId })]);
-  expect(await transfersOf(h, order.checkoutUrl)).toEqual([expect.objectContaining({ applied: 'excess', credit_reason: 'after_expiry', excess_cents: '2500' })]);
+  expect(await transfersOf(h, order.checkoutUrl)).toEqual([
+    expect.objectContaining({ applied: 'excess', credit_reason: 'after_expiry', excess_cents: '2500' }),
+  ]);
 }, 60_000);
 
 test('a partial payment that never reached the amount is credited to the balance once the late watch is over', async () => {
   const r = await reseller(h);
-  const order = (await r.api.post('/orders', { externalOrderId: 'late-partial', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' })).body;
+  const order = (
+    await r.api.post('/orders', {
+      externalOrderId: 'late-partial',
+      productId: 'prod_chatgpt_team_1m',
+      qty: 1,
+      payment: 'intent',
+    })
+  ).body;
   await chain.pay(await depositAddressOf(h, order.checkoutUrl), 'USDT', units6('10.00'));
   await waitForOrderStatus(r.api, order.orderId, 'expired');
   expect((await r.api.get('/balance')).body.balance).toBe('0.00');

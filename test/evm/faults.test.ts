@@ -26,7 +26,12 @@ describe('the RPC node stopped mid-checkout', () => {
 
   test('fails no order, shows in /readyz as degraded while the API stays ready, and credits the payment after it returns', async () => {
     const { api, accountId } = await reseller(h);
-    const first = await api.post('/orders', { externalOrderId: 'outage-1', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' });
+    const first = await api.post('/orders', {
+      externalOrderId: 'outage-1',
+      productId: 'prod_chatgpt_team_1m',
+      qty: 1,
+      payment: 'intent',
+    });
     await chain.pay(await depositAddressOf(h, first.body.checkoutUrl), 'USDT', units6(first.body.amount));
 
     process.kill(chain.pid, 'SIGSTOP');
@@ -34,7 +39,12 @@ describe('the RPC node stopped mid-checkout', () => {
     let resumed = false;
     try {
       // Orders are still taken: opening a checkout asks no node.
-      const second = await api.post('/orders', { externalOrderId: 'outage-2', productId: 'prod_chatgpt_team_1m', qty: 1, payment: 'intent' });
+      const second = await api.post('/orders', {
+        externalOrderId: 'outage-2',
+        productId: 'prod_chatgpt_team_1m',
+        qty: 1,
+        payment: 'intent',
+      });
       expect(second.status).toBe(200);
       const ready = await eventually(async () => {
         const r = await call(`${h.baseUrl}/readyz`);
@@ -43,8 +53,13 @@ describe('the RPC node stopped mid-checkout', () => {
       expect(ready.status).toBe(200);
       expect(ready.body).toMatchObject({ ready: true, chains: { 31337: { state: 'down' } } });
       await new Promise((r) => setTimeout(r, Math.max(0, OUTAGE_MS - (Date.now() - stoppedAt))));
-      const { derivation_index: index } = (await evmCheckout(h.services.orm.em.fork(), checkoutIdOf(first.body.checkoutUrl)))!;
-      const watch = await h.services.temporal.client.workflow.getHandle(evmCheckoutWorkflowId(first.body.orderId, index)).describe();
+      const { derivation_index: index } = (await evmCheckout(
+        h.services.orm.em.fork(),
+        checkoutIdOf(first.body.checkoutUrl),
+      ))!;
+      const watch = await h.services.temporal.client.workflow
+        .getHandle(evmCheckoutWorkflowId(first.body.orderId, index))
+        .describe();
       expect(watch.status.name).toBe('RUNNING');
       expect((await api.get(`/orders/${first.body.orderId}`)).body.status).toBe('pending');
 
@@ -52,7 +67,8 @@ describe('the RPC node stopped mid-checkout', () => {
       resumed = true;
       await chain.pay(await depositAddressOf(h, second.body.checkoutUrl), 'USDT', units6(second.body.amount));
       await chain.mine(1);
-      for (const order of [first.body, second.body]) expect((await waitForOrderStatus(api, order.orderId, 'delivered')).codes).toHaveLength(1);
+      for (const order of [first.body, second.body])
+        expect((await waitForOrderStatus(api, order.orderId, 'delivered')).codes).toHaveLength(1);
     } finally {
       if (!resumed) process.kill(chain.pid, 'SIGCONT');
     }
@@ -80,10 +96,18 @@ describe('the worker killed while a transfer waits for its confirmations', () =>
     const { api, accountId } = await reseller(h);
     let worker = startWorkerProcess(h, env);
     try {
-      const topup = await postRetrying(api, '/topup', { externalTopupId: 'kill-top', amount: '12.00', currency: 'USDT' });
+      const topup = await postRetrying(api, '/topup', {
+        externalTopupId: 'kill-top',
+        amount: '12.00',
+        currency: 'USDT',
+      });
       expect(topup.status).toBe(200);
       await chain.pay(await depositAddressOf(h, topup.body.checkoutUrl), 'USDT', units6('12.00'));
-      await eventually(async () => ((await transfersOf(h, topup.body.checkoutUrl))[0]?.state === 'seen' ? true : undefined), 60_000, 100);
+      await eventually(
+        async () => ((await transfersOf(h, topup.body.checkoutUrl))[0]?.state === 'seen' ? true : undefined),
+        60_000,
+        100,
+      );
       worker.kill('SIGKILL');
       await new Promise((r) => worker.once('exit', r));
       await chain.mine(2);
@@ -95,7 +119,9 @@ describe('the worker killed while a transfer waits for its confirmations', () =>
       expect((await api.get('/balance')).body.balance).toBe('12.00');
       const money = await expectLedgerMatchesBalance(h, accountId);
       expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '12.00' })]);
-      expect(await transfersOf(h, topup.body.checkoutUrl)).toEqual([expect.objectContaining({ state: 'confirmed', applied: 'payment' })]);
+      expect(await transfersOf(h, topup.body.checkoutUrl)).toEqual([
+        expect.objectContaining({ state: 'confirmed', applied: 'payment' }),
+      ]);
     } finally {
       worker.kill('SIGKILL');
     }

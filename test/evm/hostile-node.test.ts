@@ -6,7 +6,6 @@ import { ChainRpc } from '../../src/providers/evm/rpc';
 import type { ChainSettings } from '../../src/providers/evm/settings';
 import { registry } from '../../src/metrics/registry';
 
-
 // Issue 25: nothing a node answers can credit anything or crash the worker. A JSON-RPC node on
 // loopback answers what the test scripts (garbage, a huge log list, transfers of another token,
 // a log with the wrong topic or recipient, a removed log); the chain client keeps only transfers
@@ -43,7 +42,16 @@ async function node(answer: Answer | 'garbage', chainId = 999, calls: string[] =
 afterAll(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
 
 const hash = (n: number) => `0x${n.toString(16).padStart(64, '0')}`;
-function log(over: Partial<{ address: string; topics: string[]; data: string; removed: boolean; blockNumber: string; logIndex: string }> = {}) {
+function log(
+  over: Partial<{
+    address: string;
+    topics: string[];
+    data: string;
+    removed: boolean;
+    blockNumber: string;
+    logIndex: string;
+  }> = {},
+) {
   return {
     address: USDT,
     topics: [TRANSFER_TOPIC, pad(SOMEONE), pad(DEPOSIT)],
@@ -64,7 +72,8 @@ function chain(rpcUrls: string[]): ChainSettings {
 
 // No test here is about a slow node, and on two busy cores building and reading a 2,000-log answer
 // has taken over a second: the call timeout leaves room for that.
-const rpc = (urls: string[]) => new ChainRpc(chain(urls), { timeoutMs: 10_000, headStallSeconds: 60, logRangeBlocks: 1000 });
+const rpc = (urls: string[]) =>
+  new ChainRpc(chain(urls), { timeoutMs: 10_000, headStallSeconds: 60, logRangeBlocks: 1000 });
 
 test('only transfers of a configured token to the watched address are kept, whatever else the node lists', async () => {
   const hostile = await node((method) => {
@@ -79,7 +88,9 @@ test('only transfers of a configured token to the watched address are kept, what
       log({ blockNumber: '0x99', logIndex: '0x5' }),
       log({ data: '0x', logIndex: '0x6' }),
       // A long list of someone else's transfers.
-      ...Array.from({ length: 2_000 }, (_, i) => log({ topics: [TRANSFER_TOPIC, pad(SOMEONE), pad(SOMEONE)], logIndex: `0x${(i + 100).toString(16)}` })),
+      ...Array.from({ length: 2_000 }, (_, i) =>
+        log({ topics: [TRANSFER_TOPIC, pad(SOMEONE), pad(SOMEONE)], logIndex: `0x${(i + 100).toString(16)}` }),
+      ),
     ];
   });
   const kept = await rpc([hostile]).read((n) => n.transfersTo(DEPOSIT, 1n, 16n));
@@ -89,13 +100,21 @@ test('only transfers of a configured token to the watched address are kept, what
 });
 
 test("an answer too large to be a deposit address's logs (over 10 MB) is refused as a failed call, never read into memory whole", async () => {
-  const flood = await node((method) => (method === 'eth_getLogs' ? Array.from({ length: 20_000 }, (_, i) => log({ logIndex: `0x${i.toString(16)}` })) : '0x10'));
-  await expect(rpc([flood]).read((n) => n.transfersTo(DEPOSIT, 1n, 16n))).rejects.toMatchObject({ name: 'ChainUnavailableError' });
+  const flood = await node((method) =>
+    method === 'eth_getLogs'
+      ? Array.from({ length: 20_000 }, (_, i) => log({ logIndex: `0x${i.toString(16)}` }))
+      : '0x10',
+  );
+  await expect(rpc([flood]).read((n) => n.transfersTo(DEPOSIT, 1n, 16n))).rejects.toMatchObject({
+    name: 'ChainUnavailableError',
+  });
 });
 
 test('a node answering garbage is passed over for the next; when every node fails the chain is unavailable, not a crash', async () => {
   const garbage = await node('garbage');
-  const good = await node((method) => (method === 'eth_blockNumber' ? '0x10' : method === 'eth_getLogs' ? [log()] : null));
+  const good = await node((method) =>
+    method === 'eth_blockNumber' ? '0x10' : method === 'eth_getLogs' ? [log()] : null,
+  );
   const failover = rpc([garbage, 'http://127.0.0.1:9/', good]);
   expect(await failover.head()).toBe(16n);
   expect(await failover.read((n) => n.transfersTo(DEPOSIT, 1n, 16n))).toHaveLength(1);
@@ -103,7 +122,9 @@ test('a node answering garbage is passed over for the next; when every node fail
 
   const dead = rpc([garbage, 'http://127.0.0.1:9/']);
   await expect(dead.head()).rejects.toMatchObject({ name: 'ChainUnavailableError' });
-  await expect(dead.read((n) => n.transfersTo(DEPOSIT, 1n, 2n))).rejects.toMatchObject({ name: 'ChainUnavailableError' });
+  await expect(dead.read((n) => n.transfersTo(DEPOSIT, 1n, 2n))).rejects.toMatchObject({
+    name: 'ChainUnavailableError',
+  });
   expect(dead.health).toBe('down');
   // The error names the chain, never a node's URL (it holds the provider's key).
   await expect(dead.head()).rejects.toThrow(/^Hostile \(chain 999\): no JSON-RPC node answered/);
@@ -115,14 +136,22 @@ test('a node whose head stops moving is lagging: the next node is asked, and wit
   let head = 16;
   const stuck = await node((method) => (method === 'eth_blockNumber' ? '0x10' : null));
   const moving = await node((method) => (method === 'eth_blockNumber' ? `0x${head.toString(16)}` : null));
-  const lagging = new ChainRpc(chain([stuck, moving]), { timeoutMs: 1000, headStallSeconds: 60, logRangeBlocks: 1000 }, { now: () => now });
+  const lagging = new ChainRpc(
+    chain([stuck, moving]),
+    { timeoutMs: 1000, headStallSeconds: 60, logRangeBlocks: 1000 },
+    { now: () => now },
+  );
   expect(await lagging.head()).toBe(16n);
   now = 120_000;
   head = 20;
   expect(await lagging.head()).toBe(20n);
   expect(lagging.health).toBe('up');
 
-  const alone = new ChainRpc(chain([stuck]), { timeoutMs: 1000, headStallSeconds: 60, logRangeBlocks: 1000 }, { now: () => now });
+  const alone = new ChainRpc(
+    chain([stuck]),
+    { timeoutMs: 1000, headStallSeconds: 60, logRangeBlocks: 1000 },
+    { now: () => now },
+  );
   now = 0;
   await alone.head();
   now = 120_000;
@@ -131,20 +160,29 @@ test('a node whose head stops moving is lagging: the next node is asked, and wit
 });
 
 test('a node on another chain never serves: refused when a read fails over to it, and the error names no URL', async () => {
-  const otherChain = await node((method) => (method === 'eth_blockNumber' ? '0x10' : method === 'eth_getLogs' ? [log()] : null), 1);
+  const otherChain = await node(
+    (method) => (method === 'eth_blockNumber' ? '0x10' : method === 'eth_getLogs' ? [log()] : null),
+    1,
+  );
   const refusing = rpc(['http://127.0.0.1:9/', otherChain]);
   const failure = await refusing.read((n) => n.transfersTo(DEPOSIT, 1n, 16n)).catch((err: Error) => err);
-  expect(failure).toMatchObject({ name: 'ChainUnavailableError', message: 'Hostile (chain 999): no JSON-RPC node answered (wrong_chain)' });
+  expect(failure).toMatchObject({
+    name: 'ChainUnavailableError',
+    message: 'Hostile (chain 999): no JSON-RPC node answered (wrong_chain)',
+  });
   expect((failure as Error).message).not.toContain('127.0.0.1');
   const errors = await registry.getSingleMetric('wholesale_evm_rpc_errors_total')!.get();
-  expect(errors.values.find((v) => v.labels.chain === '999' && v.labels.kind === 'wrong_chain')?.value).toBeGreaterThanOrEqual(1);
+  expect(
+    errors.values.find((v) => v.labels.chain === '999' && v.labels.kind === 'wrong_chain')?.value,
+  ).toBeGreaterThanOrEqual(1);
 });
 
-test("each change of node asks the new one for its chain id first; the node that served last is not asked again", async () => {
+test('each change of node asks the new one for its chain id first; the node that served last is not asked again', async () => {
   const down = { primary: false, fallback: false };
   const primaryCalls: string[] = [];
   const fallbackCalls: string[] = [];
-  const answer = (which: keyof typeof down) => (method: string) => (method === 'eth_blockNumber' ? (down[which] ? undefined : '0x10') : null);
+  const answer = (which: keyof typeof down) => (method: string) =>
+    method === 'eth_blockNumber' ? (down[which] ? undefined : '0x10') : null;
   const primary = await node(answer('primary'), 999, primaryCalls);
   const fallback = await node(answer('fallback'), 999, fallbackCalls);
   const chainIdAsked = (calls: string[]) => calls.filter((m) => m === 'eth_chainId').length;

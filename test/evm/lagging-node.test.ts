@@ -25,7 +25,10 @@ beforeAll(async () => {
   // The first test starts with no node answering decimals().
   primary.fail('eth_call');
   fallback.fail('eth_call');
-  h = await startHarness({ ...evmEnv(chain, { confirmations: 2, rpcUrls: [primary.url, fallback.url] }), PAYMENT_WINDOW_SECONDS: '300' });
+  h = await startHarness({
+    ...evmEnv(chain, { confirmations: 2, rpcUrls: [primary.url, fallback.url] }),
+    PAYMENT_WINDOW_SECONDS: '300',
+  });
 }, 120_000);
 afterAll(async () => {
   await h?.stop();
@@ -42,15 +45,22 @@ async function topup(externalTopupId: string, amount: string) {
   return { ...r, checkoutUrl: res.body.checkoutUrl as string, checkout };
 }
 
-const balanceOf = async (api: Awaited<ReturnType<typeof reseller>>['api']) => (await api.get('/balance')).body.balance as string;
+const balanceOf = async (api: Awaited<ReturnType<typeof reseller>>['api']) =>
+  (await api.get('/balance')).body.balance as string;
 
 test("a chain whose tokens' decimals() cannot be read at start is degraded, named in /readyz, and credits nothing until they are read", async () => {
   const ready = await call(`${h.baseUrl}/readyz`);
   expect(ready.status).toBe(200);
-  expect(ready.body).toMatchObject({ ready: true, degraded: ['chain:31337'], chains: { 31337: { name: 'Hardhat', state: 'unverified' } } });
+  expect(ready.body).toMatchObject({
+    ready: true,
+    degraded: ['chain:31337'],
+    chains: { 31337: { name: 'Hardhat', state: 'unverified' } },
+  });
 
   const { api, accountId, checkout, checkoutUrl } = await topup('decimals-unread', '7.00');
-  const watch = h.services.temporal.client.workflow.getHandle(evmCheckoutWorkflowId(checkout.reference, checkout.derivation_index));
+  const watch = h.services.temporal.client.workflow.getHandle(
+    evmCheckoutWorkflowId(checkout.reference, checkout.derivation_index),
+  );
   await chain.pay(checkout.address, 'USDT', units6('7.00'));
   await chain.mine(3);
   // Two whole scans after the payment was deep enough, each skipping the chain as unavailable.
@@ -83,7 +93,9 @@ test('the primary down and the fallback lagging (no block, no logs) with a trans
     // The fallback was asked about the transfer's block, again and again, and never had it.
     const asked = fallback.count('eth_getBlockByNumber');
     await eventually(async () => fallback.count('eth_getBlockByNumber') >= asked + 3);
-    expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ state: 'seen', block_hash: seen.block_hash, applied: null })]);
+    expect(await transfersOf(h, checkoutUrl)).toEqual([
+      expect.objectContaining({ state: 'seen', block_hash: seen.block_hash, applied: null }),
+    ]);
     expect(await balanceOf(api)).toBe('0.00');
 
     primary.down = false;
@@ -93,7 +105,9 @@ test('the primary down and the fallback lagging (no block, no logs) with a trans
     fallback.pass('eth_getBlockByNumber');
     fallback.pass('eth_getLogs');
   }
-  expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ state: 'confirmed', applied: 'payment', block_hash: seen.block_hash })]);
+  expect(await transfersOf(h, checkoutUrl)).toEqual([
+    expect.objectContaining({ state: 'confirmed', applied: 'payment', block_hash: seen.block_hash }),
+  ]);
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '9.00' })]);
 });
@@ -124,10 +138,19 @@ test("a transfer a lagging node left out of its logs, and that later scans' wind
   const watchId = evmCheckoutWorkflowId(checkout.reference, checkout.derivation_index);
   await h.services.temporal.client.workflow.getHandle(watchId).terminate('the test ends its windows now');
   const over = { ...h.config, LATE_PAYMENT_WATCH_SECONDS: 0, EVM_ADDRESS_WATCH_SECONDS: 0 };
-  await evmCheckoutStarter(h.services.temporal, over, { orderId: checkout.reference, depositIndex: checkout.derivation_index, expiresAt: Date.now() }).start();
-  expect(await h.services.temporal.client.workflow.getHandle(watchId).result()).toMatchObject({ state: 'closed', lastError: null });
+  await evmCheckoutStarter(h.services.temporal, over, {
+    orderId: checkout.reference,
+    depositIndex: checkout.derivation_index,
+    expiresAt: Date.now(),
+  }).start();
+  expect(await h.services.temporal.client.workflow.getHandle(watchId).result()).toMatchObject({
+    state: 'closed',
+    lastError: null,
+  });
   expect((await evmCheckout(h.services.orm.em.fork(), checkout.id))!.state).toBe('closed');
-  expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ state: 'confirmed', applied: 'excess', credit_reason: 'after_expiry' })]);
+  expect(await transfersOf(h, checkoutUrl)).toEqual([
+    expect.objectContaining({ state: 'confirmed', applied: 'excess', credit_reason: 'after_expiry' }),
+  ]);
   expect(await balanceOf(api)).toBe('6.00');
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '6.00' })]);

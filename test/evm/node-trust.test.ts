@@ -19,17 +19,25 @@ let final: DevChain;
 let witness: RpcProxy;
 let h: Harness;
 
-const env = (chains: unknown[]) => ({ ...PAYMENT_ENV, PAYMENT_PROVIDER: 'evm', EVM_CHAINS: JSON.stringify(chains), EVM_RPC_TIMEOUT_MS: '1500', PAYMENT_WINDOW_SECONDS: '300' });
+const env = (chains: unknown[]) => ({
+  ...PAYMENT_ENV,
+  PAYMENT_PROVIDER: 'evm',
+  EVM_CHAINS: JSON.stringify(chains),
+  EVM_RPC_TIMEOUT_MS: '1500',
+  PAYMENT_WINDOW_SECONDS: '300',
+});
 
 beforeAll(async () => {
   [paid, liar, final] = await Promise.all([startDevChain(), startDevChain(), startDevChain({ chainId: 4242 })]);
   // Past every block the payments land in, so the liar answers for them rather than "not yet".
   await liar.mine(10_000);
   witness = await startRpcProxy(final.rpcUrl);
-  h = await startHarness(env([
-    evmChainSetting(paid, { confirmations: 1, verifyWith: liar.rpcUrl }),
-    evmChainSetting(final, { name: 'Final', finality: 'finalized', verifyWith: witness.url }),
-  ]));
+  h = await startHarness(
+    env([
+      evmChainSetting(paid, { confirmations: 1, verifyWith: liar.rpcUrl }),
+      evmChainSetting(final, { name: 'Final', finality: 'finalized', verifyWith: witness.url }),
+    ]),
+  );
 }, 120_000);
 afterAll(async () => {
   await h?.stop();
@@ -38,13 +46,27 @@ afterAll(async () => {
 });
 
 test.each([
-  ['an RPC URL', () => evmChainSetting(paid, { rpcUrls: [paid.rpcUrl, final.rpcUrl] }), /EVM_CHAINS\[0\]\.rpcUrls\[1\]: answers chain 4242, not 31337 as configured/],
-  ['a verifyWith', () => evmChainSetting(paid, { verifyWith: final.rpcUrl }), /EVM_CHAINS\[0\]\.verifyWith: answers chain 4242, not 31337 as configured/],
-])('%s on another chain stops the start, named by its place in EVM_CHAINS, never by its URL', async (_case, setting, message) => {
-  const failure = await startHarness(env([setting()])).then(() => undefined, (err: Error) => err);
-  expect(failure?.message).toMatch(message);
-  expect(failure?.message).not.toContain(final.rpcUrl.replace('http://', ''));
-});
+  [
+    'an RPC URL',
+    () => evmChainSetting(paid, { rpcUrls: [paid.rpcUrl, final.rpcUrl] }),
+    /EVM_CHAINS\[0\]\.rpcUrls\[1\]: answers chain 4242, not 31337 as configured/,
+  ],
+  [
+    'a verifyWith',
+    () => evmChainSetting(paid, { verifyWith: final.rpcUrl }),
+    /EVM_CHAINS\[0\]\.verifyWith: answers chain 4242, not 31337 as configured/,
+  ],
+])(
+  '%s on another chain stops the start, named by its place in EVM_CHAINS, never by its URL',
+  async (_case, setting, message) => {
+    const failure = await startHarness(env([setting()])).then(
+      () => undefined,
+      (err: Error) => err,
+    );
+    expect(failure?.message).toMatch(message);
+    expect(failure?.message).not.toContain(final.rpcUrl.replace('http://', ''));
+  },
+);
 
 async function metricValue(name: string, chainId: number): Promise<number> {
   const text = await (await fetch(`${h.baseUrl}/metrics`)).text();
@@ -69,7 +91,10 @@ test('a transfer its verifyWith node does not show stays unconfirmed: the checko
   await eventually(async () => (await metricValue('wholesale_evm_verify_disagreements_total', 31337)) >= before + 2);
   expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ state: 'seen', applied: null })]);
   expect((await evmCheckout(h.services.orm.em.fork(), checkout.id))!.paid_at).toBeNull();
-  expect(await (await fetch(`${checkoutUrl}/status.json`)).json()).toMatchObject({ status: 'confirming', received: '0.00' });
+  expect(await (await fetch(`${checkoutUrl}/status.json`)).json()).toMatchObject({
+    status: 'confirming',
+    received: '0.00',
+  });
   expect((await api.get('/balance')).body.balance).toBe('0.00');
   expect((await expectLedgerMatchesBalance(h, accountId)).rows).toEqual([]);
 });
@@ -80,7 +105,9 @@ test('a transfer its verifyWith node shows the same is credited once, on a chain
   await final.pay(checkout.address, 'USDT', units6('11.00'));
   await eventually(async () => (await api.get('/balance')).body.balance === '11.00');
   expect(witness.count('eth_getTransactionReceipt')).toBeGreaterThan(receiptsAsked);
-  expect(await transfersOf(h, checkoutUrl)).toEqual([expect.objectContaining({ chain_id: 4242, state: 'confirmed', applied: 'payment' })]);
+  expect(await transfersOf(h, checkoutUrl)).toEqual([
+    expect.objectContaining({ chain_id: 4242, state: 'confirmed', applied: 'payment' }),
+  ]);
   const money = await expectLedgerMatchesBalance(h, accountId);
   expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '11.00' })]);
   expect(await metricValue('wholesale_evm_verify_disagreements_total', 4242)).toBe(0);

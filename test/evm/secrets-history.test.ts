@@ -20,13 +20,23 @@ let chain: DevChain;
 let h: Harness;
 let plain: Client;
 let connection: Connection;
-const secrets = new Map<string, string[]>([['address', []], ['tx hash', []], ['xpub', [OPERATOR_XPUB]], ['RPC key', [RPC_KEY]], ['checkout id', []]]);
+const secrets = new Map<string, string[]>([
+  ['address', []],
+  ['tx hash', []],
+  ['xpub', [OPERATOR_XPUB]],
+  ['RPC key', [RPC_KEY]],
+  ['checkout id', []],
+]);
 const add = (kind: string, ...values: string[]) => secrets.get(kind)!.push(...values);
 let executions: { workflowId: string; runId: string; type: string }[] = [];
 
 beforeAll(async () => {
   chain = await startDevChain();
-  h = await startHarness({ ...evmEnv(chain, { confirmations: 1, rpcUrls: [`${chain.rpcUrl}/?key=${RPC_KEY}`] }), EVM_XPUB: OPERATOR_XPUB, PAYMENT_WINDOW_SECONDS: '300' });
+  h = await startHarness({
+    ...evmEnv(chain, { confirmations: 1, rpcUrls: [`${chain.rpcUrl}/?key=${RPC_KEY}`] }),
+    EVM_XPUB: OPERATOR_XPUB,
+    PAYMENT_WINDOW_SECONDS: '300',
+  });
   connection = await Connection.connect({ address: h.config.TEMPORAL_ADDRESS! });
   plain = new Client({ connection, namespace: h.config.TEMPORAL_NAMESPACE });
 
@@ -37,7 +47,14 @@ beforeAll(async () => {
     add('checkout id', checkoutIdOf(url));
     await chain.pay(address, 'USDT', units6(amount));
   };
-  const order = (await api.post('/orders', { externalOrderId: 'sh-evm', productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' })).body;
+  const order = (
+    await api.post('/orders', {
+      externalOrderId: 'sh-evm',
+      productId: 'prod_chatgpt_plus_1m',
+      qty: 1,
+      payment: 'intent',
+    })
+  ).body;
   await pay(order.checkoutUrl, order.amount);
   await waitForOrderStatus(api, order.orderId, 'delivered');
   await pay(order.checkoutUrl, '3.00');
@@ -47,10 +64,12 @@ beforeAll(async () => {
   await waitForOrderStatus(api, topup.orderId, 'delivered');
   // The order paid exactly, then 3.00 more to its spent address: credited to the balance with the top-up.
   await eventually(async () => (await api.get('/balance')).body.balance === '10.00');
-  for (const url of [order.checkoutUrl, topup.checkoutUrl]) add('tx hash', ...(await transfersOf(h, url)).flatMap((t) => [t.tx_hash, t.tx_hash.slice(2)]));
+  for (const url of [order.checkoutUrl, topup.checkoutUrl])
+    add('tx hash', ...(await transfersOf(h, url)).flatMap((t) => [t.tx_hash, t.tx_hash.slice(2)]));
   executions = await eventually(async () => {
     const found: typeof executions = [];
-    for await (const wf of plain.workflow.list({ query: `TaskQueue = "${h.config.TEMPORAL_TASK_QUEUE}"` })) found.push({ workflowId: wf.workflowId, runId: wf.runId, type: wf.type });
+    for await (const wf of plain.workflow.list({ query: `TaskQueue = "${h.config.TEMPORAL_TASK_QUEUE}"` }))
+      found.push({ workflowId: wf.workflowId, runId: wf.runId, type: wf.type });
     return found.filter((e) => e.type === 'evmCheckoutWorkflow').length === 2 ? found : undefined;
   });
 }, 180_000);
@@ -62,11 +81,15 @@ afterAll(async () => {
 });
 
 function secretsIn(text: string): string[] {
-  return [...secrets].flatMap(([kind, values]) => values.filter((v) => text.includes(v)).map((v) => `${kind} ${v.slice(0, 8)}…`));
+  return [...secrets].flatMap(([kind, values]) =>
+    values.filter((v) => text.includes(v)).map((v) => `${kind} ${v.slice(0, 8)}…`),
+  );
 }
 
 test("the flows ran the checkout watch and the chain's scanner beside the order and top-up workflows, and collected their secrets", () => {
-  expect(new Set(executions.map((e) => e.type))).toEqual(new Set(['orderWorkflow', 'topupWorkflow', 'evmCheckoutWorkflow', 'chainScanWorkflow']));
+  expect(new Set(executions.map((e) => e.type))).toEqual(
+    new Set(['orderWorkflow', 'topupWorkflow', 'evmCheckoutWorkflow', 'chainScanWorkflow']),
+  );
   for (const [kind, values] of secrets) expect([kind, values.length > 0]).toEqual([kind, true]);
   expect(secrets.get('tx hash')!.length).toBe(8);
 });
@@ -76,9 +99,16 @@ test('raw and decoded histories hold no address, transaction hash, xpub, RPC key
     const where = `${e.type} ${e.workflowId}`;
     expect([where, secretsIn(e.workflowId)]).toEqual([where, []]);
     const raw = await rawHistory(plain, e.workflowId, e.runId);
-    expect([where, secretsIn(Buffer.from(temporal.api.history.v1.History.encode(raw).finish()).toString('latin1'))]).toEqual([where, []]);
+    expect([
+      where,
+      secretsIn(Buffer.from(temporal.api.history.v1.History.encode(raw).finish()).toString('latin1')),
+    ]).toEqual([where, []]);
     expect([where, secretsIn(historyAsText(raw))]).toEqual([where, []]);
-    const markers = new Set(raw.events!.flatMap((ev) => Object.values(ev.markerRecordedEventAttributes?.details ?? {}).flatMap((d) => d.payloads ?? [])));
+    const markers = new Set(
+      raw.events!.flatMap((ev) =>
+        Object.values(ev.markerRecordedEventAttributes?.details ?? {}).flatMap((d) => d.payloads ?? []),
+      ),
+    );
     const payloads = payloadsOf(raw, { except: ['searchAttributes'] }).filter((p) => !markers.has(p as never));
     expect([where, payloads.filter((p) => encodingOf(p) !== ENCRYPTED_ENCODING).map(encodingOf)]).toEqual([where, []]);
     const decoded = historyAsText(await decodeHistory(raw, h.config.TEMPORAL_PAYLOAD_KEYS));

@@ -88,12 +88,27 @@ export interface FakeCall {
 
 export const FAKE_PRODUCTS: FakeProduct[] = [
   {
-    productId: 5, productName: 'App Store & iTunes US', countryCode: 'US', brand: { brandId: 3, brandName: 'App Store & iTunes' },
-    currencyCode: 'USD', fixedRecipientDenominations: [10, 25, 50, 100], senderFee: 0.5, discountPercentage: 3, pin: false,
+    productId: 5,
+    productName: 'App Store & iTunes US',
+    countryCode: 'US',
+    brand: { brandId: 3, brandName: 'App Store & iTunes' },
+    currencyCode: 'USD',
+    fixedRecipientDenominations: [10, 25, 50, 100],
+    senderFee: 0.5,
+    discountPercentage: 3,
+    pin: false,
   },
   {
-    productId: 18, productName: 'Roblox US', countryCode: 'US', brand: { brandId: 40, brandName: 'Roblox' },
-    currencyCode: 'USD', fixedRecipientDenominations: [10, 25, 50], senderFee: 0.3, discountPercentage: 2, pin: true, numericCards: true,
+    productId: 18,
+    productName: 'Roblox US',
+    countryCode: 'US',
+    brand: { brandId: 40, brandName: 'Roblox' },
+    currencyCode: 'USD',
+    fixedRecipientDenominations: [10, 25, 50],
+    senderFee: 0.3,
+    discountPercentage: 2,
+    pin: true,
+    numericCards: true,
   },
 ];
 
@@ -138,7 +153,10 @@ export class FakeReloadly {
   }
 
   /** The service's settings for talking to this fake. */
-  env(products: Record<string, { productId: number; unitPrice: number | string }>, extra: Record<string, string> = {}): Record<string, string> {
+  env(
+    products: Record<string, { productId: number; unitPrice: number | string }>,
+    extra: Record<string, string> = {},
+  ): Record<string, string> {
     return {
       SUPPLIER_PROVIDER: 'reloadly',
       RELOADLY_CLIENT_ID: FAKE_CLIENT_ID,
@@ -185,7 +203,9 @@ export class FakeReloadly {
 
   /** The codes as our service should show them: `<cardNumber> PIN <pinCode>`, or the card number. */
   static codesOf(tx: FakeTransaction): string[] {
-    return tx.cards.slice(0, tx.cards.length - tx.fate.cardsShort).map((c) => (c.pinCode ? `${c.cardNumber} PIN ${c.pinCode}` : c.cardNumber));
+    return tx.cards
+      .slice(0, tx.cards.length - tx.fate.cardsShort)
+      .map((c) => (c.pinCode ? `${c.cardNumber} PIN ${c.pinCode}` : c.cardNumber));
   }
 
   async close(): Promise<void> {
@@ -200,7 +220,14 @@ export class FakeReloadly {
     const raw = await readBody(req);
     const route = routeOf(req.method ?? 'GET', url.pathname);
     const fault = route === 'other' ? undefined : this.faults[route].shift();
-    const call: FakeCall = { route, method: req.method ?? 'GET', path: url.pathname, status: 0, fault: fault?.kind ?? null, at: Date.now() };
+    const call: FakeCall = {
+      route,
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      status: 0,
+      fault: fault?.kind ?? null,
+      at: Date.now(),
+    };
     this.calls.push(call);
     const answer = (status: number, body: string, headers: Record<string, string> = {}) => {
       call.status = status;
@@ -213,25 +240,51 @@ export class FakeReloadly {
       else send();
     };
     const error = (status: number, message: string, errorCode: string | null) =>
-      answer(status, JSON.stringify({ timeStamp: stamp(), message, path: url.pathname, errorCode, infoLink: null, details: [] }));
+      answer(
+        status,
+        JSON.stringify({ timeStamp: stamp(), message, path: url.pathname, errorCode, infoLink: null, details: [] }),
+      );
 
     if (fault?.kind === 'rate_limited') {
       const headers: Record<string, string> = {};
       if (fault.retryAfterSeconds !== undefined) headers['retry-after'] = String(fault.retryAfterSeconds);
-      if (fault.resetInSeconds !== undefined) headers['x-ratelimit-reset'] = String(Math.ceil(Date.now() / 1000) + fault.resetInSeconds);
+      if (fault.resetInSeconds !== undefined)
+        headers['x-ratelimit-reset'] = String(Math.ceil(Date.now() / 1000) + fault.resetInSeconds);
       call.status = 429;
       res.writeHead(429, { 'content-type': 'application/json', ...headers });
-      res.end(JSON.stringify({ timeStamp: stamp(), message: 'Too many requests', path: url.pathname, errorCode: null, infoLink: null, details: [] }));
+      res.end(
+        JSON.stringify({
+          timeStamp: stamp(),
+          message: 'Too many requests',
+          path: url.pathname,
+          errorCode: null,
+          infoLink: null,
+          details: [],
+        }),
+      );
       return;
     }
     if (fault?.kind === 'server_error' && !(route === 'order' && fault.afterTaking)) {
-      return error(fault.status ?? 503, 'Could not retrieve/update resources at the moment, please try again later', null);
+      return error(
+        fault.status ?? 503,
+        'Could not retrieve/update resources at the moment, please try again later',
+        null,
+      );
     }
 
     if (route === 'token') return this.token(raw, answer, error);
     if (route === 'other') {
       // Spring's default 404.
-      return answer(404, JSON.stringify({ timestamp: new Date().toISOString(), status: 404, error: 'Not Found', message: 'No message available', path: url.pathname }));
+      return answer(
+        404,
+        JSON.stringify({
+          timestamp: new Date().toISOString(),
+          status: 404,
+          error: 'Not Found',
+          message: 'No message available',
+          path: url.pathname,
+        }),
+      );
     }
     if (req.headers.accept !== ACCEPT) return error(406, 'Could not find acceptable representation', null);
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
@@ -241,7 +294,8 @@ export class FakeReloadly {
     if (token.revoked) return error(401, 'Access token expired', 'TOKEN_EXPIRED');
 
     if (route === 'order') return this.order(req, res, raw, fault, call, answer, error);
-    if (fault?.kind === 'garbage') return answer(200, '<html><body>Service Unavailable</body></html>', { 'content-type': 'text/html' });
+    if (fault?.kind === 'garbage')
+      return answer(200, '<html><body>Service Unavailable</body></html>', { 'content-type': 'text/html' });
     if (route === 'report') {
       const key = url.searchParams.get('customIdentifier');
       const rows = fault?.kind === 'stale' ? [] : this.orders.filter((o) => key === null || o.customIdentifier === key);
@@ -251,23 +305,50 @@ export class FakeReloadly {
     // cards
     const id = Number(/^\/orders\/transactions\/(\d+)\/cards$/.exec(url.pathname)?.[1]);
     const tx = this.orders.find((o) => o.transactionId === id);
-    if (!tx) return answer(404, JSON.stringify({ timeStamp: stamp(), status: 404, error: 'Not found', message: 'Invalid transaction id', path: url.pathname }));
+    if (!tx)
+      return answer(
+        404,
+        JSON.stringify({
+          timeStamp: stamp(),
+          status: 404,
+          error: 'Not found',
+          message: 'Invalid transaction id',
+          path: url.pathname,
+        }),
+      );
     const status = this.statusOf(tx, false);
     const cards = status === 'SUCCESSFUL' ? tx.cards.slice(0, tx.cards.length - tx.fate.cardsShort) : [];
     const product = this.products.find((p) => p.productId === tx.productId)!;
     return answer(200, `[${cards.map((c) => cardJson(c, product.numericCards ?? false)).join(',')}]`);
   }
 
-  private token(raw: string, answer: (s: number, b: string) => void, error: (s: number, m: string, c: string | null) => void): void {
+  private token(
+    raw: string,
+    answer: (s: number, b: string) => void,
+    error: (s: number, m: string, c: string | null) => void,
+  ): void {
     const body = parseJson(raw) as Record<string, unknown> | undefined;
-    if (body?.grant_type !== 'client_credentials') return error(400, 'Unsupported grant type', 'INVALID_INPUT_PROVIDED');
-    if (body.client_id !== FAKE_CLIENT_ID || body.client_secret !== FAKE_CLIENT_SECRET || body.audience !== SANDBOX_AUDIENCE) {
+    if (body?.grant_type !== 'client_credentials')
+      return error(400, 'Unsupported grant type', 'INVALID_INPUT_PROVIDED');
+    if (
+      body.client_id !== FAKE_CLIENT_ID ||
+      body.client_secret !== FAKE_CLIENT_SECRET ||
+      body.audience !== SANDBOX_AUDIENCE
+    ) {
       return error(401, 'Access Denied', 'INVALID_CREDENTIALS');
     }
     const accessToken = `eyJfake.${randomBytes(24).toString('base64url')}`;
     this.tokens.set(accessToken, { revoked: false });
     this.tokensIssued++;
-    answer(200, JSON.stringify({ access_token: accessToken, scope: 'developer', expires_in: this.expiresInSeconds, token_type: 'Bearer' }));
+    answer(
+      200,
+      JSON.stringify({
+        access_token: accessToken,
+        scope: 'developer',
+        expires_in: this.expiresInSeconds,
+        token_type: 'Bearer',
+      }),
+    );
   }
 
   private order(
@@ -279,20 +360,27 @@ export class FakeReloadly {
     answer: (s: number, b: string, h?: Record<string, string>) => void,
     error: (s: number, m: string, c: string | null) => void,
   ): void {
-    if (!/^application\/json/.test(req.headers['content-type'] ?? '')) return error(415, 'Content type not supported', null);
+    if (!/^application\/json/.test(req.headers['content-type'] ?? ''))
+      return error(415, 'Content type not supported', null);
     const body = parseJson(raw) as Record<string, any> | undefined;
     const product = this.products.find((p) => p.productId === body?.productId);
-    if (!body || !product) return error(400, 'The product was either not found or is no longer available, Please contact support', null);
+    if (!body || !product)
+      return error(400, 'The product was either not found or is no longer available, Please contact support', null);
     const quantity = body.quantity;
     if (!Number.isInteger(quantity) || quantity < 1) return error(400, 'Invalid quantity', 'INVALID_INPUT_PROVIDED');
-    if (!product.fixedRecipientDenominations.includes(body.unitPrice)) return error(400, 'Invalid price. Please ensure you selected the right price.', null);
+    if (!product.fixedRecipientDenominations.includes(body.unitPrice))
+      return error(400, 'Invalid price. Please ensure you selected the right price.', null);
     const key = body.customIdentifier;
-    if (typeof key !== 'string' || key.length === 0 || key.length > 150) return error(400, 'Invalid custom identifier', 'INVALID_INPUT_PROVIDED');
-    if (typeof body.senderName !== 'string' || !body.senderName) return error(400, 'Sender name is required', 'INVALID_INPUT_PROVIDED');
+    if (typeof key !== 'string' || key.length === 0 || key.length > 150)
+      return error(400, 'Invalid custom identifier', 'INVALID_INPUT_PROVIDED');
+    if (typeof body.senderName !== 'string' || !body.senderName)
+      return error(400, 'Sender name is required', 'INVALID_INPUT_PROVIDED');
     // A repeated identifier is refused, and the existing order is not returned (3P, sandbox).
-    if (this.orders.some((o) => o.customIdentifier === key)) return error(400, 'Custom identifier already used', 'CUSTOM_IDENTIFIER_ALREADY_USED');
+    if (this.orders.some((o) => o.customIdentifier === key))
+      return error(400, 'Custom identifier already used', 'CUSTOM_IDENTIFIER_ALREADY_USED');
     const amount = round4(quantity * body.unitPrice * (1 - product.discountPercentage / 100) + product.senderFee);
-    if (amount > this.balance) return error(400, 'Insufficient balance to complete this transaction', 'INSUFFICIENT_BALANCE');
+    if (amount > this.balance)
+      return error(400, 'Insufficient balance to complete this transaction', 'INSUFFICIENT_BALANCE');
 
     const fate = this.fates.shift() ?? {};
     const tx: FakeTransaction = {
@@ -302,9 +390,16 @@ export class FakeReloadly {
       quantity,
       unitPrice: body.unitPrice,
       amount,
-      fate: { status: fate.status ?? 'SUCCESSFUL', pendingReads: fate.pendingReads ?? 0, cardsShort: fate.cardsShort ?? 0 },
+      fate: {
+        status: fate.status ?? 'SUCCESSFUL',
+        pendingReads: fate.pendingReads ?? 0,
+        cardsShort: fate.cardsShort ?? 0,
+      },
       reads: 0,
-      cards: Array.from({ length: quantity }, () => ({ cardNumber: digits(product.numericCards ? 19 : 16), pinCode: product.pin ? digits(4) : null })),
+      cards: Array.from({ length: quantity }, () => ({
+        cardNumber: digits(product.numericCards ? 19 : 16),
+        pinCode: product.pin ? digits(4) : null,
+      })),
       createdAt: new Date(),
     };
     this.orders.push(tx);
@@ -316,7 +411,8 @@ export class FakeReloadly {
       res.socket?.destroy();
       return;
     }
-    if (fault?.kind === 'garbage') return answer(200, '{"transactionId": 12, "amount": <truncated', { 'content-type': ACCEPT });
+    if (fault?.kind === 'garbage')
+      return answer(200, '{"transactionId": 12, "amount": <truncated', { 'content-type': ACCEPT });
     if (fault?.kind === 'server_error') return error(fault.status ?? 502, 'Bad Gateway', null);
     answer(200, this.transactionJson(tx));
   }
@@ -377,7 +473,16 @@ function routeOf(method: string, path: string): Route | 'other' {
 
 /** A Spring page of already-serialized rows (as the Java SDK's fixtures show it). */
 function page(rows: string[]): string {
-  const meta = { totalElements: rows.length, totalPages: rows.length ? 1 : 0, last: true, first: true, size: 10, number: 0, numberOfElements: rows.length, empty: rows.length === 0 };
+  const meta = {
+    totalElements: rows.length,
+    totalPages: rows.length ? 1 : 0,
+    last: true,
+    first: true,
+    size: 10,
+    number: 0,
+    numberOfElements: rows.length,
+    empty: rows.length === 0,
+  };
   return `{"content":[${rows.join(',')}],${JSON.stringify(meta).slice(1)}`;
 }
 

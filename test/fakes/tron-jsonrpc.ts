@@ -57,7 +57,11 @@ export async function startTronJsonRpc(target: string, opts: TronJsonRpcOptions 
   const apiKeys: (string | undefined)[] = [];
 
   const forward = async (method: string, params: unknown[]): Promise<unknown> => {
-    const answer = (await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) }).then((r) => r.json())) as { result?: unknown; error?: { code: number; message: string } };
+    const answer = (await fetch(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    }).then((r) => r.json())) as { result?: unknown; error?: { code: number; message: string } };
     if (answer.error) throw new Refused(answer.error.message, answer.error.code);
     return answer.result;
   };
@@ -80,14 +84,16 @@ export async function startTronJsonRpc(target: string, opts: TronJsonRpcOptions 
 
   const hex20 = (value: unknown, index: number): string => {
     const m = typeof value === 'string' ? ADDRESS.exec(value) : null;
-    if (!m || (m[1] === undefined && m[2] === undefined)) throw new Refused(`invalid address at index ${index}: ${String(value)}`);
+    if (!m || (m[1] === undefined && m[2] === undefined))
+      throw new Refused(`invalid address at index ${index}: ${String(value)}`);
     return `0x${m[3].toLowerCase()}`;
   };
 
   const getLogs = async (filter: Record<string, unknown>): Promise<unknown> => {
     const out: Record<string, unknown> = {};
     if (filter.blockHash !== undefined) {
-      if (filter.fromBlock !== undefined || filter.toBlock !== undefined) throw new Refused('cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other');
+      if (filter.fromBlock !== undefined || filter.toBlock !== undefined)
+        throw new Refused('cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other');
       if (typeof filter.blockHash !== 'string' || !HASH.test(filter.blockHash)) throw new Refused('invalid hash value');
       out.blockHash = filter.blockHash;
     } else {
@@ -110,7 +116,8 @@ export async function startTronJsonRpc(target: string, opts: TronJsonRpcOptions 
         if (slot === null) return null;
         const list = Array.isArray(slot) ? slot : [slot];
         if (list.length > maxSubTopics) throw new Refused(`exceed max topics: ${maxSubTopics}`);
-        for (const t of list) if (typeof t !== 'string' || !HASH.test(t)) throw new Refused(`invalid topic(s): ${String(t)}`);
+        for (const t of list)
+          if (typeof t !== 'string' || !HASH.test(t)) throw new Refused(`invalid topic(s): ${String(t)}`);
         return slot;
       });
     }
@@ -148,7 +155,9 @@ export async function startTronJsonRpc(target: string, opts: TronJsonRpcOptions 
         try {
           call = JSON.parse(body);
         } catch {
-          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'JSON parse error' } }));
+          return void res.end(
+            JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'JSON parse error' } }),
+          );
         }
         counts.set(call.method, (counts.get(call.method) ?? 0) + 1);
         apiKeys.push(req.headers['tron-pro-api-key'] as string | undefined);
@@ -157,7 +166,13 @@ export async function startTronJsonRpc(target: string, opts: TronJsonRpcOptions 
           res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result }));
         } catch (err) {
           const code = err instanceof Refused ? err.code : -32000;
-          res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code, message: (err as Error).message, data: '{}' } }));
+          res.end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              id: call.id,
+              error: { code, message: (err as Error).message, data: '{}' },
+            }),
+          );
         }
       })();
     });

@@ -16,8 +16,14 @@ export interface FuzzTarget {
   accountId: string;
   /** Ids that exist: the fuzz account's own order, another account's order, and so on. */
   known: {
-    orderIds: string[]; codes: string[]; redemptionIds: string[]; deliveryIds: string[]; productIds: string[];
-    exportIds: string[]; downloadTokens: string[]; batchIds: string[];
+    orderIds: string[];
+    codes: string[];
+    redemptionIds: string[];
+    deliveryIds: string[];
+    productIds: string[];
+    exportIds: string[];
+    downloadTokens: string[];
+    batchIds: string[];
   };
 }
 
@@ -36,21 +42,55 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
   const api = client(h.apiUrl, mine.apiKey);
   const otherApi = client(h.apiUrl, other.apiKey);
   const own = await api.post('/orders', { externalOrderId: 'fuzz-seed-1', productId: 'prod_chatgpt_plus_1m', qty: 1 });
-  const foreign = await otherApi.post('/orders', { externalOrderId: 'fuzz-seed-2', productId: 'prod_api_order_test', qty: 1 });
-  if (own.status !== 200 || foreign.status !== 200) throw new Error(`fuzz setup orders failed: ${own.status} ${foreign.status}`);
+  const foreign = await otherApi.post('/orders', {
+    externalOrderId: 'fuzz-seed-2',
+    productId: 'prod_api_order_test',
+    qty: 1,
+  });
+  if (own.status !== 200 || foreign.status !== 200)
+    throw new Error(`fuzz setup orders failed: ${own.status} ${foreign.status}`);
   // A redemption and a webhook delivery of the fuzz account, so that their paths have real ids.
-  const spare = await api.post('/orders', { externalOrderId: 'fuzz-seed-3', productId: 'prod_chatgpt_plus_1m', qty: 1 });
-  const redemption = await api.post('/redemptions', { code: spare.body.codes[0], redeemInfo: { session_user_id: '6f1f8c1e-8d5e-4c1a-9a57-3a8f0e6b1c2d' } });
+  const spare = await api.post('/orders', {
+    externalOrderId: 'fuzz-seed-3',
+    productId: 'prod_chatgpt_plus_1m',
+    qty: 1,
+  });
+  const redemption = await api.post('/redemptions', {
+    code: spare.body.codes[0],
+    redeemInfo: { session_user_id: '6f1f8c1e-8d5e-4c1a-9a57-3a8f0e6b1c2d' },
+  });
   await api.put('/webhook', { url: 'https://8.8.8.8/hook' });
   const delivery = await api.post('/webhook/test', {});
-  if (redemption.status !== 200 || delivery.status !== 200) throw new Error(`fuzz setup failed: ${redemption.status} ${delivery.status}`);
+  if (redemption.status !== 200 || delivery.status !== 200)
+    throw new Error(`fuzz setup failed: ${redemption.status} ${delivery.status}`);
   // An export (ready, with its link) and a batch of each account.
-  const range = { from: new Date(Date.now() - 86_400_000).toISOString(), to: new Date(Date.now() + 60_000).toISOString() };
-  const exports = await Promise.all([api, otherApi].map((c) => c.post('/exports', { externalExportId: 'fuzz-export', kind: 'orders', ...range })));
-  const batches = await Promise.all([api, otherApi].map((c) => c.post('/batches', { externalBatchId: 'fuzz-batch', lines: [{ externalOrderId: 'fuzz-batch-1', productId: 'prod_api_order_test', qty: 1 }] })));
-  if ([...exports, ...batches].some((r) => r.status !== 200)) throw new Error('fuzz setup of exports and batches failed');
-  const links = await Promise.all([api, otherApi].map((c, i) => eventually(async () => (await c.get(`/exports/${exports[i].body.exportId}`)).body.downloadUrl, 30_000)));
-  await Promise.all([api, otherApi].map((c, i) => eventually(async () => (await c.get(`/batches/${batches[i].body.batchId}`)).body.status === 'completed', 30_000)));
+  const range = {
+    from: new Date(Date.now() - 86_400_000).toISOString(),
+    to: new Date(Date.now() + 60_000).toISOString(),
+  };
+  const exports = await Promise.all(
+    [api, otherApi].map((c) => c.post('/exports', { externalExportId: 'fuzz-export', kind: 'orders', ...range })),
+  );
+  const batches = await Promise.all(
+    [api, otherApi].map((c) =>
+      c.post('/batches', {
+        externalBatchId: 'fuzz-batch',
+        lines: [{ externalOrderId: 'fuzz-batch-1', productId: 'prod_api_order_test', qty: 1 }],
+      }),
+    ),
+  );
+  if ([...exports, ...batches].some((r) => r.status !== 200))
+    throw new Error('fuzz setup of exports and batches failed');
+  const links = await Promise.all(
+    [api, otherApi].map((c, i) =>
+      eventually(async () => (await c.get(`/exports/${exports[i].body.exportId}`)).body.downloadUrl, 30_000),
+    ),
+  );
+  await Promise.all(
+    [api, otherApi].map((c, i) =>
+      eventually(async () => (await c.get(`/batches/${batches[i].body.batchId}`)).body.status === 'completed', 30_000),
+    ),
+  );
   return {
     h,
     key: mine.apiKey,
@@ -62,8 +102,16 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
       codes: [...own.body.codes, ...foreign.body.codes, 'AAAA-BBBB-CCCC-DDDD'],
       redemptionIds: [redemption.body.redemptionId, 'red_unknown'],
       deliveryIds: [delivery.body.deliveryId, 'dlv_unknown'],
-      productIds: ['prod_chatgpt_plus_1m', 'prod_chatgpt_team_1m', 'prod_telegram_premium_3m', 'prod_spotify_premium_1m', 'prod_api_order_test',
-        'prod_robux_400', 'robux', 'prod_unknown'],
+      productIds: [
+        'prod_chatgpt_plus_1m',
+        'prod_chatgpt_team_1m',
+        'prod_telegram_premium_3m',
+        'prod_spotify_premium_1m',
+        'prod_api_order_test',
+        'prod_robux_400',
+        'robux',
+        'prod_unknown',
+      ],
       exportIds: [...exports.map((e) => e.body.exportId), 'exp_unknown'],
       downloadTokens: links.map((l: string) => new URL(l).searchParams.get('token')!),
       batchIds: [...batches.map((b) => b.body.batchId), 'bat_unknown'],
@@ -97,7 +145,10 @@ export interface Sent {
   headers: Headers;
 }
 
-export async function send(url: string, opts: { method: string; key?: string; contentType?: string; raw?: string; headers?: Record<string, string> }): Promise<Sent> {
+export async function send(
+  url: string,
+  opts: { method: string; key?: string; contentType?: string; raw?: string; headers?: Record<string, string> },
+): Promise<Sent> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.key !== undefined) headers.authorization = opts.key;
   if (opts.contentType) headers['content-type'] = opts.contentType;
@@ -106,7 +157,12 @@ export async function send(url: string, opts: { method: string; key?: string; co
   try {
     // A Buffer body, so fetch adds no content type of its own.
     const res = await fetch(url, { method: opts.method, headers, body });
-    const sent = { status: res.status, text: await res.text(), requestIdHeader: res.headers.get('x-request-id'), headers: res.headers };
+    const sent = {
+      status: res.status,
+      text: await res.text(),
+      requestIdHeader: res.headers.get('x-request-id'),
+      headers: res.headers,
+    };
     lastAnswerAt = Date.now();
     return sent;
   } catch (err) {
@@ -135,7 +191,8 @@ export function checkAnswer(res: Sent): string | undefined {
   if (typeof body.error !== 'string' || typeof body.message !== 'string' || typeof body.retryable !== 'boolean') {
     return `error body without error/message/retryable: ${res.text.slice(0, 200)}`;
   }
-  if (body.requestId !== res.requestIdHeader) return `requestId ${String(body.requestId)} differs from X-Request-Id ${res.requestIdHeader}`;
+  if (body.requestId !== res.requestIdHeader)
+    return `requestId ${String(body.requestId)} differs from X-Request-Id ${res.requestIdHeader}`;
   return undefined;
 }
 
@@ -147,11 +204,13 @@ export async function workflowProblems(t: FuzzTarget): Promise<string[]> {
   const problems: string[] = [];
   const { client: temporal } = t.h.services.temporal;
   for await (const wf of temporal.workflow.list({ query: `AccountId = '${t.accountId}'` })) {
-    if (!['RUNNING', 'COMPLETED', 'CONTINUED_AS_NEW'].includes(wf.status.name)) problems.push(`${wf.workflowId}: ${wf.status.name}`);
+    if (!['RUNNING', 'COMPLETED', 'CONTINUED_AS_NEW'].includes(wf.status.name))
+      problems.push(`${wf.workflowId}: ${wf.status.name}`);
     if (wf.status.name !== 'RUNNING') continue;
     const desc = await temporal.workflow.getHandle(wf.workflowId, wf.runId).describe();
     for (const a of desc.raw.pendingActivities ?? []) {
-      if ((a.attempt ?? 1) > 2) problems.push(`${wf.workflowId}: activity ${a.activityType?.name} retrying (attempt ${a.attempt})`);
+      if ((a.attempt ?? 1) > 2)
+        problems.push(`${wf.workflowId}: activity ${a.activityType?.name} retrying (attempt ${a.attempt})`);
     }
   }
   return problems;

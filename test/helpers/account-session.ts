@@ -18,7 +18,10 @@ export class AccountSession {
   csrf: string | undefined;
 
   /** `headers` go with every request (X-Forwarded-For: a client address, as a trusted proxy says it). */
-  constructor(readonly baseUrl: string, readonly headers: Record<string, string> = {}) {}
+  constructor(
+    readonly baseUrl: string,
+    readonly headers: Record<string, string> = {},
+  ) {}
 
   get sid(): string | undefined {
     return this.cookies.get('wholesale.sid');
@@ -38,8 +41,18 @@ export class AccountSession {
     }
   }
 
-  async request(method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<PageResponse> {
-    const res = await fetch(new URL(path, this.baseUrl), { method, body, redirect: 'manual', headers: { ...this.headers, ...this.cookieHeader(), ...headers } });
+  async request(
+    method: string,
+    path: string,
+    body?: string,
+    headers: Record<string, string> = {},
+  ): Promise<PageResponse> {
+    const res = await fetch(new URL(path, this.baseUrl), {
+      method,
+      body,
+      redirect: 'manual',
+      headers: { ...this.headers, ...this.cookieHeader(), ...headers },
+    });
     this.remember(res);
     const text = await res.text();
     const token = CSRF_RE.exec(text)?.[1];
@@ -54,7 +67,9 @@ export class AccountSession {
   /** Posts a form with the current CSRF token (unless `_csrf` is given, or `csrf: false`). */
   post(path: string, fields: Record<string, string> = {}, opts: { csrf?: boolean } = {}): Promise<PageResponse> {
     const withToken = opts.csrf === false || '_csrf' in fields ? fields : { _csrf: this.csrf ?? '', ...fields };
-    return this.request('POST', path, new URLSearchParams(withToken).toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    return this.request('POST', path, new URLSearchParams(withToken).toString(), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
   }
 
   /** Loads a form's page first, so the post carries that page's token. */
@@ -73,7 +88,9 @@ export async function signedUp(h: Harness, opts: { password?: string } = {}) {
   const password = opts.password ?? `pw-${Math.random().toString(36).slice(2)}-long-enough`;
   const res = await session.submit('/account/sign-up', '/account/sign-up', { email, password });
   if (res.status !== 303) throw new Error(`sign-up answered ${res.status}: ${res.text.slice(0, 300)}`);
-  const [{ account_id: accountId }] = await h.services.orm.em.fork().execute<{ account_id: string }[]>('select account_id from users where email = ?', [email]);
+  const [{ account_id: accountId }] = await h.services.orm.em
+    .fork()
+    .execute<{ account_id: string }[]>('select account_id from users where email = ?', [email]);
   return { session, email, password, accountId };
 }
 

@@ -6,14 +6,22 @@ import { chromium, type Browser } from 'playwright-core';
 export function chromiumPath(): string {
   const { CHROMIUM_PATH: path, WHOLESALE_NO_CHROMIUM: missing } = process.env;
   if (missing) throw new Error(missing);
-  if (!path) throw new Error('no Chromium: run the browser tests with jest (its global setup finds one) or set CHROMIUM_PATH');
+  if (!path)
+    throw new Error('no Chromium: run the browser tests with jest (its global setup finds one) or set CHROMIUM_PATH');
   return path;
 }
 
 export async function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: chromiumPath(),
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }

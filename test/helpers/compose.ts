@@ -9,7 +9,11 @@ import { parse } from 'yaml';
 export type Vars = Record<string, string>;
 
 /** One assignment of an .env file with the comment lines just above it. */
-export interface EnvEntry { name: string; value: string; comments: string[] }
+export interface EnvEntry {
+  name: string;
+  value: string;
+  comments: string[];
+}
 
 /** Parses an .env file: `NAME=value`, single quotes literal, double quotes with escapes, `#` comments. */
 export function parseDotenv(text: string): EnvEntry[] {
@@ -48,20 +52,31 @@ export function parseDotenv(text: string): EnvEntry[] {
 
 /** `${NAME}`, `${NAME:-default}`, `${NAME-default}`, `${NAME:?error}`, `${NAME?error}`, `${NAME:+alt}`, `$NAME`, `$$`. */
 export function interpolate(value: string, vars: Vars): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, braced, op, arg, bare) => {
-    if (whole === '$$') return '$';
-    const name = (braced ?? bare) as string;
-    const set = Object.hasOwn(vars, name);
-    const given = set && vars[name] !== '';
-    switch (op as string | undefined) {
-      case ':-': return given ? vars[name] : interpolate(arg, vars);
-      case '-': return set ? vars[name] : interpolate(arg, vars);
-      case ':?': if (!given) throw new Error(`${name}: ${arg}`); return vars[name];
-      case '?': if (!set) throw new Error(`${name}: ${arg}`); return vars[name];
-      case ':+': return given ? interpolate(arg, vars) : '';
-      default: return set ? vars[name] : '';
-    }
-  });
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (whole, braced, op, arg, bare) => {
+      if (whole === '$$') return '$';
+      const name = (braced ?? bare) as string;
+      const set = Object.hasOwn(vars, name);
+      const given = set && vars[name] !== '';
+      switch (op as string | undefined) {
+        case ':-':
+          return given ? vars[name] : interpolate(arg, vars);
+        case '-':
+          return set ? vars[name] : interpolate(arg, vars);
+        case ':?':
+          if (!given) throw new Error(`${name}: ${arg}`);
+          return vars[name];
+        case '?':
+          if (!set) throw new Error(`${name}: ${arg}`);
+          return vars[name];
+        case ':+':
+          return given ? interpolate(arg, vars) : '';
+        default:
+          return set ? vars[name] : '';
+      }
+    },
+  );
 }
 
 export interface ComposeService {
@@ -87,7 +102,8 @@ export function loadCompose(file: string): { services: Record<string, ComposeSer
 export function serviceEnvironment(service: ComposeService, vars: Vars, dir: string): Vars {
   const env: Vars = {};
   for (const file of service.env_file ?? []) {
-    for (const { name, value } of parseDotenv(readFileSync(resolve(dir, interpolate(file, vars)), 'utf8'))) env[name] = value;
+    for (const { name, value } of parseDotenv(readFileSync(resolve(dir, interpolate(file, vars)), 'utf8')))
+      env[name] = value;
   }
   for (const [name, value] of Object.entries(service.environment ?? {})) env[name] = interpolate(String(value), vars);
   return env;

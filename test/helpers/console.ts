@@ -79,10 +79,15 @@ export async function staffMember(h: Harness, role: StaffRole, opts: { name?: st
 }
 
 /** A fresh console session (no cookie yet), from the client address `ip` when given. */
-export const consoleSession = (h: Harness, ip?: string) => new AccountSession(h.baseUrl, ip ? { 'x-forwarded-for': ip } : {});
+export const consoleSession = (h: Harness, ip?: string) =>
+  new AccountSession(h.baseUrl, ip ? { 'x-forwarded-for': ip } : {});
 
 /** Posts the sign-in form with the sign-in page's token. */
-export async function signInWith(session: AccountSession, m: Pick<Member, 'email' | 'password'>, code: string): Promise<PageResponse> {
+export async function signInWith(
+  session: AccountSession,
+  m: Pick<Member, 'email' | 'password'>,
+  code: string,
+): Promise<PageResponse> {
   return session.submit('/console/sign-in', '/console/sign-in', { email: m.email, password: m.password, code });
 }
 
@@ -105,12 +110,18 @@ export async function freshCode(m: Member): Promise<string> {
 export async function signedIn(h: Harness, m: Member): Promise<AccountSession> {
   const session = consoleSession(h);
   const res = await signInWith(session, m, await freshCode(m));
-  if (res.status !== 303 || res.location !== '/console') throw new Error(`console sign-in answered ${res.status}: ${res.text.slice(0, 300)}`);
+  if (res.status !== 303 || res.location !== '/console')
+    throw new Error(`console sign-in answered ${res.status}: ${res.text.slice(0, 300)}`);
   return session;
 }
 
 /** A form post from a page: loads `page` for its CSRF token, then posts. */
-export async function postFrom(session: AccountSession, page: string, path: string, fields: Record<string, string> = {}): Promise<PageResponse> {
+export async function postFrom(
+  session: AccountSession,
+  page: string,
+  path: string,
+  fields: Record<string, string> = {},
+): Promise<PageResponse> {
   const shown = await session.get(page);
   if (shown.status !== 200) throw new Error(`GET ${page} answered ${shown.status}`);
   return session.post(path, fields);
@@ -118,8 +129,19 @@ export async function postFrom(session: AccountSession, page: string, path: stri
 
 export async function auditRows(h: Harness, where = 'true', params: unknown[] = []) {
   return h.services.orm.em.fork().execute<
-    { id: string; actor: string; actor_email: string | null; role: string; action: string; subject_id: string | null; account_id: string | null;
-      reason: string | null; request_id: string | null; details: Record<string, unknown>; outcome: string | null }[]
+    {
+      id: string;
+      actor: string;
+      actor_email: string | null;
+      role: string;
+      action: string;
+      subject_id: string | null;
+      account_id: string | null;
+      reason: string | null;
+      request_id: string | null;
+      details: Record<string, unknown>;
+      outcome: string | null;
+    }[]
   >(`select a.*, o.outcome from audit_log a left join audit_outcomes o on o.audit_id = a.id where ${where} order by a.id`, params);
 }
 
@@ -134,7 +156,13 @@ export const STUCK_ORDER_ENV = {
 };
 
 /** A balance order whose supplier hands over `obtained` units, then nothing: it ends in needs_attention (spec 3.2). */
-export async function stuckOrder(api: Api, productId: string, qty: number, obtained: number, externalOrderId: string): Promise<string> {
+export async function stuckOrder(
+  api: Api,
+  productId: string,
+  qty: number,
+  obtained: number,
+  externalOrderId: string,
+): Promise<string> {
   sandboxSupplierControl.script(productId, { steps: obtained > 0 ? [obtained] : [], then: 0 });
   const placed = await api.post('/orders', { externalOrderId, productId, qty });
   if (placed.body.status !== 'paid') throw new Error(`order ${externalOrderId}: ${placed.status} ${placed.text}`);

@@ -35,7 +35,10 @@ function load(doc: Json, key: string): Contract {
       const match = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
       const list = operations.get(method) ?? [];
       list.push({ pointer: `${key}#/paths/${escape(path)}/${method}`, op: item[method], match, params });
-      operations.set(method, list.sort((a, b) => a.params - b.params));
+      operations.set(
+        method,
+        list.sort((a, b) => a.params - b.params),
+      );
     }
   }
   return { ajv, doc, operations, errorPointer: `${key}#/components/schemas/Error` };
@@ -45,14 +48,19 @@ const contracts = new Map<string, Promise<Contract | undefined>>();
 
 /** The document for a request's surface: the reseller API, or the admin API (fetched with the request's token). */
 function contractFor(url: URL, authorization: string | undefined): Promise<Contract | undefined> | undefined {
-  const surface = url.pathname.startsWith('/wholesale/v1/') ? '/wholesale/v1' : url.pathname.startsWith('/admin/v1/') ? '/admin/v1' : undefined;
-  if (!surface || url.pathname === `${surface}/openapi.json` || url.pathname.startsWith(`${surface}/docs`)) return undefined;
+  const surface = url.pathname.startsWith('/wholesale/v1/')
+    ? '/wholesale/v1'
+    : url.pathname.startsWith('/admin/v1/')
+      ? '/admin/v1'
+      : undefined;
+  if (!surface || url.pathname === `${surface}/openapi.json` || url.pathname.startsWith(`${surface}/docs`))
+    return undefined;
   const key = `${url.origin}${surface}`;
   if (!contracts.has(key)) {
     contracts.set(
       key,
-      fetch(`${key}/openapi.json`, { headers: surface === '/admin/v1' && authorization ? { authorization } : {} }).then(async (r) =>
-        r.ok ? load(await r.json(), key) : undefined,
+      fetch(`${key}/openapi.json`, { headers: surface === '/admin/v1' && authorization ? { authorization } : {} }).then(
+        async (r) => (r.ok ? load(await r.json(), key) : undefined),
       ),
     );
   }
@@ -104,7 +112,8 @@ export async function contractViolation(a: Answer): Promise<string | undefined> 
   }
   const ct = a.headers.get('content-type') ?? '';
   // A CSV file: its type as declared (its records are checked by the tests that read them).
-  if (response.content?.['text/csv']) return ct.startsWith('text/csv') ? undefined : `${where}: content-type ${ct}, declared text/csv`;
+  if (response.content?.['text/csv'])
+    return ct.startsWith('text/csv') ? undefined : `${where}: content-type ${ct}, declared text/csv`;
   const json = response.content?.['application/json'];
   if (!json) return a.text === '' ? undefined : `${where}: a body the document does not declare`;
   if (!ct.startsWith('application/json')) return `${where}: content-type ${ct}, declared application/json`;

@@ -22,7 +22,10 @@ export async function eventually<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`${what} not reached before the deadline (${timeoutMs} ms)${lastError ? `: ${String(lastError)}` : ''}`, { cause: lastError });
+      throw new Error(
+        `${what} not reached before the deadline (${timeoutMs} ms)${lastError ? `: ${String(lastError)}` : ''}`,
+        { cause: lastError },
+      );
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }

@@ -6,7 +6,10 @@ import type { Harness } from './harness';
 import { PAYMENT_ENV, checkoutIdOf } from './payments';
 
 /** The service on PAYMENT_PROVIDER=evm against `chain`, with the payment loop's durations in seconds. */
-export function evmEnv(chain: DevChain, opts: { confirmations?: number; rpcUrls?: string[] } = {}): Record<string, string> {
+export function evmEnv(
+  chain: DevChain,
+  opts: { confirmations?: number; rpcUrls?: string[] } = {},
+): Record<string, string> {
   return {
     ...PAYMENT_ENV,
     PAYMENT_PROVIDER: 'evm',
@@ -34,7 +37,14 @@ export const units6 = (amount: string) => BigInt(Math.round(Number(amount) * 100
  * of `chain`), USDT given as T…, counted by finality (its default), with a TronGrid API key.
  */
 export function tronEnv(chain: DevChain, rpcUrl: string, opts: { apiKey?: string } = {}): Record<string, string> {
-  const tron = { kind: 'tron', chainId: 728126428, name: 'TRON', rpcUrls: [rpcUrl], apiKey: opts.apiKey ?? 'test-trongrid-key', tokens: { USDT: { address: tronAddress(chain.tokens.USDT.address), decimals: 6 } } };
+  const tron = {
+    kind: 'tron',
+    chainId: 728126428,
+    name: 'TRON',
+    rpcUrls: [rpcUrl],
+    apiKey: opts.apiKey ?? 'test-trongrid-key',
+    tokens: { USDT: { address: tronAddress(chain.tokens.USDT.address), decimals: 6 } },
+  };
   return { ...PAYMENT_ENV, PAYMENT_PROVIDER: 'evm', EVM_CHAINS: JSON.stringify([tron]), EVM_RPC_TIMEOUT_MS: '1500' };
 }
 

@@ -44,9 +44,19 @@ export async function startRpcProxy(target: string): Promise<RpcProxy> {
         if (proxy.down) return void res.writeHead(503).end();
         const script = scripted.get(call.method);
         res.setHeader('content-type', 'application/json');
-        if (script === 'error') return void res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32603, message: 'scripted failure' } }));
+        if (script === 'error')
+          return void res.end(
+            JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32603, message: 'scripted failure' } }),
+          );
         if (script) return void res.end(JSON.stringify({ jsonrpc: '2.0', id: call.id, result: script.result }));
-        const forwarded = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.text(), () => undefined);
+        const forwarded = await fetch(target, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        }).then(
+          (r) => r.text(),
+          () => undefined,
+        );
         if (forwarded === undefined) return void res.writeHead(502).end();
         res.end(forwarded);
       })();

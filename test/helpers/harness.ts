@@ -49,7 +49,10 @@ export interface Harness {
  * The real service for one test file: its own database (migrated and seeded), the API on a
  * loopback port and a worker on its own task queue of the shared Temporal dev server.
  */
-export async function startHarness(env: Record<string, string> = {}, opts: { worker?: boolean; databaseUrl?: string } = {}): Promise<Harness> {
+export async function startHarness(
+  env: Record<string, string> = {},
+  opts: { worker?: boolean; databaseUrl?: string } = {},
+): Promise<Harness> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
@@ -92,7 +95,12 @@ export async function startHarness(env: Record<string, string> = {}, opts: { wor
       const em = services.orm.em.fork();
       const created = await createAccount(em, `acct-${randomBytes(3).toString('hex')}`);
       if (balance !== '0') {
-        await adjustBalance(em, { accountId: created.accountId, amount: balance, note: 'test funding', levelThresholds: config.LEVEL_THRESHOLDS });
+        await adjustBalance(em, {
+          accountId: created.accountId,
+          amount: balance,
+          note: 'test funding',
+          levelThresholds: config.LEVEL_THRESHOLDS,
+        });
       }
       return created;
     },

@@ -50,7 +50,8 @@ export function searchAttributePayloadsOf(history: unknown): Map<string, Payload
 }
 
 /** The payload's `encoding` metadata as text. */
-export const encodingOf = (p: Payload) => (p.metadata?.encoding ? Buffer.from(p.metadata.encoding).toString('utf8') : undefined);
+export const encodingOf = (p: Payload) =>
+  p.metadata?.encoding ? Buffer.from(p.metadata.encoding).toString('utf8') : undefined;
 
 /** The history with every payload decoded in place by the codec with `keys` (TEMPORAL_PAYLOAD_KEYS). */
 export async function decodeHistory(history: History, keys: string): Promise<History> {
@@ -75,6 +76,11 @@ export function historyAsText(history: History): string {
 }
 
 /** The decoded history of `workflowId` (its latest run, or `runId`) as text (what an operator reads through the codec server). */
-export async function decodedHistoryText(client: Client, keys: string, workflowId: string, runId?: string): Promise<string> {
+export async function decodedHistoryText(
+  client: Client,
+  keys: string,
+  workflowId: string,
+  runId?: string,
+): Promise<string> {
   return historyAsText(await decodeHistory(await rawHistory(client, workflowId, runId), keys));
 }

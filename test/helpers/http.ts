@@ -16,9 +16,20 @@ export async function call<T = any>(
   if (opts.key) headers.authorization = `Bearer ${opts.key}`;
   if (opts.body !== undefined || opts.rawBody !== undefined) headers['content-type'] = 'application/json';
   const method = opts.method ?? (opts.body !== undefined || opts.rawBody !== undefined ? 'POST' : 'GET');
-  const res = await fetch(url, { method, headers, body: opts.rawBody ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined) });
+  const res = await fetch(url, {
+    method,
+    headers,
+    body: opts.rawBody ?? (opts.body !== undefined ? JSON.stringify(opts.body) : undefined),
+  });
   const text = await res.text();
-  await assertContract({ method, url, authorization: headers.authorization, status: res.status, headers: res.headers, text });
+  await assertContract({
+    method,
+    url,
+    authorization: headers.authorization,
+    status: res.status,
+    headers: res.headers,
+    text,
+  });
   let body: any;
   try {
     body = text ? JSON.parse(text) : undefined;
@@ -32,7 +43,8 @@ export async function call<T = any>(
 export function client(apiUrl: string, key: string) {
   return {
     get: <T = any>(path: string) => call<T>(`${apiUrl}${path}`, { key }),
-    post: <T = any>(path: string, body: unknown, headers?: Record<string, string>) => call<T>(`${apiUrl}${path}`, { key, body, headers }),
+    post: <T = any>(path: string, body: unknown, headers?: Record<string, string>) =>
+      call<T>(`${apiUrl}${path}`, { key, body, headers }),
     put: <T = any>(path: string, body: unknown) => call<T>(`${apiUrl}${path}`, { key, body, method: 'PUT' }),
   };
 }
@@ -43,11 +55,17 @@ export function client(apiUrl: string, key: string) {
  * `timeoutMs`. For tests that place right after starting a worker process: on a loaded machine its
  * start can outlast PLACEMENT_TIMEOUT_MS, and the service rightly answers "retry".
  */
-export async function postRetrying<T = any>(api: ReturnType<typeof client>, path: string, body: unknown, timeoutMs = 90_000): Promise<ApiResponse<T>> {
+export async function postRetrying<T = any>(
+  api: ReturnType<typeof client>,
+  path: string,
+  body: unknown,
+  timeoutMs = 90_000,
+): Promise<ApiResponse<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await api.post<T>(path, body);
-    if (res.status !== 503 || (res.body as { retryable?: boolean })?.retryable !== true || Date.now() > deadline) return res;
+    if (res.status !== 503 || (res.body as { retryable?: boolean })?.retryable !== true || Date.now() > deadline)
+      return res;
     const waitS = Math.min(5, Number(res.headers.get('retry-after')) || 1);
     await new Promise((r) => setTimeout(r, waitS * 1000));
   }

@@ -10,12 +10,21 @@ export async function payThroughPage(checkoutUrl: string): Promise<string> {
   const page = await fetch(checkoutUrl).then((r) => r.text());
   const action = /<form method="post" action="([^"]+\/pay)"/.exec(page)?.[1];
   if (!action) throw new Error('no pay form on the checkout page');
-  const res = await fetch(new URL(action, checkoutUrl), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+  const res = await fetch(new URL(action, checkoutUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: '',
+  });
   return res.text();
 }
 
 /** Sends the provider's signed callback for a checkout, as the provider would (again). */
-export async function sendCallback(h: Harness, checkoutId: string, reference: string, status: 'paid' | 'abandoned' = 'paid') {
+export async function sendCallback(
+  h: Harness,
+  checkoutId: string,
+  reference: string,
+  status: 'paid' | 'abandoned' = 'paid',
+) {
   const body = JSON.stringify({ checkoutId, reference, status });
   return call(`${h.baseUrl}/payments/callback`, {
     rawBody: body,

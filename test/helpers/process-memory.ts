@@ -5,7 +5,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 // current RSS (Linux 4.0 and later), so a peak can be measured for one stretch of work, after the
 // process's start-up (a worker's workflow bundle costs more than anything it does later).
 
-const kB = (status: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+const kB = (status: string, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
 const status = (pid: number) => readFileSync(`/proc/${pid}/status`, 'utf8');
 
 export const rssMiB = (pid: number) => kB(status(pid), 'VmRSS') / 1024;

@@ -19,44 +19,61 @@ export type Api = ReturnType<typeof client>;
 export const reseller = (h: Harness, balance = '200.00') => newReseller(h, balance);
 
 /** Polls GET /orders/{id} until `check` accepts it; every answer seen is passed to `seen`. */
-export async function orderUntil(api: Api, orderId: string, check: (o: any) => boolean, opts: { timeoutMs?: number; seen?: (o: any) => void } = {}) {
-  return eventually(async () => {
-    const res = await api.get(`/orders/${orderId}`);
-    if (res.status !== 200) throw new Error(`GET /orders/${orderId}: ${res.status} ${res.text}`);
-    opts.seen?.(res.body);
-    return check(res.body) ? res.body : undefined;
-  }, opts.timeoutMs ?? 30_000, 50);
+export async function orderUntil(
+  api: Api,
+  orderId: string,
+  check: (o: any) => boolean,
+  opts: { timeoutMs?: number; seen?: (o: any) => void } = {},
+) {
+  return eventually(
+    async () => {
+      const res = await api.get(`/orders/${orderId}`);
+      if (res.status !== 200) throw new Error(`GET /orders/${orderId}: ${res.status} ${res.text}`);
+      opts.seen?.(res.body);
+      return check(res.body) ? res.body : undefined;
+    },
+    opts.timeoutMs ?? 30_000,
+    50,
+  );
 }
 
 export const fulfillmentIs = (status: string) => (o: any) => o.fulfillmentStatus === status;
 
 export async function eventsOfOrder(h: Harness, orderId: string) {
-  return h.services.orm.em.fork().execute<{ id: string; type: string; payload: Record<string, any> }[]>(
-    `select id, type, payload from events where payload->>'orderId' = ? order by created_at, id`,
-    [orderId],
-  );
+  return h.services.orm.em
+    .fork()
+    .execute<{ id: string; type: string; payload: Record<string, any> }[]>(
+      `select id, type, payload from events where payload->>'orderId' = ? order by created_at, id`,
+      [orderId],
+    );
 }
 
 /** What the sandbox supplier sold for an order, one row per purchase (idempotency key). */
 export async function supplierPurchases(h: Harness, orderId: string) {
-  return h.services.orm.em.fork().execute<{ idempotency_key: string; requested: number; codes: string[] }[]>(
-    `select idempotency_key, requested, codes from sandbox_supplier_orders where idempotency_key like ? order by created_at`,
-    [`${orderId}:%`],
-  );
+  return h.services.orm.em
+    .fork()
+    .execute<{ idempotency_key: string; requested: number; codes: string[] }[]>(
+      `select idempotency_key, requested, codes from sandbox_supplier_orders where idempotency_key like ? order by created_at`,
+      [`${orderId}:%`],
+    );
 }
 
 export async function storedCodes(h: Harness, orderId: string) {
-  return h.services.orm.em.fork().execute<{ code: string; kind: string; is_test: boolean }[]>(
-    'select code, kind, is_test from issued_codes where order_id = ? order by id',
-    [orderId],
-  );
+  return h.services.orm.em
+    .fork()
+    .execute<{ code: string; kind: string; is_test: boolean }[]>(
+      'select code, kind, is_test from issued_codes where order_id = ? order by id',
+      [orderId],
+    );
 }
 
 export async function supportActionsOf(h: Harness, orderId: string) {
-  return h.services.orm.em.fork().execute<{ action: string; actor: string; reason: string; payload: Record<string, unknown> }[]>(
-    'select action, actor, reason, payload from support_actions where subject_id = ? order by id',
-    [orderId],
-  );
+  return h.services.orm.em
+    .fork()
+    .execute<{ action: string; actor: string; reason: string; payload: Record<string, unknown> }[]>(
+      'select action, actor, reason, payload from support_actions where subject_id = ? order by id',
+      [orderId],
+    );
 }
 
 export function procurementState(h: Harness, orderId: string) {
@@ -78,8 +95,11 @@ export async function workflowIds(h: Harness, query: string): Promise<string[]> 
 
 /** How the harness reaches Temporal over TLS: the service's variables, and the `temporal` CLI's flags for the same. */
 const TLS_SETTINGS = [
-  ['TEMPORAL_TLS_CA', '--tls-ca-path'], ['TEMPORAL_TLS_CERT', '--tls-cert-path'], ['TEMPORAL_TLS_KEY', '--tls-key-path'],
-  ['TEMPORAL_TLS_SERVER_NAME', '--tls-server-name'], ['TEMPORAL_API_KEY', '--api-key'],
+  ['TEMPORAL_TLS_CA', '--tls-ca-path'],
+  ['TEMPORAL_TLS_CERT', '--tls-cert-path'],
+  ['TEMPORAL_TLS_KEY', '--tls-key-path'],
+  ['TEMPORAL_TLS_SERVER_NAME', '--tls-server-name'],
+  ['TEMPORAL_API_KEY', '--api-key'],
 ] as const;
 
 function temporalTlsEnv(c: Config): Record<string, string> {
@@ -93,7 +113,10 @@ function temporalTlsFlags(c: Config): string[] {
 }
 
 /** `npx wholesale ...` as a real process against the harness's database and Temporal (over TLS when the harness is). */
-export async function wholesale(h: Harness, ...args: string[]): Promise<{ exitCode: number; json: any; stderr: string }> {
+export async function wholesale(
+  h: Harness,
+  ...args: string[]
+): Promise<{ exitCode: number; json: any; stderr: string }> {
   const env = {
     ...process.env,
     DATABASE_URL: h.databaseUrl,
@@ -103,7 +126,10 @@ export async function wholesale(h: Harness, ...args: string[]): Promise<{ exitCo
     LOG_LEVEL: 'silent',
   };
   try {
-    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin', 'wholesale.js'), ...args], { cwd: root, env });
+    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin', 'wholesale.js'), ...args], {
+      cwd: root,
+      env,
+    });
     return { exitCode: 0, json: JSON.parse(stdout), stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -125,7 +151,17 @@ export async function temporalCli(h: Harness, ...args: string[]): Promise<any> {
   // Payloads are encrypted: the CLI reads them through the service's codec server, as the runbook says.
   const token = h.config.CODEC_TOKEN ?? h.config.ADMIN_TOKEN;
   const codec = token ? ['--codec-endpoint', `${h.baseUrl}/codec`, '--codec-auth', `Bearer ${token}`] : [];
-  const { stdout } = await run(temporalBinary, [...args, ...codec, '--address', h.config.TEMPORAL_ADDRESS!, ...temporalTlsFlags(h.config), '--namespace', h.config.TEMPORAL_NAMESPACE, '-o', 'json']);
+  const { stdout } = await run(temporalBinary, [
+    ...args,
+    ...codec,
+    '--address',
+    h.config.TEMPORAL_ADDRESS!,
+    ...temporalTlsFlags(h.config),
+    '--namespace',
+    h.config.TEMPORAL_NAMESPACE,
+    '-o',
+    'json',
+  ]);
   return stdout.trim() ? JSON.parse(stdout) : undefined;
 }
 

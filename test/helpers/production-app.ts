@@ -9,22 +9,34 @@ import { dirname, join, resolve } from 'node:path';
 
 export const projectRoot = resolve(__dirname, '..', '..');
 
-interface LockEntry { dev?: boolean; optional?: boolean; link?: boolean }
+interface LockEntry {
+  dev?: boolean;
+  optional?: boolean;
+  link?: boolean;
+}
 
 /** Top-level packages `npm ci --omit=dev` installs: not dev-only (devOptional ones stay, as npm keeps them). */
 export function productionPackages(): string[] {
-  const lock = JSON.parse(readFileSync(join(projectRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
-  return Object.entries(lock.packages)
-    .filter(([path, entry]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) && !entry.dev && !entry.link)
-    .map(([path]) => path.slice('node_modules/'.length))
-    // An optional package for another platform is not installed here, nor in the image.
-    .filter((name) => existsSync(join(projectRoot, 'node_modules', name)));
+  const lock = JSON.parse(readFileSync(join(projectRoot, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, LockEntry>;
+  };
+  return (
+    Object.entries(lock.packages)
+      .filter(([path, entry]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) && !entry.dev && !entry.link)
+      .map(([path]) => path.slice('node_modules/'.length))
+      // An optional package for another platform is not installed here, nor in the image.
+      .filter((name) => existsSync(join(projectRoot, 'node_modules', name)))
+  );
 }
 
 /** Runs `npm run build` in the checkout; resolves to its output, rejects with it. */
 export function buildProduction(): Promise<string> {
   return new Promise((ok, fail) => {
-    const child = spawn('npm', ['run', 'build'], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_ENV: 'production' } });
+    const child = spawn('npm', ['run', 'build'], {
+      cwd: projectRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_ENV: 'production' },
+    });
     let out = '';
     child.stdout.on('data', (d) => (out += String(d)));
     child.stderr.on('data', (d) => (out += String(d)));
@@ -53,14 +65,22 @@ export function assembleApp(dir: string, opts: { bundle?: boolean } = {}): strin
  * or the checkout's packages in (NODE_OPTIONS, NODE_PATH, node_modules/.bin on PATH).
  */
 export function imageEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(NODE_OPTIONS|NODE_PATH|npm_|TS_|TSX_)/i.test(name)));
-  const path = (process.env.PATH ?? '').split(':').filter((dir) => dir && !dir.includes('node_modules')).join(':');
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(NODE_OPTIONS|NODE_PATH|npm_|TS_|TSX_)/i.test(name)),
+  );
+  const path = (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => dir && !dir.includes('node_modules'))
+    .join(':');
   return { ...clean, PATH: path, ...env };
 }
 
 /** Whether `name` resolves from the app's compiled code (it must not, for tsx and devDependencies). */
 export function resolvesFromApp(app: string, name: string): boolean {
-  const probe = spawnSync(process.execPath, ['-e', `require.resolve(${JSON.stringify(name)})`], { cwd: join(app, 'dist'), env: imageEnv({}) });
+  const probe = spawnSync(process.execPath, ['-e', `require.resolve(${JSON.stringify(name)})`], {
+    cwd: join(app, 'dist'),
+    env: imageEnv({}),
+  });
   return probe.status === 0;
 }
 
@@ -69,7 +89,12 @@ export function resolvesFromApp(app: string, name: string): boolean {
  * a process group of its own so that `killGroup` reaches the node process under npm too.
  */
 export function runScript(app: string, script: string, env: Record<string, string>): ChildProcess {
-  return spawn('npm', ['run', '--silent', script], { cwd: app, env: imageEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  return spawn('npm', ['run', '--silent', script], {
+    cwd: app,
+    env: imageEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
 }
 
 /** SIGKILL to a `runScript` child's whole process group (test cleanup). */
@@ -83,7 +108,11 @@ export function killGroup(child: ChildProcess): void {
 
 /** `node dist/src/<entry>.js` in the app: the image's CMD. */
 export function runEntry(app: string, entry: 'api' | 'worker' | 'migrate', env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [join('dist', 'src', `${entry}.js`)], { cwd: app, env: imageEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [join('dist', 'src', `${entry}.js`)], {
+    cwd: app,
+    env: imageEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 /** Collects a child's output (both streams) for assertions and failure messages. */
@@ -95,6 +124,7 @@ export function output(child: ChildProcess): () => string {
 }
 
 export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((ok) => child.once('exit', (code, signal) => ok({ code, signal })));
 }

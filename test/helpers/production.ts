@@ -1,7 +1,8 @@
 // Settings a production start needs besides its secrets: no sandbox for any outside party.
 
 /** An operator's xpub at m/44'/60'/0' (of the BIP39 test mnemonic, so only for tests): not the built-in development one. */
-export const OPERATOR_XPUB = 'xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt';
+export const OPERATOR_XPUB =
+  'xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt';
 
 const CHAINS = [
   {

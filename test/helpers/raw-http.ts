@@ -28,9 +28,10 @@ export function answersOn(socket: Socket): { next(): Promise<string> } {
     settle();
   });
   return {
-    next: () => new Promise<string>((ok, fail) => {
-      waiting.push({ ok, fail });
-      settle();
-    }),
+    next: () =>
+      new Promise<string>((ok, fail) => {
+        waiting.push({ ok, fail });
+        settle();
+      }),
   };
 }

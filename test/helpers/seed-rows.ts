@@ -11,7 +11,12 @@ export interface Seeded {
   last: Date;
 }
 
-export async function seedOrders(h: Harness, accountId: string, n: number, opts: { tag: string; start: Date; everyMs: number }): Promise<Seeded> {
+export async function seedOrders(
+  h: Harness,
+  accountId: string,
+  n: number,
+  opts: { tag: string; start: Date; everyMs: number },
+): Promise<Seeded> {
   await h.services.orm.em.fork().execute(
     `insert into orders (id, account_id, kind, channel, source, external_order_id, external_topup_id, product_id, qty, unit_price, amount, currency,
                          payment, status, delivery_type, fulfillment_status, fulfilled_quantity, error_code, resolution, created_at, updated_at, paid_at)
@@ -34,10 +39,18 @@ export async function seedOrders(h: Harness, accountId: string, n: number, opts:
   return { first: opts.start, last: new Date(opts.start.getTime() + (n - 1) * opts.everyMs) };
 }
 
-export async function seedLedger(h: Harness, accountId: string, n: number, opts: { tag: string; start: Date; everyMs: number }): Promise<Seeded> {
+export async function seedLedger(
+  h: Harness,
+  accountId: string,
+  n: number,
+  opts: { tag: string; start: Date; everyMs: number },
+): Promise<Seeded> {
   const em = h.services.orm.em.fork();
   await em.transactional(async (tx) => {
-    const [{ balance }] = await tx.execute<{ balance: string }[]>('select balance from accounts where id = ? for update', [accountId]);
+    const [{ balance }] = await tx.execute<{ balance: string }[]>(
+      'select balance from accounts where id = ? for update',
+      [accountId],
+    );
     // Adjustments of +1.25 and -0.50 in turn, so the balance only grows.
     await tx.execute(
       `insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note, created_at)
@@ -48,7 +61,10 @@ export async function seedLedger(h: Harness, accountId: string, n: number, opts:
          from generate_series(1, ?) g`,
       [accountId, balance, opts.tag, opts.start, opts.everyMs, n],
     );
-    await tx.execute('update accounts set balance = balance + ? where id = ?', [((Math.floor(n / 2) * 75 + (n % 2) * 125) / 100).toFixed(2), accountId]);
+    await tx.execute('update accounts set balance = balance + ? where id = ?', [
+      ((Math.floor(n / 2) * 75 + (n % 2) * 125) / 100).toFixed(2),
+      accountId,
+    ]);
   });
   return { first: opts.start, last: new Date(opts.start.getTime() + (n - 1) * opts.everyMs) };
 }

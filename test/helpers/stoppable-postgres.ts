@@ -21,16 +21,21 @@ const root = resolve(__dirname, '..', '..');
 export async function startStoppablePostgres(): Promise<StoppablePostgres> {
   const dataDir = join(mkdtempSync(join(tmpdir(), 'wholesale-pg-')), 'data');
   const port = await freePort();
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', join(root, 'test', 'helpers', 'pg-server.ts'), dataDir, String(port)], {
-    cwd: root,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'test', 'helpers', 'pg-server.ts'), dataDir, String(port)],
+    {
+      cwd: root,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += String(d)));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const next = async (expected: string): Promise<string> => {
     const { value, done } = await lines.next();
-    if (done || !String(value).startsWith(expected)) throw new Error(`pg-server: expected "${expected}", got ${done ? 'its exit' : `"${value}"`}\n${stderr}`);
+    if (done || !String(value).startsWith(expected))
+      throw new Error(`pg-server: expected "${expected}", got ${done ? 'its exit' : `"${value}"`}\n${stderr}`);
     return String(value);
   };
   const url = (await next('ready ')).slice('ready '.length);

@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Client as PgClient } from 'pg';
-import { ensureTemporalServerBinaries, startTemporalServer, type TemporalServer, type TemporalServerOptions } from '../../src/dev/temporal-server';
+import {
+  ensureTemporalServerBinaries,
+  startTemporalServer,
+  type TemporalServer,
+  type TemporalServerOptions,
+} from '../../src/dev/temporal-server';
 
 // A test file's own production Temporal server (SQL persistence on the test run's Postgres,
 // TEST_DATABASE_URL), in two databases of its own that go when the file ends.
@@ -17,14 +22,20 @@ export interface TestTemporalServer {
  * Starts the server, or resolves to the reason it cannot run here (the binaries cannot be built:
  * no Go toolchain, no module proxy); the caller skips and says so.
  */
-export async function startTestTemporalServer(opts: Omit<TemporalServerOptions, 'postgres' | 'databaseUrl' | 'databasePrefix'> = {}): Promise<TestTemporalServer | { unavailable: string }> {
+export async function startTestTemporalServer(
+  opts: Omit<TemporalServerOptions, 'postgres' | 'databaseUrl' | 'databasePrefix'> = {},
+): Promise<TestTemporalServer | { unavailable: string }> {
   try {
     await ensureTemporalServerBinaries();
   } catch (err) {
     return { unavailable: err instanceof Error ? err.message : String(err) };
   }
   const prefix = `tsrv_${randomBytes(4).toString('hex')}`;
-  const server = await startTemporalServer({ ...opts, postgres: process.env.TEST_DATABASE_URL!, databasePrefix: prefix });
+  const server = await startTemporalServer({
+    ...opts,
+    postgres: process.env.TEST_DATABASE_URL!,
+    databasePrefix: prefix,
+  });
   return {
     server,
     prefix,

@@ -35,15 +35,44 @@ const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes
 
 async function makeCa(dir: string, name: string): Promise<CertFiles> {
   const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
-  await run('openssl', ['req', '-x509', ...EC, '-keyout', files.key, '-out', files.cert, '-subj', `/CN=${name}`,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+  await run('openssl', [
+    'req',
+    '-x509',
+    ...EC,
+    '-keyout',
+    files.key,
+    '-out',
+    files.cert,
+    '-subj',
+    `/CN=${name}`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
   return files;
 }
 
 async function issue(dir: string, ca: CertFiles, name: string, extensions: string[]): Promise<CertFiles> {
   const files = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
-  await run('openssl', ['req', '-x509', '-CA', ca.cert, '-CAkey', ca.key, ...EC, '-keyout', files.key, '-out', files.cert, '-subj', `/CN=${name}`,
-    '-addext', 'basicConstraints=critical,CA:FALSE', ...extensions.flatMap((e) => ['-addext', e])]);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-CA',
+    ca.cert,
+    '-CAkey',
+    ca.key,
+    ...EC,
+    '-keyout',
+    files.key,
+    '-out',
+    files.cert,
+    '-subj',
+    `/CN=${name}`,
+    '-addext',
+    'basicConstraints=critical,CA:FALSE',
+    ...extensions.flatMap((e) => ['-addext', e]),
+  ]);
   return files;
 }
 
@@ -53,7 +82,10 @@ export async function makeTestPki(): Promise<TestPki> {
   const ca = await makeCa(dir, 'wholesale-test-ca');
   const otherCa = await makeCa(dir, 'other-ca');
   const [server, client, stranger] = await Promise.all([
-    issue(dir, ca, 'localhost', ['subjectAltName=IP:127.0.0.1,DNS:localhost', 'extendedKeyUsage=serverAuth,clientAuth']),
+    issue(dir, ca, 'localhost', [
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      'extendedKeyUsage=serverAuth,clientAuth',
+    ]),
     issue(dir, ca, 'wholesale-service', ['extendedKeyUsage=clientAuth']),
     issue(dir, otherCa, 'stranger', ['extendedKeyUsage=clientAuth']),
   ]);

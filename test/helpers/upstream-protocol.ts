@@ -40,7 +40,14 @@ export class UpstreamContract {
     for (const [template, item] of Object.entries<Json>(doc.paths)) {
       for (const [method, op] of Object.entries<Json>(item)) {
         const match = new RegExp(`^${template.replace(/\{[^}]+\}/g, '([^/]+)')}$`);
-        this.operations.push({ id: op.operationId, method: method.toUpperCase(), template, match, pointer: `${KEY}#/paths/${escape(template)}/${method}`, op });
+        this.operations.push({
+          id: op.operationId,
+          method: method.toUpperCase(),
+          template,
+          match,
+          pointer: `${KEY}#/paths/${escape(template)}/${method}`,
+          op,
+        });
       }
     }
   }
@@ -50,7 +57,10 @@ export class UpstreamContract {
   }
 
   /** Problems of a request as sent: its operation, headers, path parameters and body. */
-  request(r: { method: string; url: string; headers: Record<string, string | undefined>; body: string }): { op?: Operation; problems: string[] } {
+  request(r: { method: string; url: string; headers: Record<string, string | undefined>; body: string }): {
+    op?: Operation;
+    problems: string[];
+  } {
     const path = r.url.split('?')[0];
     const op = this.operationOf(r.method, path);
     if (!op) return { problems: [`${r.method} ${path}: no such operation`] };
@@ -59,7 +69,8 @@ export class UpstreamContract {
     const pathNames = [...op.template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
     (op.op.parameters ?? []).forEach((p: Json, i: number) => {
       const { param, pointer } = this.deref(p, `${op.pointer}/parameters/${i}`);
-      const value = param.in === 'header' ? r.headers[param.name.toLowerCase()] : pathValues[pathNames.indexOf(param.name)];
+      const value =
+        param.in === 'header' ? r.headers[param.name.toLowerCase()] : pathValues[pathNames.indexOf(param.name)];
       if (value === undefined) {
         if (param.required) problems.push(`${param.in} ${param.name}: missing`);
         return;
@@ -67,7 +78,8 @@ export class UpstreamContract {
       problems.push(...this.check(`${pointer}/schema`, value, `${param.in} ${param.name}`));
     });
     if (op.op.requestBody) {
-      if (!/^application\/json\b/.test(r.headers['content-type'] ?? '')) problems.push(`content-type: ${r.headers['content-type']} is not application/json`);
+      if (!/^application\/json\b/.test(r.headers['content-type'] ?? ''))
+        problems.push(`content-type: ${r.headers['content-type']} is not application/json`);
       problems.push(...this.check(`${op.pointer}/requestBody/content/application~1json/schema`, parse(r.body), 'body'));
     } else if (r.body !== '') {
       problems.push('body: the operation takes none');
@@ -82,14 +94,18 @@ export class UpstreamContract {
     if (!key) return [`status ${status}: not declared for ${op.id}`];
     const { param: response, pointer } = this.deref(responses[key], `${op.pointer}/responses/${key}`);
     if (!response.content) return body === '' ? [] : ['body: the response has none'];
-    if (!/^application\/json\b/.test(contentType ?? '')) return [`content-type: ${contentType} is not application/json`];
+    if (!/^application\/json\b/.test(contentType ?? ''))
+      return [`content-type: ${contentType} is not application/json`];
     return this.check(`${pointer}/content/application~1json/schema`, parse(body), `${status} body`);
   }
 
   private deref(node: Json, pointer: string): { param: Json; pointer: string } {
     if (!node.$ref) return { param: node, pointer };
     const path = (node.$ref as string).slice(2).split('/');
-    return { param: path.reduce((n: Json, k) => n[k.replace(/~1/g, '/').replace(/~0/g, '~')], this.doc), pointer: `${KEY}${node.$ref}` };
+    return {
+      param: path.reduce((n: Json, k) => n[k.replace(/~1/g, '/').replace(/~0/g, '~')], this.doc),
+      pointer: `${KEY}${node.$ref}`,
+    };
   }
 
   private check(pointer: string, value: unknown, where: string): string[] {
@@ -122,7 +138,9 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 function listen(server: Server): Promise<string> {
-  return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  return new Promise((ok) =>
+    server.listen(0, '127.0.0.1', () => ok(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 }
 
 function close(server: Server): Promise<void> {
@@ -150,16 +168,36 @@ export async function startValidatingProxy(contract = new UpstreamContract()) {
   const state = { target: '' };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const body = await readBody(req);
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]));
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+    );
     const checked = contract.request({ method: req.method!, url: req.url!, headers, body });
-    const exchange: Exchange = { operationId: checked.op?.id, method: req.method!, path: req.url!, status: 0, requestBody: body, responseBody: '', problems: checked.problems };
+    const exchange: Exchange = {
+      operationId: checked.op?.id,
+      method: req.method!,
+      path: req.url!,
+      status: 0,
+      requestBody: body,
+      responseBody: '',
+      problems: checked.problems,
+    };
     exchanges.push(exchange);
     try {
       const forwarded: Record<string, string> = {};
-      for (const name of ['content-type', 'accept', 'x-upstream-timestamp', 'x-upstream-nonce', 'x-upstream-signature']) {
+      for (const name of [
+        'content-type',
+        'accept',
+        'x-upstream-timestamp',
+        'x-upstream-nonce',
+        'x-upstream-signature',
+      ]) {
         if (headers[name] !== undefined) forwarded[name] = headers[name]!;
       }
-      const answer = await fetch(`${state.target}${req.url}`, { method: req.method, headers: forwarded, body: body || undefined });
+      const answer = await fetch(`${state.target}${req.url}`, {
+        method: req.method,
+        headers: forwarded,
+        body: body || undefined,
+      });
       const text = await answer.text();
       const contentType = answer.headers.get('content-type') ?? undefined;
       Object.assign(exchange, { status: answer.status, responseBody: text });
@@ -183,7 +221,10 @@ export async function startValidatingProxy(contract = new UpstreamContract()) {
 }
 
 /** The signature the prose specifies, computed here independently of the service's code. */
-export function documentedSignature(secret: string, r: { timestamp: string; nonce: string; method: string; path: string; body: string }): string {
+export function documentedSignature(
+  secret: string,
+  r: { timestamp: string; nonce: string; method: string; path: string; body: string },
+): string {
   return `v1=${createHmac('sha256', secret).update([r.timestamp, r.nonce, r.method, r.path, r.body].join('\n')).digest('hex')}`;
 }
 
@@ -217,16 +258,34 @@ export async function startFakePartner(secret: string, contract = new UpstreamCo
   };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const body = await readBody(req);
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]));
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+    );
     const base = '/partner';
     const path = req.url!.startsWith(base) ? req.url!.slice(base.length) : req.url!;
     const checked = contract.request({ method: req.method!, url: path, headers, body });
-    const expected = documentedSignature(secret, { timestamp: headers['x-upstream-timestamp'] ?? '', nonce: headers['x-upstream-nonce'] ?? '', method: req.method!, path, body });
-    requests.push({ method: req.method!, path, body, headers, signatureValid: headers['x-upstream-signature'] === expected, problems: checked.problems });
+    const expected = documentedSignature(secret, {
+      timestamp: headers['x-upstream-timestamp'] ?? '',
+      nonce: headers['x-upstream-nonce'] ?? '',
+      method: req.method!,
+      path,
+      body,
+    });
+    requests.push({
+      method: req.method!,
+      path,
+      body,
+      headers,
+      signatureValid: headers['x-upstream-signature'] === expected,
+      problems: checked.problems,
+    });
     const answer = answers.shift() ?? { kind: 'ok' };
     if (answer.kind === 'reset') return void req.socket.destroy();
     if (answer.kind === 'slow') await new Promise((r) => setTimeout(r, answer.ms));
-    if (answer.kind === 'status') return void res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' }).end(answer.body);
+    if (answer.kind === 'status')
+      return void res
+        .writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' })
+        .end(answer.body);
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(valid[checked.op?.id ?? ''] ?? {}));
   };
   const server = createServer((req, res) => void handle(req, res));

@@ -57,7 +57,9 @@ export async function startReceiver(): Promise<Receiver> {
       const base = { at: Date.now(), path: req.url ?? '', headers: req.headers, raw, body };
       const next = queue.shift();
       const reply: Reply =
-        req.url === '/redirected' ? 200 : next ?? (typeof receiver.otherwise === 'function' ? receiver.otherwise(base) : receiver.otherwise);
+        req.url === '/redirected'
+          ? 200
+          : (next ?? (typeof receiver.otherwise === 'function' ? receiver.otherwise(base) : receiver.otherwise));
       received.push({ ...base, reply });
       if (reply === 'hang') {
         hanging.add(res);
@@ -83,8 +85,13 @@ export async function startReceiver(): Promise<Receiver> {
     script(replies: Reply[]) {
       queue.push(...replies);
     },
-    accepted: () => received.filter((r) => r.path === '/hook' && typeof r.reply === 'number' && r.reply >= 200 && r.reply < 300),
-    waitFor(count: number, pick: (all: Received[]) => Received[] = (all) => all.filter((r) => r.path === '/hook'), timeoutMs = 30_000) {
+    accepted: () =>
+      received.filter((r) => r.path === '/hook' && typeof r.reply === 'number' && r.reply >= 200 && r.reply < 300),
+    waitFor(
+      count: number,
+      pick: (all: Received[]) => Received[] = (all) => all.filter((r) => r.path === '/hook'),
+      timeoutMs = 30_000,
+    ) {
       return eventually(async () => {
         const got = pick(received);
         return got.length >= count ? got : undefined;

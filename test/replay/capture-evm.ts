@@ -41,7 +41,9 @@ async function main() {
   });
   try {
     const { api } = await reseller(h);
-    const place = async (id: string) => (await api.post('/orders', { externalOrderId: id, productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' })).body;
+    const place = async (id: string) =>
+      (await api.post('/orders', { externalOrderId: id, productId: 'prod_chatgpt_plus_1m', qty: 1, payment: 'intent' }))
+        .body;
     const exact = await place('capture-exact');
     await place('capture-unpaid');
     const over = await place('capture-over');
@@ -57,7 +59,9 @@ async function main() {
     for (let i = 0; i < 60 && closed.length < 4; i++) {
       await sleep(1000);
       closed = [];
-      for await (const wf of client.workflow.list({ query: `TaskQueue = "${h.config.TEMPORAL_TASK_QUEUE}" AND WorkflowType = "evmCheckoutWorkflow" AND ExecutionStatus = "Completed"` })) {
+      for await (const wf of client.workflow.list({
+        query: `TaskQueue = "${h.config.TEMPORAL_TASK_QUEUE}" AND WorkflowType = "evmCheckoutWorkflow" AND ExecutionStatus = "Completed"`,
+      })) {
         closed.push({ workflowId: wf.workflowId, runId: wf.runId, type: wf.type });
       }
     }
@@ -65,7 +69,14 @@ async function main() {
     const scanner = client.workflow.getHandle(chainScanWorkflowId(h.config.TEMPORAL_TASK_QUEUE, chain.chainId));
     await scanner.terminate('captured');
     closed.push({ workflowId: scanner.workflowId, runId: (await scanner.describe()).runId, type: 'chainScanWorkflow' });
-    await writeFixtures(client, keys, ['evmCheckoutWorkflow', 'chainScanWorkflow'], closed, { evm: 'test/replay/capture-evm.ts' }, { add: true });
+    await writeFixtures(
+      client,
+      keys,
+      ['evmCheckoutWorkflow', 'chainScanWorkflow'],
+      closed,
+      { evm: 'test/replay/capture-evm.ts' },
+      { add: true },
+    );
     await connection.close();
   } finally {
     await h.stop();

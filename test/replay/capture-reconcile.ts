@@ -24,19 +24,33 @@ async function main() {
   const pg = await startEmbeddedPostgres({ dataDir: join(root, 'pg'), port: await freePort(), database: 'postgres' });
   const temporal = await startDevTemporal({ port: await freePort(), uiPort: 0, namespace: 'default' });
   process.env.TEST_DATABASE_URL = pg.url;
-  const h = await startHarness({ TEMPORAL_ADDRESS: temporal.address, RECONCILE_GRACE_SECONDS: '0', RECONCILE_PAGE_SIZE: '2' });
+  const h = await startHarness({
+    TEMPORAL_ADDRESS: temporal.address,
+    RECONCILE_GRACE_SECONDS: '0',
+    RECONCILE_PAGE_SIZE: '2',
+  });
   try {
     for (let i = 0; i < 3; i++) await h.account('1.00');
     const { accountId } = await h.account();
     const em = h.services.orm.em.fork();
-    await em.execute(`insert into events (id, account_id, type, payload, dispatched_at) values ('evt_capture', ?, 'webhook.test', '{"message":"lost"}', now())`, [accountId]);
-    await em.execute(`insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values ('whd_capture', 'evt_capture', ?, 'pending', now())`, [accountId]);
+    await em.execute(
+      `insert into events (id, account_id, type, payload, dispatched_at) values ('evt_capture', ?, 'webhook.test', '{"message":"lost"}', now())`,
+      [accountId],
+    );
+    await em.execute(
+      `insert into webhook_deliveries (id, event_id, account_id, status, next_attempt_at) values ('whd_capture', 'evt_capture', ?, 'pending', now())`,
+      [accountId],
+    );
 
     const connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection, dataConverter: dataConverter(parseKeyRing(keys)) });
     const base = reconcileWorkflowId(h.config.TEMPORAL_TASK_QUEUE);
     const start = (suffix: string, stepsPerRun?: number) =>
-      client.workflow.start<typeof reconcileWorkflow>('reconcileWorkflow', { workflowId: `${base}-${suffix}`, taskQueue: h.config.TEMPORAL_TASK_QUEUE, args: [{ stepsPerRun }] });
+      client.workflow.start<typeof reconcileWorkflow>('reconcileWorkflow', {
+        workflowId: `${base}-${suffix}`,
+        taskQueue: h.config.TEMPORAL_TASK_QUEUE,
+        args: [{ stepsPerRun }],
+      });
     const repairing = await start('repairing');
     await repairing.result();
     const bounded = await start('bounded', 1);

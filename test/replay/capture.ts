@@ -28,29 +28,54 @@ import { startTopology } from '../topology/harness';
 import { Soak, SOAK_SERVICE_ENV, soakTargetOf } from '../topology/soak';
 
 export const FIXTURE_DIR = resolve(__dirname, '..', 'fixtures', 'histories');
-export const WORKFLOW_TYPES = ['orderWorkflow', 'topupWorkflow', 'procurementWorkflow', 'redemptionWorkflow', 'webhookDeliveryWorkflow', 'evmCheckoutWorkflow', 'chainScanWorkflow',
-  'reconcileWorkflow', 'exportWorkflow', 'batchWorkflow'];
+export const WORKFLOW_TYPES = [
+  'orderWorkflow',
+  'topupWorkflow',
+  'procurementWorkflow',
+  'redemptionWorkflow',
+  'webhookDeliveryWorkflow',
+  'evmCheckoutWorkflow',
+  'chainScanWorkflow',
+  'reconcileWorkflow',
+  'exportWorkflow',
+  'batchWorkflow',
+];
 /**
  * Captured by test/replay/capture-evm.ts (the soak runs on the sandbox provider, not on a chain),
  * test/replay/capture-reconcile.ts and test/replay/capture-jobs.ts (their runs' shapes made on
  * purpose, not left to the soak).
  */
-const SOAK_TYPES = WORKFLOW_TYPES.filter((t) => !['evmCheckoutWorkflow', 'chainScanWorkflow', 'reconcileWorkflow', 'exportWorkflow', 'batchWorkflow'].includes(t));
+const SOAK_TYPES = WORKFLOW_TYPES.filter(
+  (t) =>
+    !['evmCheckoutWorkflow', 'chainScanWorkflow', 'reconcileWorkflow', 'exportWorkflow', 'batchWorkflow'].includes(t),
+);
 export const MAX_PER_TYPE = 4;
 const EventType = temporal.api.enums.v1.EventType;
 /** Shapes of secrets that must never be in a committed history. */
-export const SECRET_PATTERNS = [/wsk_[A-Za-z0-9_-]{8,}/, /whsec_[A-Za-z0-9_-]{8,}/, /\/checkout\/chk_/, /eyJ[A-Za-z0-9_-]{10,}/, /download\?token=/];
+export const SECRET_PATTERNS = [
+  /wsk_[A-Za-z0-9_-]{8,}/,
+  /whsec_[A-Za-z0-9_-]{8,}/,
+  /\/checkout\/chk_/,
+  /eyJ[A-Za-z0-9_-]{10,}/,
+  /download\?token=/,
+];
 
 async function main() {
-  const { values } = parseArgs({ options: { seed: { type: 'string', default: '20261123' }, add: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: { seed: { type: 'string', default: '20261123' }, add: { type: 'boolean', default: false } },
+  });
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const keys = `capture:${randomBytes(32).toString('base64')}`;
   process.env.TEMPORAL_PAYLOAD_KEYS = keys;
   const t = await startTopology({ apis: 1, workers: 1, env: SOAK_SERVICE_ENV });
-  const soak = new Soak(
-    soakTargetOf(t, keys),
-    { seed: Number(values.seed), durationMs: 40_000, maxOps: 120, accounts: 5, concurrency: 3, log: (l) => console.log(l) },
-  );
+  const soak = new Soak(soakTargetOf(t, keys), {
+    seed: Number(values.seed),
+    durationMs: 40_000,
+    maxOps: 120,
+    accounts: 5,
+    concurrency: 3,
+    log: (l) => console.log(l),
+  });
   try {
     await soak.setup();
     await soak.run();
@@ -88,22 +113,37 @@ export async function writeFixtures(
 ): Promise<void> {
   mkdirSync(FIXTURE_DIR, { recursive: true });
   const indexFile = join(FIXTURE_DIR, 'index.json');
-  const prior = existsSync(indexFile) ? (JSON.parse(readFileSync(indexFile, 'utf8')) as Record<string, unknown> & { histories: IndexEntry[] }) : { histories: [] };
+  const prior = existsSync(indexFile)
+    ? (JSON.parse(readFileSync(indexFile, 'utf8')) as Record<string, unknown> & { histories: IndexEntry[] })
+    : { histories: [] };
   const index: IndexEntry[] = prior.histories.filter((e) => opts.add || !types.includes(e.workflowType));
-  if (!opts.add) for (const f of readdirSync(FIXTURE_DIR)) if (types.some((t) => f.startsWith(`${t}-`)) && f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
+  if (!opts.add)
+    for (const f of readdirSync(FIXTURE_DIR))
+      if (types.some((t) => f.startsWith(`${t}-`)) && f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
   for (const type of types) {
     const candidates: { id: string; events: number; shape: string; json: string }[] = [];
     for (const w of closed.filter((x) => x.type === type)) {
       const history = await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys);
       const text = historyAsText(history);
       const leaked = SECRET_PATTERNS.find((p) => p.test(text));
-      if (leaked) throw new Error(`${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`);
+      if (leaked)
+        throw new Error(
+          `${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`,
+        );
       const events = (history.events ?? []).map((e) => EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
       // Histories of one type differ in shape by the kinds of events in them (signals, timers,
       // failed activities, updates, child handoffs), not by how many timer rounds they ran.
       const shape = [...new Set(events)].sort().join(',');
-      const encoded = Buffer.from(temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish()).toString('base64');
-      const fixture = { workflowId: w.workflowId, workflowType: type, events, payloads: payloadsOf(history).map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')), historyProtobufBase64: encoded };
+      const encoded = Buffer.from(
+        temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish(),
+      ).toString('base64');
+      const fixture = {
+        workflowId: w.workflowId,
+        workflowType: type,
+        events,
+        payloads: payloadsOf(history).map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')),
+        historyProtobufBase64: encoded,
+      };
       candidates.push({ id: w.workflowId, events: events.length, shape, json: JSON.stringify(fixture, null, 1) });
     }
     const chosen: typeof candidates = [];
@@ -111,16 +151,26 @@ export async function writeFixtures(
       if (chosen.length < MAX_PER_TYPE && !chosen.some((x) => x.shape === c.shape)) chosen.push(c);
     }
     if (!chosen.length) throw new Error(`no completed ${type} to capture`);
-    const first = 1 + Math.max(0, ...index.filter((e) => e.workflowType === type).map((e) => Number(/-(\d+)\.json$/.exec(e.file)?.[1] ?? 0)));
+    const first =
+      1 +
+      Math.max(
+        0,
+        ...index.filter((e) => e.workflowType === type).map((e) => Number(/-(\d+)\.json$/.exec(e.file)?.[1] ?? 0)),
+      );
     for (const [i, c] of chosen.entries()) {
       const file = `${type}-${first + i}.json`;
       writeFileSync(join(FIXTURE_DIR, file), `${c.json}\n`);
       index.push({ file, workflowType: type, events: c.events, shape: c.shape });
     }
-    console.log(`${type}: ${chosen.length} histories (${chosen.map((c) => c.events).join(', ')} events) of ${candidates.length}`);
+    console.log(
+      `${type}: ${chosen.length} histories (${chosen.map((c) => c.events).join(', ')} events) of ${candidates.length}`,
+    );
   }
   index.sort((a, b) => a.file.localeCompare(b.file));
-  writeFileSync(indexFile, `${JSON.stringify({ ...prior, capturedAt: new Date().toISOString(), ...meta, payloads: 'decoded (plain JSON)', histories: index }, null, 1)}\n`);
+  writeFileSync(
+    indexFile,
+    `${JSON.stringify({ ...prior, capturedAt: new Date().toISOString(), ...meta, payloads: 'decoded (plain JSON)', histories: index }, null, 1)}\n`,
+  );
 }
 
 if (require.main === module) {

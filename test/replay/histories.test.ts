@@ -44,7 +44,8 @@ beforeAll(async () => {
 
 test('there is a captured history of every workflow type the worker runs', () => {
   expect(Object.keys(workflows).sort()).toEqual([...WORKFLOW_TYPES].sort());
-  for (const type of WORKFLOW_TYPES) expect([type, fixtures.filter((f) => f.workflowType === type).length]).toEqual([type, expect.any(Number)]);
+  for (const type of WORKFLOW_TYPES)
+    expect([type, fixtures.filter((f) => f.workflowType === type).length]).toEqual([type, expect.any(Number)]);
   expect(new Set(fixtures.map((f) => f.workflowType))).toEqual(new Set(WORKFLOW_TYPES));
   for (const f of fixtures) {
     const started = f.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
@@ -65,7 +66,11 @@ test('every captured history replays without a nondeterminism error on the curre
     { workflowBundle: bundle, dataConverter: { failureConverterPath }, replayName: 'fixtures' },
     fixtures.map((f) => ({ workflowId: f.workflowId, history: f.history })),
   );
-  for await (const r of replay) results.push({ file: byId.get(r.workflowId) ?? r.workflowId, error: r.error ? `${r.error.name}: ${r.error.message}` : undefined });
+  for await (const r of replay)
+    results.push({
+      file: byId.get(r.workflowId) ?? r.workflowId,
+      error: r.error ? `${r.error.name}: ${r.error.message}` : undefined,
+    });
   expect(results.filter((r) => r.error)).toEqual([]);
   expect(results).toHaveLength(fixtures.length);
 }, 120_000);

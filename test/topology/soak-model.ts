@@ -68,7 +68,16 @@ export interface SoakTarget {
 }
 
 /** The deadline invariant's settings, from the service's config. */
-export function deadlineSettingsOf(c: Pick<Config, 'RECONCILE_SECONDS' | 'RECONCILE_GRACE_SECONDS' | 'WEBHOOK_TIMEOUT_MS' | 'REDEMPTION_REFRESH_SECONDS' | 'PROCUREMENT_DEADLINE_SECONDS'>): DeadlineSettings {
+export function deadlineSettingsOf(
+  c: Pick<
+    Config,
+    | 'RECONCILE_SECONDS'
+    | 'RECONCILE_GRACE_SECONDS'
+    | 'WEBHOOK_TIMEOUT_MS'
+    | 'REDEMPTION_REFRESH_SECONDS'
+    | 'PROCUREMENT_DEADLINE_SECONDS'
+  >,
+): DeadlineSettings {
   return {
     reconcileSeconds: c.RECONCILE_SECONDS,
     reconcileGraceSeconds: c.RECONCILE_GRACE_SECONDS,
@@ -79,7 +88,10 @@ export function deadlineSettingsOf(c: Pick<Config, 'RECONCILE_SECONDS' | 'RECONC
 }
 
 /** The target of a topology started with SOAK_SERVICE_ENV (test/topology/harness.ts startTopology). */
-export function soakTargetOf(t: { apis: { apiUrl: string }[]; databaseUrl: string; temporalAddress: string }, payloadKeys: string): SoakTarget {
+export function soakTargetOf(
+  t: { apis: { apiUrl: string }[]; databaseUrl: string; temporalAddress: string },
+  payloadKeys: string,
+): SoakTarget {
   return {
     apiUrls: t.apis.map((a) => a.apiUrl),
     databaseUrl: t.databaseUrl,

@@ -34,7 +34,11 @@ export function soakReport(o: {
 
   const row = ([k, n]: [string, number | string]) => `  ${k.padEnd(58)} ${n}`;
   const lines = [`soak report (seed ${o.seed})`, '', 'counts:'];
-  lines.push(...Object.keys(counts).sort().map((k) => row([k, counts[k]])));
+  lines.push(
+    ...Object.keys(counts)
+      .sort()
+      .map((k) => row([k, counts[k]])),
+  );
   lines.push('', 'http statuses:', ...Object.entries(statuses).map(row));
   lines.push('', 'workflows:', ...Object.entries(o.workflows).sort().map(row));
   if (o.faults?.length) lines.push('', 'faults injected:', ...o.faults.map((f) => `  ${f}`));

@@ -18,8 +18,26 @@ import { topupWorkflowId } from '../../src/contracts/topups';
 import { HookReceivers } from './hook-receivers';
 import { withPg } from './pg-once';
 import { DeadlineWatch } from './soak-deadlines';
-import { checkApiReadback, checkStoredState, checkWorkflows, readSnapshot, type Findings, type ListedWorkflow, type Snapshot } from './soak-invariants';
-import { PRODUCTS, prng, type Account, type Ack, type HttpStat, type Op, type Report, type SoakPlan, type SoakTarget } from './soak-model';
+import {
+  checkApiReadback,
+  checkStoredState,
+  checkWorkflows,
+  readSnapshot,
+  type Findings,
+  type ListedWorkflow,
+  type Snapshot,
+} from './soak-invariants';
+import {
+  PRODUCTS,
+  prng,
+  type Account,
+  type Ack,
+  type HttpStat,
+  type Op,
+  type Report,
+  type SoakPlan,
+  type SoakTarget,
+} from './soak-model';
 import { soakReport } from './soak-report';
 
 export * from './soak-model';
@@ -47,9 +65,16 @@ export class Soak {
   private readonly deadlines: DeadlineWatch;
   stopRequested = false;
 
-  constructor(readonly target: SoakTarget, readonly plan: SoakPlan) {
+  constructor(
+    readonly target: SoakTarget,
+    readonly plan: SoakPlan,
+  ) {
     this.rnd = prng(plan.seed);
-    this.deadlines = new DeadlineWatch(target.deadlines, () => this.accounts.map((a) => a.accountId), (fn) => this.pg(fn));
+    this.deadlines = new DeadlineWatch(
+      target.deadlines,
+      () => this.accounts.map((a) => a.accountId),
+      (fn) => this.pg(fn),
+    );
   }
 
   /**
@@ -85,10 +110,21 @@ export class Soak {
       for (let i = 0; i < this.plan.accounts; i++) {
         const em = orm.em.fork();
         const created = await createAccount(em, `soak-${this.runId}-${i}`);
-        await adjustBalance(em, { accountId: created.accountId, amount: this.plan.funding ?? '2000.00', note: 'soak funding', levelThresholds: thresholds });
+        await adjustBalance(em, {
+          accountId: created.accountId,
+          amount: this.plan.funding ?? '2000.00',
+          note: 'soak funding',
+          levelThresholds: thresholds,
+        });
         const account: Account = { ...created, hook: modes[i % modes.length], topups: 0 };
         if (this.plan.webhooks !== false) {
-          const put = await this.request(account, 'PUT', '/webhook', { url: this.receivers.url(account.hook, account.accountId) }, { retries: 10 });
+          const put = await this.request(
+            account,
+            'PUT',
+            '/webhook',
+            { url: this.receivers.url(account.hook, account.accountId) },
+            { retries: 10 },
+          );
           if (put.status !== 200) throw new Error(`PUT /webhook: ${put.status} ${JSON.stringify(put.body)}`);
         }
         this.accounts.push(account);
@@ -104,7 +140,13 @@ export class Soak {
    * A 429 or a retryable 503 is retried (as a client would, with the same ids) up to `retries`
    * times; a 503 without `retryable: true`, any other 5xx, or no answer is a violation.
    */
-  async request(account: Account, method: string, path: string, body?: unknown, opts: { api?: number; retries?: number } = {}): Promise<HttpStat> {
+  async request(
+    account: Account,
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: { api?: number; retries?: number } = {},
+  ): Promise<HttpStat> {
     let attempt = 0;
     for (;;) {
       const api = opts.api ?? this.rnd.int(0, this.target.apiUrls.length - 1);
@@ -113,7 +155,10 @@ export class Soak {
       try {
         const res = await fetch(`${this.target.apiUrls[api]}${path}`, {
           method,
-          headers: { authorization: `Bearer ${account.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          headers: {
+            authorization: `Bearer ${account.apiKey}`,
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          },
           body: body !== undefined ? JSON.stringify(body) : undefined,
           signal: AbortSignal.timeout(this.plan.requestTimeoutMs ?? 30_000),
         });
@@ -124,15 +169,33 @@ export class Soak {
         } catch {
           parsed = text;
         }
-        stat = { status: res.status, ms: Date.now() - t0, path, api, at: t0, body: parsed, retryAfter: res.headers.get('retry-after') ?? undefined };
+        stat = {
+          status: res.status,
+          ms: Date.now() - t0,
+          path,
+          api,
+          at: t0,
+          body: parsed,
+          retryAfter: res.headers.get('retry-after') ?? undefined,
+        };
       } catch (err) {
         const name = (err as Error).name;
-        stat = { status: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'network', ms: Date.now() - t0, path, api, at: t0 };
+        stat = {
+          status: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'network',
+          ms: Date.now() - t0,
+          path,
+          api,
+          at: t0,
+        };
       }
-      const payment = path === '/orders' && body && typeof body === 'object' ? String((body as { payment?: string }).payment ?? 'balance') : undefined;
+      const payment =
+        path === '/orders' && body && typeof body === 'object'
+          ? String((body as { payment?: string }).payment ?? 'balance')
+          : undefined;
       this.http.push({ ...stat, method, payment, body: undefined });
       this.count(`http ${stat.status}`);
-      if (stat.status === 'timeout') this.violation(`${method} ${path} on api-${api}: no answer within ${this.plan.requestTimeoutMs ?? 30_000} ms`);
+      if (stat.status === 'timeout')
+        this.violation(`${method} ${path} on api-${api}: no answer within ${this.plan.requestTimeoutMs ?? 30_000} ms`);
       if (typeof stat.status === 'number' && stat.status >= 500) {
         if (stat.status !== 503 || stat.body?.retryable !== true || stat.body?.error !== 'service_unavailable') {
           this.violation(`${method} ${path} on api-${api}: ${stat.status} ${JSON.stringify(stat.body).slice(0, 300)}`);
@@ -155,14 +218,19 @@ export class Soak {
       return;
     }
     seen.answers++;
-    if (seen.id !== a.id) this.violation(`${a.kind} ${a.externalId}: two answers name different objects ${seen.id} and ${a.id}`);
+    if (seen.id !== a.id)
+      this.violation(`${a.kind} ${a.externalId}: two answers name different objects ${seen.id} and ${a.id}`);
   }
 
   /**
    * Acknowledges each 2xx answer of one request (racing answers are two) and counts the refusals;
    * returns a 2xx answer, if any.
    */
-  private accept(answers: HttpStat[], what: string, ack: (answer: HttpStat) => Omit<Ack, 'answers'>): HttpStat | undefined {
+  private accept(
+    answers: HttpStat[],
+    what: string,
+    ack: (answer: HttpStat) => Omit<Ack, 'answers'>,
+  ): HttpStat | undefined {
     let accepted: HttpStat | undefined;
     for (const a of answers) {
       if (is2xx(a)) {
@@ -193,7 +261,9 @@ export class Soak {
 
   /** Later, the same request again (a retry after a lost answer), to any API process. */
   private later(fn: () => Promise<unknown>, ms: number) {
-    const p = sleep(ms).then(fn).catch((err) => this.violation(`background step failed: ${String(err)}`));
+    const p = sleep(ms)
+      .then(fn)
+      .catch((err) => this.violation(`background step failed: ${String(err)}`));
     this.pending.add(p);
     void p.finally(() => this.pending.delete(p));
   }
@@ -201,7 +271,12 @@ export class Soak {
   private async payCheckout(checkoutUrl: string, what: string) {
     for (let attempt = 0; attempt < 40; attempt++) {
       try {
-        const res = await fetch(`${checkoutUrl}/pay`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '', signal: AbortSignal.timeout(15_000) });
+        const res = await fetch(`${checkoutUrl}/pay`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: '',
+          signal: AbortSignal.timeout(15_000),
+        });
         const text = await res.text();
         if (res.status === 200 && text.includes('Payment received')) {
           this.count('checkouts paid');
@@ -219,26 +294,45 @@ export class Soak {
     const account = this.rnd.pick(this.accounts);
     const externalOrderId = this.nextId(kind);
     const productId = kind === 'direct' ? this.rnd.pick([PRODUCTS.giftPartial, PRODUCTS.giftFlaky]) : PRODUCTS.plus;
-    const body: Record<string, unknown> = { externalOrderId, productId, qty: kind === 'direct' ? this.rnd.int(1, 3) : this.rnd.int(1, 2) };
+    const body: Record<string, unknown> = {
+      externalOrderId,
+      productId,
+      qty: kind === 'direct' ? this.rnd.int(1, 3) : this.rnd.int(1, 2),
+    };
     if (kind === 'intent') body.payment = 'intent';
     const fate = kind === 'intent' ? this.rnd.pick(['pay', 'pay', 'late', 'expire'] as const) : undefined;
     const answers = await this.send(account, '/orders', body);
     const ack = this.accept(answers, 'orders', (a) => ({
-      kind: 'order', accountId: account.accountId, externalId: externalOrderId, id: a.body.orderId, payment: kind === 'intent' ? 'intent' : 'balance', fate, checkoutUrl: a.body.checkoutUrl,
+      kind: 'order',
+      accountId: account.accountId,
+      externalId: externalOrderId,
+      id: a.body.orderId,
+      payment: kind === 'intent' ? 'intent' : 'balance',
+      fate,
+      checkoutUrl: a.body.checkoutUrl,
     }));
     if (!ack) return;
     this.count(`orders acknowledged (${kind})`);
     if (this.rnd.chance(this.plan.duplicate ?? 0.15)) {
-      this.later(async () => {
-        const again = await this.request(account, 'POST', '/orders', body);
-        if (is2xx(again)) {
-          this.acknowledge({ kind: 'order', accountId: account.accountId, externalId: externalOrderId, id: again.body.orderId });
-          this.count('duplicate retries answered');
-        }
-      }, this.rnd.int(200, 3000));
+      this.later(
+        async () => {
+          const again = await this.request(account, 'POST', '/orders', body);
+          if (is2xx(again)) {
+            this.acknowledge({
+              kind: 'order',
+              accountId: account.accountId,
+              externalId: externalOrderId,
+              id: again.body.orderId,
+            });
+            this.count('duplicate retries answered');
+          }
+        },
+        this.rnd.int(200, 3000),
+      );
     }
     if (kind === 'intent' && ack.body.checkoutUrl && fate !== 'expire') {
-      const delay = fate === 'pay' ? this.rnd.int(0, 1500) : (this.target.paymentWindowSeconds + 1) * 1000 + this.rnd.int(0, 2000);
+      const delay =
+        fate === 'pay' ? this.rnd.int(0, 1500) : (this.target.paymentWindowSeconds + 1) * 1000 + this.rnd.int(0, 2000);
       const url = ack.body.checkoutUrl as string;
       this.later(() => this.payCheckout(url, `order ${ack.body.orderId}`), delay);
     }
@@ -256,7 +350,12 @@ export class Soak {
     const answers = await this.send(account, '/topup', body);
     account.topups += answers.length - 1;
     const ack = this.accept(answers, 'topups', (a) => ({
-      kind: 'topup', accountId: account.accountId, externalId: externalTopupId, id: a.body.orderId, fate, checkoutUrl: a.body.checkoutUrl,
+      kind: 'topup',
+      accountId: account.accountId,
+      externalId: externalTopupId,
+      id: a.body.orderId,
+      fate,
+      checkoutUrl: a.body.checkoutUrl,
     }));
     if (!ack) return;
     this.count('topups acknowledged');
@@ -269,14 +368,30 @@ export class Soak {
   private async redemptionOp() {
     const account = this.rnd.pick(this.accounts);
     const externalOrderId = this.nextId('team');
-    const bought = await this.request(account, 'POST', '/orders', { externalOrderId, productId: PRODUCTS.team, qty: 1 });
-    if (bought.status !== 200) return void this.count(`orders refused ${bought.status} ${bought.body?.error ?? ''}`.trim());
-    this.acknowledge({ kind: 'order', accountId: account.accountId, externalId: externalOrderId, id: bought.body.orderId, payment: 'balance' });
+    const bought = await this.request(account, 'POST', '/orders', {
+      externalOrderId,
+      productId: PRODUCTS.team,
+      qty: 1,
+    });
+    if (bought.status !== 200)
+      return void this.count(`orders refused ${bought.status} ${bought.body?.error ?? ''}`.trim());
+    this.acknowledge({
+      kind: 'order',
+      accountId: account.accountId,
+      externalId: externalOrderId,
+      id: bought.body.orderId,
+      payment: 'balance',
+    });
     this.count('orders acknowledged (redemption code)');
     const code = bought.body.codes?.[0];
     if (!code) return;
     const answers = await this.send(account, '/redemptions', { code, redeemInfo: TEAM_INFO });
-    const ack = this.accept(answers, 'redemptions', (a) => ({ kind: 'redemption', accountId: account.accountId, externalId: code, id: a.body.redemptionId }));
+    const ack = this.accept(answers, 'redemptions', (a) => ({
+      kind: 'redemption',
+      accountId: account.accountId,
+      externalId: code,
+      id: a.body.redemptionId,
+    }));
     if (ack) this.count('redemptions acknowledged');
   }
 
@@ -334,7 +449,11 @@ export class Soak {
   private async temporalClient() {
     if (!this.temporal) {
       const connection = await Connection.connect({ address: this.target.temporalAddress });
-      const client = new TemporalClient({ connection, namespace: this.target.namespace ?? 'default', dataConverter: dataConverter(parseKeyRing(this.target.payloadKeys)) });
+      const client = new TemporalClient({
+        connection,
+        namespace: this.target.namespace ?? 'default',
+        dataConverter: dataConverter(parseKeyRing(this.target.payloadKeys)),
+      });
       this.temporal = { client, connection };
     }
     return this.temporal.client;
@@ -351,7 +470,8 @@ export class Soak {
     const out: ListedWorkflow[] = [];
     const since = this.startedAt.toISOString();
     for await (const wf of client.workflow.list({ query: `StartTime >= "${since}"` })) {
-      if (ids.has(subjectOf(wf.workflowId))) out.push({ workflowId: wf.workflowId, runId: wf.runId, status: wf.status.name, type: wf.type });
+      if (ids.has(subjectOf(wf.workflowId)))
+        out.push({ workflowId: wf.workflowId, runId: wf.runId, status: wf.status.name, type: wf.type });
     }
     return out;
   }
@@ -382,9 +502,29 @@ export class Soak {
     let running: string[] = [];
     for (;;) {
       try {
-        const attention = await this.pg(async (c) => new Set((await c.query(`select id from orders where fulfillment_status = 'needs_attention' and account_id = any($1)`, [this.accounts.map((a) => a.accountId)])).rows.map((r) => `procure:${r.id}`)));
-        const outbox = await this.pg(async (c) => Number((await c.query(`select count(*) from events where dispatched_at is null and account_id = any($1)`, [this.accounts.map((a) => a.accountId)])).rows[0].count));
-        running = (await this.workflows()).filter((w) => w.status === 'RUNNING' && !attention.has(w.workflowId)).map((w) => w.workflowId);
+        const attention = await this.pg(
+          async (c) =>
+            new Set(
+              (
+                await c.query(
+                  `select id from orders where fulfillment_status = 'needs_attention' and account_id = any($1)`,
+                  [this.accounts.map((a) => a.accountId)],
+                )
+              ).rows.map((r) => `procure:${r.id}`),
+            ),
+        );
+        const outbox = await this.pg(async (c) =>
+          Number(
+            (
+              await c.query(`select count(*) from events where dispatched_at is null and account_id = any($1)`, [
+                this.accounts.map((a) => a.accountId),
+              ])
+            ).rows[0].count,
+          ),
+        );
+        running = (await this.workflows())
+          .filter((w) => w.status === 'RUNNING' && !attention.has(w.workflowId))
+          .map((w) => w.workflowId);
         if (running.length === 0 && outbox === 0) return [];
       } catch (err) {
         this.log(`drain: ${String(err)}`);
@@ -400,7 +540,12 @@ export class Soak {
    */
   async check(opts: { strict?: boolean; faults?: string[] } = {}): Promise<Report> {
     const findings: Findings = { violations: [...this.violations], counts: { ...this.counts } };
-    const db = await this.pg((c) => readSnapshot(c, this.accounts.map((a) => a.accountId)));
+    const db = await this.pg((c) =>
+      readSnapshot(
+        c,
+        this.accounts.map((a) => a.accountId),
+      ),
+    );
     const record = {
       accounts: this.accounts,
       acks: [...this.acks.values()],
@@ -412,14 +557,30 @@ export class Soak {
     checkStoredState(db, record, findings);
     await this.deadlines.stop();
     await this.deadlines.check(findings);
-    await checkApiReadback(db, record, (account, path) => this.request(account, 'GET', path, undefined, { retries: 10 }), findings);
+    await checkApiReadback(
+      db,
+      record,
+      (account, path) => this.request(account, 'GET', path, undefined, { retries: 10 }),
+      findings,
+    );
     const client = await this.temporalClient();
-    const workflows = await checkWorkflows(db, await this.workflows(), async (w) => {
-      const desc = await client.workflow.getHandle(w.workflowId, w.runId).describe().catch(() => undefined);
-      return desc?.raw.pendingActivities ?? [];
-    }, record.strict, findings);
+    const workflows = await checkWorkflows(
+      db,
+      await this.workflows(),
+      async (w) => {
+        const desc = await client.workflow
+          .getHandle(w.workflowId, w.runId)
+          .describe()
+          .catch(() => undefined);
+        return desc?.raw.pendingActivities ?? [];
+      },
+      record.strict,
+      findings,
+    );
     const report = soakReport({ seed: this.plan.seed, findings, http: this.http, workflows, faults: opts.faults });
-    const stuck = await this.explainStuck(db, findings.violations).catch((err) => [`(histories unavailable: ${String(err)})`]);
+    const stuck = await this.explainStuck(db, findings.violations).catch((err) => [
+      `(histories unavailable: ${String(err)})`,
+    ]);
     if (stuck.length) report.text += `\n\nwhat Temporal recorded for the orders left pending:\n${stuck.join('\n')}`;
     return report;
   }
@@ -436,7 +597,10 @@ export class Soak {
       const o = id && db.orders.find((x) => x.id === id);
       if (!o) continue;
       // The keys the service starts them under (topupStarter's key: the externalTopupId, else the order id).
-      const workflowId = o.kind === 'topup' ? topupWorkflowId(o.account_id, o.external_topup_id ?? o.id) : orderWorkflowId(o.account_id, o.external_order_id);
+      const workflowId =
+        o.kind === 'topup'
+          ? topupWorkflowId(o.account_id, o.external_topup_id ?? o.id)
+          : orderWorkflowId(o.account_id, o.external_order_id);
       lines.push(`  ${id} (${o.kind}/${o.payment}): workflow ${workflowId}`);
       for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
         lines.push(`    run ${run.runId} ${run.status.name} started ${run.startTime.toISOString()}`);
@@ -458,24 +622,33 @@ export class Soak {
 /** The business id inside a workflow id (order:<account>:<ext> → account; procure:<order> → order, ...). */
 function subjectOf(workflowId: string): string {
   const [kind, a] = workflowId.split(':');
-  if (kind === 'order' || kind === 'topup' || kind === 'procure' || kind === 'delivery' || kind === 'redemption') return a;
+  if (kind === 'order' || kind === 'topup' || kind === 'procure' || kind === 'delivery' || kind === 'redemption')
+    return a;
   return workflowId;
 }
 
 /** One history event on a line: its id, time, type and what tells it apart (no payloads). */
 function describeEvent(e: temporal.api.history.v1.IHistoryEvent): string {
   const type = temporal.api.enums.v1.EventType[e.eventType ?? 0]?.replace(/^EVENT_TYPE_/, '') ?? String(e.eventType);
-  const at = e.eventTime?.seconds ? new Date(Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6)).toISOString().slice(11, 23) : '';
+  const at = e.eventTime?.seconds
+    ? new Date(Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6))
+        .toISOString()
+        .slice(11, 23)
+    : '';
   const detail = [
     e.markerRecordedEventAttributes?.markerName,
     e.activityTaskScheduledEventAttributes?.activityType?.name,
-    e.timerStartedEventAttributes && `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)} s`,
+    e.timerStartedEventAttributes &&
+      `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)} s`,
     e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId,
     e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId,
-    e.workflowTaskFailedEventAttributes && `${e.workflowTaskFailedEventAttributes.cause} ${e.workflowTaskFailedEventAttributes.failure?.message ?? ''}`,
+    e.workflowTaskFailedEventAttributes &&
+      `${e.workflowTaskFailedEventAttributes.cause} ${e.workflowTaskFailedEventAttributes.failure?.message ?? ''}`,
     e.workflowTaskTimedOutEventAttributes && 'timed out',
     e.workflowExecutionSignaledEventAttributes?.signalName,
     e.activityTaskFailedEventAttributes?.failure?.message,
-  ].filter(Boolean).join(' ');
+  ]
+    .filter(Boolean)
+    .join(' ');
   return `${e.eventId} ${at} ${type}${detail ? ` ${detail}` : ''}`;
 }

@@ -10,21 +10,37 @@ import { capacity, delta, keptUp, scheduleToStart, sizing, waits, type Step } fr
 const root = resolve(__dirname, '..', '..');
 
 const scrape = (counts: Record<string, number>, labels = 'namespace="default"') =>
-  Object.entries(counts).map(([le, n]) => `temporal_workflow_task_schedule_to_start_latency_bucket{${labels},le="${le}"} ${n}`).join('\n');
+  Object.entries(counts)
+    .map(([le, n]) => `temporal_workflow_task_schedule_to_start_latency_bucket{${labels},le="${le}"} ${n}`)
+    .join('\n');
 
 test('schedule-to-start histograms are summed over label sets and differenced between scrapes', () => {
   const before = scheduleToStart(scrape({ '0.1': 5, '1': 8, '+Inf': 10 }), 'workflow_task');
   const text = `${scrape({ '0.1': 50, '1': 90, '+Inf': 100 })}\n${scrape({ '0.1': 0, '1': 0, '+Inf': 10 }, 'task_queue="other"')}`;
   const after = scheduleToStart(text, 'workflow_task');
   expect(waits(delta(before, after))).toEqual({ tasks: 100, over: 18, p95UpperBound: Infinity });
-  expect(waits(scheduleToStart(scrape({ '0.1': 96, '1': 100, '+Inf': 100 }), 'workflow_task'))).toEqual({ tasks: 100, over: 0, p95UpperBound: 0.1 });
+  expect(waits(scheduleToStart(scrape({ '0.1': 96, '1': 100, '+Inf': 100 }), 'workflow_task'))).toEqual({
+    tasks: 100,
+    over: 0,
+    p95UpperBound: 0.1,
+  });
   // A histogram never observed (no activity task) is not exported: nothing waited.
   expect(waits(scheduleToStart('', 'activity'))).toEqual({ tasks: 0, over: 0, p95UpperBound: 0 });
 });
 
 function step(target: number, ok: number, over: number, failed = 0): Step {
   const tasks = { tasks: ok, over, p95UpperBound: 0 };
-  return { target, seconds: 10, ok, failed, latenciesMs: [10], workflowTasks: tasks, activityTasks: { tasks: 0, over: 0, p95UpperBound: 0 }, apiCpu: ok / 100, workerCpu: ok / 40 };
+  return {
+    target,
+    seconds: 10,
+    ok,
+    failed,
+    latenciesMs: [10],
+    workflowTasks: tasks,
+    activityTasks: { tasks: 0, over: 0, p95UpperBound: 0 },
+    apiCpu: ok / 100,
+    workerCpu: ok / 40,
+  };
 }
 
 test('a worker keeps up while at most 5% of workflow tasks wait over 1 s, every order is answered and the rate is served', () => {
@@ -41,7 +57,7 @@ test('its capacity is the last step before the first it fell behind at; the sizi
   expect(() => capacity([step(10, 100, 50)])).toThrow(/fell behind at the first step/);
 });
 
-test('the README\'s sizing rule and the chart\'s KEDA target quote the recorded run of docs/benchmarks.md', () => {
+test("the README's sizing rule and the chart's KEDA target quote the recorded run of docs/benchmarks.md", () => {
   const benchmarks = readFileSync(resolve(root, 'docs', 'benchmarks.md'), 'utf8');
   const results = [...benchmarks.matchAll(/^CAPACITY_RESULT (\{.*\})$/gm)];
   expect(results.length).toBeGreaterThan(0);

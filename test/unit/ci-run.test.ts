@@ -7,8 +7,11 @@ import { resolve } from 'node:path';
 const root = resolve(__dirname, '..', '..');
 const read = (file: string) => readFileSync(resolve(root, file), 'utf8');
 
-test('.ci/run is npm ci plus the README\'s test command, nothing else', () => {
-  const lines = read('.ci/run').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+test(".ci/run is npm ci plus the README's test command, nothing else", () => {
+  const lines = read('.ci/run')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const report = lines.findIndex((l) => l.startsWith('if [ -f /tmp/wholesale-jest.json ]'));
   const commands = [...lines.slice(0, report), ...lines.slice(lines.indexOf('fi', report) + 1)];
   expect(commands).toEqual([

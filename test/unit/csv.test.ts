@@ -14,13 +14,24 @@ test.each([
 });
 
 test('what is written parses back to the same values, record by record', () => {
-  const records = [['id', 'note'], ['1', 'goodwill, "VIP"\r\nsecond line'], ['2', ''], ['3', '"']];
+  const records = [
+    ['id', 'note'],
+    ['1', 'goodwill, "VIP"\r\nsecond line'],
+    ['2', ''],
+    ['3', '"'],
+  ];
   expect(parseCsv(records.map(csvRecord).join(''))).toEqual(records);
 });
 
 test('LF line ends, a last record without a line end, and blank lines are read too', () => {
-  expect(parseCsv('a,b\nc,d')).toEqual([['a', 'b'], ['c', 'd']]);
-  expect(parseCsv('a,b\r\n\r\nc,d\r\n')).toEqual([['a', 'b'], ['c', 'd']]);
+  expect(parseCsv('a,b\nc,d')).toEqual([
+    ['a', 'b'],
+    ['c', 'd'],
+  ]);
+  expect(parseCsv('a,b\r\n\r\nc,d\r\n')).toEqual([
+    ['a', 'b'],
+    ['c', 'd'],
+  ]);
   expect(parseCsv('a,""\r\n')).toEqual([['a', '']]);
 });
 

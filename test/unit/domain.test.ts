@@ -6,7 +6,11 @@ import { decodeCursor, encodeCursor, rowNumberPosition } from '../../src/service
 
 describe('money (spec 2: Decimal strings, at most 2 decimals, never floats)', () => {
   test.each([
-    ['0', 0], ['0.01', 1], ['12.5', 1250], ['12.50', 1250], ['1000000', 100000000],
+    ['0', 0],
+    ['0.01', 1],
+    ['12.5', 1250],
+    ['12.50', 1250],
+    ['1000000', 100000000],
   ])('parses %s as %d cents', (s, c) => expect(parseDecimal(s)).toBe(c));
 
   test.each(['-1', '1.234', '1e3', '', ' 1', '1.', '.5', '0x10', '10000000001'])('rejects %p', (s) => {
@@ -26,7 +30,14 @@ describe('money (spec 2: Decimal strings, at most 2 decimals, never floats)', ()
 describe('levels (spec 1: raised by spending plus balance, never lowered)', () => {
   const thresholds = [50000, 200000, 1000000, 5000000];
   test.each([
-    [0, 1], [49999, 1], [50000, 2], [199999, 2], [200000, 3], [1000000, 4], [5000000, 5], [99999999, 5],
+    [0, 1],
+    [49999, 1],
+    [50000, 2],
+    [199999, 2],
+    [200000, 3],
+    [1000000, 4],
+    [5000000, 5],
+    [99999999, 5],
   ])('%d cents is Lv%d', (cents, level) => expect(levelFor(cents, thresholds)).toBe(level));
 
   test('never goes down', () => {
@@ -52,8 +63,14 @@ describe('config (zod over the environment)', () => {
   test('spec durations default to the spec values', () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
-      PAYMENT_WINDOW_SECONDS: 900, PAYMENT_SYNC_SECONDS: 10, REDEMPTION_REFRESH_SECONDS: 60, WEBHOOK_TIMEOUT_MS: 5000,
-      WEBHOOK_RETRY_BASE_SECONDS: 30, WEBHOOK_RETRY_CAP_SECONDS: 21600, WEBHOOK_MAX_ATTEMPTS: 10, RATE_LIMIT_PER_MINUTE: 300,
+      PAYMENT_WINDOW_SECONDS: 900,
+      PAYMENT_SYNC_SECONDS: 10,
+      REDEMPTION_REFRESH_SECONDS: 60,
+      WEBHOOK_TIMEOUT_MS: 5000,
+      WEBHOOK_RETRY_BASE_SECONDS: 30,
+      WEBHOOK_RETRY_CAP_SECONDS: 21600,
+      WEBHOOK_MAX_ATTEMPTS: 10,
+      RATE_LIMIT_PER_MINUTE: 300,
     });
     expect(c.LEVEL_THRESHOLDS).toEqual([50000, 200000, 1000000, 5000000]);
   });
@@ -89,6 +106,8 @@ describe('cursors (opaque, signed, bound to account and filters)', () => {
     ['MAC with other unused bits', () => encodeCursor(scope, 42).replace(/.$/, (c) => B64URL[B64URL.indexOf(c) ^ 1])],
     ['MAC with a stray character', () => `${encodeCursor(scope, 42)}!`],
   ])('rejects a %s cursor', (_name, make) => {
-    expect(() => decodeCursor(scope, make(), rowNumberPosition)).toThrow(expect.objectContaining({ code: 'invalid_cursor' }));
+    expect(() => decodeCursor(scope, make(), rowNumberPosition)).toThrow(
+      expect.objectContaining({ code: 'invalid_cursor' }),
+    );
   });
 });

@@ -9,9 +9,9 @@ import { OPERATOR_XPUB } from '../helpers/production';
 const MNEMONIC = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 
 test.each([
-  ['an xpub at the account, m/44\'/60\'/0\'', OPERATOR_XPUB],
-  ['an xpub at m/44\'/60\'/0\'/0', DEV_SECRETS.EVM_XPUB],
-])('%s derives the wallet\'s own addresses', (_at, xpub) => {
+  ["an xpub at the account, m/44'/60'/0'", OPERATOR_XPUB],
+  ["an xpub at m/44'/60'/0'/0", DEV_SECRETS.EVM_XPUB],
+])("%s derives the wallet's own addresses", (_at, xpub) => {
   const key = receivingKey(xpub);
   for (const index of [0, 1, 2, 17, 1000]) {
     expect(depositAddress(key, index)).toBe(mnemonicToAccount(MNEMONIC, { addressIndex: index }).address);

@@ -17,7 +17,12 @@ describe('dev EVM chain (src/dev/evm-chain.ts)', () => {
   let chain: DevChain;
   let client: ReturnType<typeof createPublicClient>;
   const balanceOf = (token: 'USDT' | 'USDC', owner: `0x${string}`) =>
-    client.readContract({ address: chain.tokens[token].address, abi: erc20Abi, functionName: 'balanceOf', args: [owner] });
+    client.readContract({
+      address: chain.tokens[token].address,
+      abi: erc20Abi,
+      functionName: 'balanceOf',
+      args: [owner],
+    });
   const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 
   beforeAll(async () => {
@@ -26,13 +31,16 @@ describe('dev EVM chain (src/dev/evm-chain.ts)', () => {
   });
   afterAll(() => chain?.stop());
 
-  test.each([['USDT'], ['USDC']] as const)('deploys %s with 6 decimals, its symbol, and the supply held by the payer', async (symbol) => {
-    const address = chain.tokens[symbol].address;
-    expect(chain.tokens[symbol]).toEqual({ symbol, address, decimals: 6 });
-    expect(await client.readContract({ address, abi: erc20Abi, functionName: 'decimals' })).toBe(6);
-    expect(await client.readContract({ address, abi: erc20Abi, functionName: 'symbol' })).toBe(symbol);
-    expect(await balanceOf(symbol, chain.payer.address)).toBe(1_000_000_000n * 10n ** 6n);
-  });
+  test.each([['USDT'], ['USDC']] as const)(
+    'deploys %s with 6 decimals, its symbol, and the supply held by the payer',
+    async (symbol) => {
+      const address = chain.tokens[symbol].address;
+      expect(chain.tokens[symbol]).toEqual({ symbol, address, decimals: 6 });
+      expect(await client.readContract({ address, abi: erc20Abi, functionName: 'decimals' })).toBe(6);
+      expect(await client.readContract({ address, abi: erc20Abi, functionName: 'symbol' })).toBe(symbol);
+      expect(await balanceOf(symbol, chain.payer.address)).toBe(1_000_000_000n * 10n ** 6n);
+    },
+  );
 
   test('the payer is Hardhat account #0 and the chain answers with its id', async () => {
     expect(chain.payer.address).toBe(privateKeyToAccount(chain.payer.privateKey).address);
@@ -88,11 +96,12 @@ describe('dev EVM chain (src/dev/evm-chain.ts)', () => {
   test('evmChainsEnv renders the EVM_CHAINS setting for the chain', () => {
     const { USDT, USDC } = chain.tokens;
     expect(evmChainsEnv(chain, { confirmations: 3 })).toBe(
-      `[{"chainId":31337,"name":"Hardhat","rpcUrls":["${chain.rpcUrl}"],"confirmations":3,`
-      + `"tokens":{"USDT":{"address":"${USDT.address}","decimals":6},"USDC":{"address":"${USDC.address}","decimals":6}}}]`,
+      `[{"chainId":31337,"name":"Hardhat","rpcUrls":["${chain.rpcUrl}"],"confirmations":3,` +
+        `"tokens":{"USDT":{"address":"${USDT.address}","decimals":6},"USDC":{"address":"${USDC.address}","decimals":6}}}]`,
     );
     expect(JSON.parse(evmChainsEnv(chain, { rpcUrls: ['http://127.0.0.1:1', chain.rpcUrl] }))[0]).toMatchObject({
-      rpcUrls: ['http://127.0.0.1:1', chain.rpcUrl], confirmations: 2,
+      rpcUrls: ['http://127.0.0.1:1', chain.rpcUrl],
+      confirmations: 2,
     });
   });
 

@@ -7,7 +7,8 @@ import { join, relative } from 'node:path';
 // ledgers in bulk for their own databases; they are not the service.)
 const root = join(__dirname, '..', '..');
 const WRITES = /\b(insert\s+into|update|delete\s+from|truncate(\s+table)?)\s+ledger_transactions\b/i;
-const ORM_WRITES = /\b(create|persist|insert|nativeInsert|nativeUpdate|nativeDelete|upsert|insertMany|upsertMany)\s*\(\s*(LedgerTransaction|LedgerTransactionSchema)\b/;
+const ORM_WRITES =
+  /\b(create|persist|insert|nativeInsert|nativeUpdate|nativeDelete|upsert|insertMany|upsertMany)\s*\(\s*(LedgerTransaction|LedgerTransactionSchema)\b/;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

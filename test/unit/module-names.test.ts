@@ -16,6 +16,8 @@ test('no two modules of src/services, src/db, workflows and activities share a b
       byName.set(file, [...(byName.get(file) ?? []), folder]);
     }
   }
-  const shared = [...byName].filter(([, folders]) => folders.length > 1).map(([file, folders]) => `${file}: ${folders.join(', ')}`);
+  const shared = [...byName]
+    .filter(([, folders]) => folders.length > 1)
+    .map(([file, folders]) => `${file}: ${folders.join(', ')}`);
   expect(shared).toEqual([]);
 });

@@ -9,7 +9,11 @@ import { dirname, join, relative } from 'node:path';
 // activity types → activity). These checks read the value imports (type-only imports are erased).
 const root = join(__dirname, '..', '..');
 
-const API_SIDE = [/^src\/(http|mcp|pages|console)\//, /^src\/(api|cli[\w-]*)\.ts$/, /^src\/services\/[\w-]+-(submission|queries)\.ts$/];
+const API_SIDE = [
+  /^src\/(http|mcp|pages|console)\//,
+  /^src\/(api|cli[\w-]*)\.ts$/,
+  /^src\/services\/[\w-]+-(submission|queries)\.ts$/,
+];
 const STARTERS = 'src/temporal/starters.ts';
 /** The reconciler restarts lost workflows: starting them is its job. */
 const STARTS_WORKFLOWS = new Set(['activities/reconcile-activities.ts']);
@@ -20,7 +24,9 @@ function valueImports(file: string): string[] {
   const re = /^(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?['"](\.{1,2}\/[^'"]+)['"]/gm;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     const base = join(dirname(file), m[1]);
-    const found = [`${base}.ts`, join(base, 'index.ts')].find((p) => existsSync(join(root, p)) && statSync(join(root, p)).isFile());
+    const found = [`${base}.ts`, join(base, 'index.ts')].find(
+      (p) => existsSync(join(root, p)) && statSync(join(root, p)).isFile(),
+    );
     if (found) out.push(relative(root, join(root, found)));
   }
   return out;
@@ -42,10 +48,14 @@ function closure(file: string): Map<string, string[]> {
 }
 
 /** Each activity module (all-activities.ts only composes them, so it reaches what they reach). */
-const activities = readdirSync(join(root, 'activities')).filter((f) => f.endsWith('.ts') && f !== 'all-activities.ts').map((f) => `activities/${f}`);
+const activities = readdirSync(join(root, 'activities'))
+  .filter((f) => f.endsWith('.ts') && f !== 'all-activities.ts')
+  .map((f) => `activities/${f}`);
 
 test('no activity loads an API-side module', () => {
-  const reached = activities.flatMap((a) => [...closure(a)].filter(([m]) => API_SIDE.some((re) => re.test(m))).map(([, chain]) => chain.join(' → ')));
+  const reached = activities.flatMap((a) =>
+    [...closure(a)].filter(([m]) => API_SIDE.some((re) => re.test(m))).map(([, chain]) => chain.join(' → ')),
+  );
   expect(reached).toEqual([]);
 });
 

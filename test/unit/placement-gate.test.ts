@@ -2,7 +2,14 @@ import { PlacementGate, PlacementRefused } from '../../src/services/admission';
 
 // A key whose account already holds its share while another account places is refused before the
 // key is read (refuseEarly with the key's digest), once the gate has seen which account it is.
-const settings = { enabled: true, targetMs: 600_000, initialLimit: 4, maxLimit: 4, accountShare: 0.5, workerQueueTargetMs: 500 };
+const settings = {
+  enabled: true,
+  targetMs: 600_000,
+  initialLimit: 4,
+  maxLimit: 4,
+  accountShare: 0.5,
+  workerQueueTargetMs: 500,
+};
 const workers = () => ({ known: true, live: 1, scheduleToStartMs: null });
 
 function held() {

@@ -9,8 +9,10 @@ import { join, relative } from 'node:path';
 const root = join(__dirname, '..', '..');
 
 /** A statement sent to Postgres: the entity manager's SQL doors, node-postgres, or SQL text in a string. */
-const SQL_CALL = /\b(em|tx|trx|fork\(\)|connection|knex|client)\.(execute|getConnection|createQueryBuilder|getKnex|query)\(|(^|[^.\w])raw\(|\bsql`/;
-const SQL_TEXT = /['`"][^'`"]*\b(select\s+[\w*.,\s()]+?\s+from\s+\w+|insert\s+into\s+\w+|update\s+\w+\s+set\s|delete\s+from\s+\w+)/i;
+const SQL_CALL =
+  /\b(em|tx|trx|fork\(\)|connection|knex|client)\.(execute|getConnection|createQueryBuilder|getKnex|query)\(|(^|[^.\w])raw\(|\bsql`/;
+const SQL_TEXT =
+  /['`"][^'`"]*\b(select\s+[\w*.,\s()]+?\s+from\s+\w+|insert\s+into\s+\w+|update\s+\w+\s+set\s|delete\s+from\s+\w+)/i;
 /** Any use of an entity manager but forking it (a fork is what a service or store is handed). */
 const EM_USE = /\b(em|tx|trx|fork\(\))\.(?!fork\()\w+\(/;
 /** A value import of the entities or of MikroORM: what a query above the services would need. */
@@ -23,7 +25,15 @@ const ORM_IMPORT = /^import\s+(?!type\b)[^;]*from\s+'(?:[./]+(?:src\/)?db\/entit
  */
 const NOT_THE_SERVICE = ['src/dev/', 'src/providers/sandbox/sandbox-store.ts'];
 
-const ABOVE_THE_SERVICES = ['src/http', 'src/pages', 'src/console', 'src/mcp', 'src/providers', 'src/metrics', 'activities'];
+const ABOVE_THE_SERVICES = [
+  'src/http',
+  'src/pages',
+  'src/console',
+  'src/mcp',
+  'src/providers',
+  'src/metrics',
+  'activities',
+];
 
 /** Known exceptions, each with its reason; a file listed here is still checked for raw SQL. None today. */
 const EXCEPTIONS: Record<string, string> = {};
@@ -38,7 +48,10 @@ function sources(dir: string): string[] {
 
 const rel = (file: string) => relative(root, file).split('\\').join('/');
 /** Comments say why; they may name a statement without running it. */
-const code = (file: string) => readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+const code = (file: string) =>
+  readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
 
 function sqlFindings(text: string): boolean {
   return SQL_CALL.test(text) || SQL_TEXT.test(text);
@@ -60,7 +73,9 @@ test('every SQL statement the service runs is in src/db', () => {
 test('nothing above the services queries through the entity manager or imports the entities as values', () => {
   const files = [
     ...ABOVE_THE_SERVICES.flatMap((dir) => sources(join(root, dir))),
-    ...readdirSync(join(root, 'src')).filter((name) => /^cli.*\.ts$/.test(name)).map((name) => join(root, 'src', name)),
+    ...readdirSync(join(root, 'src'))
+      .filter((name) => /^cli.*\.ts$/.test(name))
+      .map((name) => join(root, 'src', name)),
   ].map(rel);
   const found = files
     .filter((file) => !NOT_THE_SERVICE.some((prefix) => file.startsWith(prefix)))

@@ -9,7 +9,8 @@ import { REAL_PROVIDERS } from '../helpers/production';
 // 195, as TronLink and Ledger use) and show as Base58Check T… addresses.
 const MNEMONIC = 'abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about';
 /** The same test mnemonic's xpub at m/44'/195'/0'/0 (depth 4): an operator's, not the built-in one (depth 3). */
-const OPERATOR_TRON_XPUB = 'xpub6EuK4CZWW5urEHdwAVDdDw327danAtccFcrXYvgf1DHrPXRwErt36xStQ2PNhn4hpwzPbzJ8pJVpewgChRnSs59q5Ay61GCfQZKUe71gbLq';
+const OPERATOR_TRON_XPUB =
+  'xpub6EuK4CZWW5urEHdwAVDdDw327danAtccFcrXYvgf1DHrPXRwErt36xStQ2PNhn4hpwzPbzJ8pJVpewgChRnSs59q5Ay61GCfQZKUe71gbLq';
 
 test.each([
   ["the account, m/44'/195'/0'", DEV_SECRETS.TRON_XPUB],
@@ -38,7 +39,11 @@ test('the USDT contract on TRON: T… and the hex its log filters take are the s
 
 test('T… round-trips through hex for any 20 bytes, and upper-case hex gives the same address', () => {
   for (let i = 0; i < 50; i++) {
-    const hex = `0x${Array.from({ length: 20 }, () => Math.floor(Math.random() * 256).toString(16).padStart(2, '0')).join('')}` as `0x${string}`;
+    const hex = `0x${Array.from({ length: 20 }, () =>
+      Math.floor(Math.random() * 256)
+        .toString(16)
+        .padStart(2, '0'),
+    ).join('')}` as `0x${string}`;
     const t = tronAddress(hex);
     expect(t).toMatch(/^T[1-9A-HJ-NP-Za-km-z]{33}$/);
     expect(tronAddressToHex(t)).toBe(hex);
@@ -69,16 +74,37 @@ const tronChain = (change: Record<string, unknown> = {}) => ({
 describe('a TRON chain in EVM_CHAINS', () => {
   test('takes its USDT contract as T…, turned into hex, and counts by finality unless told a depth', () => {
     const parsed = parseChains(JSON.stringify([tronChain()]));
-    expect(parsed).toEqual({ chains: [expect.objectContaining({ kind: 'tron', finality: 'finalized', apiKey: 'a-trongrid-key', tokens: { USDT: { address: '0xa614f803b6fd780986a42c78ec9c7f77e6ded13c', decimals: 6 } } })] });
+    expect(parsed).toEqual({
+      chains: [
+        expect.objectContaining({
+          kind: 'tron',
+          finality: 'finalized',
+          apiKey: 'a-trongrid-key',
+          tokens: { USDT: { address: '0xa614f803b6fd780986a42c78ec9c7f77e6ded13c', decimals: 6 } },
+        }),
+      ],
+    });
     const byDepth = parseChains(JSON.stringify([tronChain({ confirmations: 20 })]));
     expect('chains' in byDepth && byDepth.chains[0]).toMatchObject({ confirmations: 20 });
     expect('chains' in byDepth && byDepth.chains[0].finality).toBeUndefined();
   });
 
   test.each([
-    ['a contract whose checksum is wrong', { tokens: { USDT: { address: 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6T', decimals: 6 } } }, /EVM_CHAINS\[0\]\.tokens\.USDT\.address: expected the contract's T… address on a TRON chain: not a TRON address: its Base58Check checksum is wrong/],
-    ['a contract in hex', { tokens: { USDT: { address: '0xa614f803b6fd780986a42c78ec9c7f77e6ded13c', decimals: 6 } } }, /EVM_CHAINS\[0\]\.tokens\.USDT\.address: expected the contract's T… address/],
-    ['an API key on an EVM chain', { kind: 'evm', confirmations: 12, tokens: { USDT: { address: `0x${'ab'.repeat(20)}`, decimals: 6 } } }, /EVM_CHAINS\[0\]\.apiKey: only for "kind": "tron"/],
+    [
+      'a contract whose checksum is wrong',
+      { tokens: { USDT: { address: 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6T', decimals: 6 } } },
+      /EVM_CHAINS\[0\]\.tokens\.USDT\.address: expected the contract's T… address on a TRON chain: not a TRON address: its Base58Check checksum is wrong/,
+    ],
+    [
+      'a contract in hex',
+      { tokens: { USDT: { address: '0xa614f803b6fd780986a42c78ec9c7f77e6ded13c', decimals: 6 } } },
+      /EVM_CHAINS\[0\]\.tokens\.USDT\.address: expected the contract's T… address/,
+    ],
+    [
+      'an API key on an EVM chain',
+      { kind: 'evm', confirmations: 12, tokens: { USDT: { address: `0x${'ab'.repeat(20)}`, decimals: 6 } } },
+      /EVM_CHAINS\[0\]\.apiKey: only for "kind": "tron"/,
+    ],
     ['an unknown kind', { kind: 'solana' }, /EVM_CHAINS\[0\]\.kind/],
   ])('with %s is refused, naming the setting', (_case, change, message) => {
     const parsed = parseChains(JSON.stringify([tronChain(change)]));
@@ -88,14 +114,27 @@ describe('a TRON chain in EVM_CHAINS', () => {
 
   test('needs TRON_XPUB: an xprv is refused, and the built-in one in production', () => {
     const env = { ...REAL_PROVIDERS, EVM_CHAINS: JSON.stringify([tronChain()]) };
-    const xprv = 'xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi';
+    const xprv =
+      'xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi';
     expect(() => loadConfig({ ...env, TRON_XPUB: xprv })).toThrow(/TRON_XPUB: this is an extended private key/);
-    expect(() => loadConfig({ ...env, TRON_XPUB: 'xpub-nonsense' })).toThrow(/TRON_XPUB: not a valid BIP32 extended public key/);
+    expect(() => loadConfig({ ...env, TRON_XPUB: 'xpub-nonsense' })).toThrow(
+      /TRON_XPUB: not a valid BIP32 extended public key/,
+    );
     expect(loadConfig(env).devSecrets).toContain('TRON_XPUB');
     // Without a TRON chain its built-in value is not in use.
     expect(loadConfig(REAL_PROVIDERS).devSecrets).not.toContain('TRON_XPUB');
-    const production = { ...env, NODE_ENV: 'production', CURSOR_SECRET: 'a-real-cursor-secret', TEMPORAL_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 9).toString('base64')}` };
-    expect(() => loadConfig(production)).toThrow(/TRON_XPUB: the built-in development value must not be used in production/);
-    expect(loadConfig({ ...production, TRON_XPUB: OPERATOR_TRON_XPUB }).evmChains[0]).toMatchObject({ kind: 'tron', finality: 'finalized' });
+    const production = {
+      ...env,
+      NODE_ENV: 'production',
+      CURSOR_SECRET: 'a-real-cursor-secret',
+      TEMPORAL_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 9).toString('base64')}`,
+    };
+    expect(() => loadConfig(production)).toThrow(
+      /TRON_XPUB: the built-in development value must not be used in production/,
+    );
+    expect(loadConfig({ ...production, TRON_XPUB: OPERATOR_TRON_XPUB }).evmChains[0]).toMatchObject({
+      kind: 'tron',
+      finality: 'finalized',
+    });
   });
 });

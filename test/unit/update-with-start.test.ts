@@ -20,29 +20,47 @@ function handle(answers: (string | Error)[]) {
     if (a instanceof Error) throw a;
     return a;
   };
-  const temporal = { client: { workflow: { executeUpdateWithStart } }, placementDeadlineMs: 1000 } as unknown as TemporalHandle;
+  const temporal = {
+    client: { workflow: { executeUpdateWithStart } },
+    placementDeadlineMs: 1000,
+  } as unknown as TemporalHandle;
   return { temporal, sent };
 }
 
 const serverRejection = (type: string) =>
-  new WorkflowUpdateFailedError('Workflow Update failed', ApplicationFailure.create({ message: 'rejected by the server', type, nonRetryable: true }));
+  new WorkflowUpdateFailedError(
+    'Workflow Update failed',
+    ApplicationFailure.create({ message: 'rejected by the server', type, nonRetryable: true }),
+  );
 
 test('an update the server rejected as processed by no worker is sent again with the same id', async () => {
   const { temporal, sent } = handle([serverRejection('UnprocessedUpdate'), 'placed']);
-  await expect(updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-1', attempts: 3, withDeadline: false })).resolves.toBe('placed');
+  await expect(
+    updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-1', attempts: 3, withDeadline: false }),
+  ).resolves.toBe('placed');
   expect(sent).toEqual(['req-1', 'req-1']);
 });
 
 test('it is sent at most `attempts` times, then given up like any failure', async () => {
   const { temporal, sent } = handle([serverRejection('UnprocessedUpdate'), serverRejection('UnprocessedUpdate')]);
   const onGiveUp = jest.fn(() => undefined);
-  await expect(updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-2', attempts: 2, withDeadline: false, onGiveUp })).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
+  await expect(
+    updateWithStart(temporal, starter, update, {
+      args: ['x'],
+      updateId: 'req-2',
+      attempts: 2,
+      withDeadline: false,
+      onGiveUp,
+    }),
+  ).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
   expect(sent).toHaveLength(2);
   expect(onGiveUp).toHaveBeenCalledTimes(1);
 });
 
 test('any other update failure is not sent again', async () => {
   const { temporal, sent } = handle([serverRejection('SomethingElse'), 'placed']);
-  await expect(updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-3', attempts: 3, withDeadline: false })).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
+  await expect(
+    updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-3', attempts: 3, withDeadline: false }),
+  ).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
   expect(sent).toEqual(['req-3']);
 });

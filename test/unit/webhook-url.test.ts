@@ -1,7 +1,13 @@
 import type { LookupAddress } from 'node:dns';
 import { ApiError } from '../../src/domain/errors';
 import { checkWebhookUrl, classifyAddress, type AddressClass } from '../../src/domain/webhook-url';
-import { sendWebhook, signBody, validateWebhookUrl, webhookBody, type Resolver } from '../../src/services/webhook-sender';
+import {
+  sendWebhook,
+  signBody,
+  validateWebhookUrl,
+  webhookBody,
+  type Resolver,
+} from '../../src/services/webhook-sender';
 import { backoffSeconds } from '../../src/contracts/webhooks';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/webhook-receiver';
 
@@ -103,15 +109,29 @@ describe('URL rules (pure)', () => {
 });
 
 describe('configuration-time check with DNS (PUT /webhook)', () => {
-  const resolveTo = (...addresses: string[]): Resolver => async () =>
-    addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
+  const resolveTo =
+    (...addresses: string[]): Resolver =>
+    async () =>
+      addresses.map((address): LookupAddress => ({ address, family: address.includes(':') ? 6 : 4 }));
 
   test.each([
     ['a name resolving to loopback', resolveTo('127.0.0.1'), 'host resolves to a loopback address'],
     ['a name resolving to IPv6 loopback', resolveTo('::1'), 'host resolves to a loopback address'],
-    ['a name resolving to the metadata service', resolveTo('169.254.169.254'), 'host resolves to a cloud metadata address'],
-    ['a name with one private among public addresses', resolveTo('8.8.8.8', '10.0.0.8'), 'host resolves to a private network address'],
-    ['a name that does not resolve', async () => Promise.reject(Object.assign(new Error('x'), { code: 'ENOTFOUND' })), 'host does not resolve'],
+    [
+      'a name resolving to the metadata service',
+      resolveTo('169.254.169.254'),
+      'host resolves to a cloud metadata address',
+    ],
+    [
+      'a name with one private among public addresses',
+      resolveTo('8.8.8.8', '10.0.0.8'),
+      'host resolves to a private network address',
+    ],
+    [
+      'a name that does not resolve',
+      async () => Promise.reject(Object.assign(new Error('x'), { code: 'ENOTFOUND' })),
+      'host does not resolve',
+    ],
   ])('rejects %s with invalid_input', async (_name, resolver, reason) => {
     const err = await validateWebhookUrl('https://hooks.example.com/x', strict, resolver).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
@@ -119,9 +139,9 @@ describe('configuration-time check with DNS (PUT /webhook)', () => {
   });
 
   test('accepts a name whose every address is public, returning the normalized URL', async () => {
-    await expect(validateWebhookUrl('https://Hooks.Example.com/x', strict, resolveTo('8.8.8.8', '2606:4700::1'))).resolves.toBe(
-      'https://hooks.example.com/x',
-    );
+    await expect(
+      validateWebhookUrl('https://Hooks.Example.com/x', strict, resolveTo('8.8.8.8', '2606:4700::1')),
+    ).resolves.toBe('https://hooks.example.com/x');
   });
 
   test('the system resolver: localhost is a loopback name, admitted only with the insecure flag', async () => {
@@ -138,28 +158,53 @@ describe('delivery-time guard against DNS rebinding (the connection uses only ch
   afterAll(() => receiver.close());
 
   const port = () => new URL(receiver.url).port;
-  const request = (url: string) => ({ url, secret: 'whsec_test', eventId: 'evt_1', deliveryId: 'whd_1.1', timestamp: 1, raw: '{"a":1}' });
-  const rebinding = (address: string): Resolver => async (host) => {
-    expect(host).toBe('rebind.example.com');
-    return [{ address, family: 4 }];
-  };
+  const request = (url: string) => ({
+    url,
+    secret: 'whsec_test',
+    eventId: 'evt_1',
+    deliveryId: 'whd_1.1',
+    timestamp: 1,
+    raw: '{"a":1}',
+  });
+  const rebinding =
+    (address: string): Resolver =>
+    async (host) => {
+      expect(host).toBe('rebind.example.com');
+      return [{ address, family: 4 }];
+    };
 
   test('a name that now resolves to loopback is refused before connecting', async () => {
     const before = receiver.received.length;
     // Port 443 (the only one allowed in strict mode): nothing listens there, and nothing is tried.
-    const r = await sendWebhook(request('https://rebind.example.com/hook'), { policy: strict, timeoutMs: 2000, resolver: rebinding('127.0.0.1') });
-    expect(r).toEqual({ ok: false, statusCode: null, error: 'destination not allowed: host resolves to a loopback address' });
+    const r = await sendWebhook(request('https://rebind.example.com/hook'), {
+      policy: strict,
+      timeoutMs: 2000,
+      resolver: rebinding('127.0.0.1'),
+    });
+    expect(r).toEqual({
+      ok: false,
+      statusCode: null,
+      error: 'destination not allowed: host resolves to a loopback address',
+    });
     expect(receiver.received.length).toBe(before);
   });
 
   test('a name that now resolves to a private address is refused even with the insecure flag', async () => {
-    const r = await sendWebhook(request(`http://rebind.example.com:${port()}/hook`), { policy: insecure, timeoutMs: 2000, resolver: rebinding('10.0.0.1') });
+    const r = await sendWebhook(request(`http://rebind.example.com:${port()}/hook`), {
+      policy: insecure,
+      timeoutMs: 2000,
+      resolver: rebinding('10.0.0.1'),
+    });
     expect(r.error).toBe('destination not allowed: host resolves to a private network address');
   });
 
   test('with the insecure flag the checked loopback address is the one connected to, signed over the raw body', async () => {
     receiver.script([204]);
-    const r = await sendWebhook(request(`http://rebind.example.com:${port()}/hook`), { policy: insecure, timeoutMs: 2000, resolver: rebinding('127.0.0.1') });
+    const r = await sendWebhook(request(`http://rebind.example.com:${port()}/hook`), {
+      policy: insecure,
+      timeoutMs: 2000,
+      resolver: rebinding('127.0.0.1'),
+    });
     expect(r).toEqual({ ok: true, statusCode: 204, error: null });
     const got = receiver.received.at(-1)!;
     expect(got.raw).toBe('{"a":1}');
@@ -175,7 +220,9 @@ describe('delivery-time guard against DNS rebinding (the connection uses only ch
 describe('body, signature and backoff', () => {
   test('the envelope is merged flat with the payload and wins a name clash', () => {
     const { raw, timestamp } = webhookBody({
-      id: 'evt_1', type: 'webhook.test', createdAt: new Date('2026-01-01T00:00:10.900Z'),
+      id: 'evt_1',
+      type: 'webhook.test',
+      createdAt: new Date('2026-01-01T00:00:10.900Z'),
       payload: { message: 'hi', eventId: 'spoofed', timestamp: 0 },
     });
     expect(timestamp).toBe(Date.UTC(2026, 0, 1, 0, 0, 10) / 1000);

@@ -17,7 +17,10 @@ function fakeWorker(outcome: 'fail' | 'run-until-shutdown', failAfterMs = 5): Fa
   return {
     run() {
       state = 'RUNNING';
-      if (outcome === 'fail') return new Promise((_, reject) => setTimeout(() => ((state = 'FAILED'), reject(new Error('core said no \ud800'))), failAfterMs));
+      if (outcome === 'fail')
+        return new Promise((_, reject) =>
+          setTimeout(() => ((state = 'FAILED'), reject(new Error('core said no \ud800'))), failAfterMs),
+        );
       return new Promise<void>((resolve) => (stop = () => ((state = 'STOPPED'), resolve())));
     },
     shutdown: () => stop(),

@@ -39,7 +39,8 @@ let runtimeInstalled = false;
 let bundled: Promise<WorkflowBundle> | undefined;
 
 /** The service's data converter with this test run's key, as every client and worker uses it. */
-const converter = () => dataConverter(parseKeyRing(process.env.TEMPORAL_PAYLOAD_KEYS ?? DEV_SECRETS.TEMPORAL_PAYLOAD_KEYS));
+const converter = () =>
+  dataConverter(parseKeyRing(process.env.TEMPORAL_PAYLOAD_KEYS ?? DEV_SECRETS.TEMPORAL_PAYLOAD_KEYS));
 
 /** On the test run's dev server, or on `address` (a server a test started for itself). */
 export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): Promise<WorkflowEnv> {
@@ -57,11 +58,22 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
     return sharedQueue;
   };
   const routing: WorkflowClientInterceptor = {
-    startWithDetails: (input, next) => next({ ...input, options: { ...input.options, taskQueue: route(input.options.workflowId, input.options.taskQueue) } }),
-    signalWithStart: (input, next) => next({ ...input, options: { ...input.options, taskQueue: route(input.options.workflowId, input.options.taskQueue) } }),
+    startWithDetails: (input, next) =>
+      next({
+        ...input,
+        options: { ...input.options, taskQueue: route(input.options.workflowId, input.options.taskQueue) },
+      }),
+    signalWithStart: (input, next) =>
+      next({
+        ...input,
+        options: { ...input.options, taskQueue: route(input.options.workflowId, input.options.taskQueue) },
+      }),
     startUpdateWithStart: (input, next) => {
       const options = input.workflowStartOptions;
-      return next({ ...input, workflowStartOptions: { ...options, taskQueue: route(options.workflowId, options.taskQueue) } });
+      return next({
+        ...input,
+        workflowStartOptions: { ...options, taskQueue: route(options.workflowId, options.taskQueue) },
+      });
     },
   };
   /** The worker's only activity: the stub of that name of the test whose workflow calls it. */
@@ -81,7 +93,11 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
   ]);
   const client = new Client({ connection, dataConverter: converter(), interceptors: { workflow: [routing] } });
   const worker = await Worker.create({
-    connection: nativeConnection, taskQueue: sharedQueue, workflowBundle: bundle, activities: { default: stubbed }, dataConverter: converter(),
+    connection: nativeConnection,
+    taskQueue: sharedQueue,
+    workflowBundle: bundle,
+    activities: { default: stubbed },
+    dataConverter: converter(),
   });
   const running = worker.run();
   return {
@@ -94,10 +110,22 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
     routeChild(workflowId, taskQueue) {
       keyOf.set(workflowId, taskQueue);
     },
-    replay: (history, workflowId) => Worker.runReplayHistory({ workflowBundle: bundle, dataConverter: converter(), replayName: workflowId }, history, workflowId),
+    replay: (history, workflowId) =>
+      Worker.runReplayHistory(
+        { workflowBundle: bundle, dataConverter: converter(), replayName: workflowId },
+        history,
+        workflowId,
+      ),
     async close() {
       // Nothing a test left waiting (a payment window, a support wait) outlives its file.
-      await Promise.all([...keyOf.keys()].map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => undefined)));
+      await Promise.all(
+        [...keyOf.keys()].map((id) =>
+          client.workflow
+            .getHandle(id)
+            .terminate('test file done')
+            .catch(() => undefined),
+        ),
+      );
       worker.shutdown();
       await running;
       await connection.close();
@@ -115,7 +143,9 @@ export function until(check: () => boolean | Promise<boolean>, what = 'condition
 }
 
 /** The durable timers a workflow started, in ms, in the order it started them. */
-export async function timersOf(handle: { fetchHistory: () => Promise<temporal.api.history.v1.IHistory> }): Promise<number[]> {
+export async function timersOf(handle: {
+  fetchHistory: () => Promise<temporal.api.history.v1.IHistory>;
+}): Promise<number[]> {
   const { events } = await handle.fetchHistory();
   return (events ?? [])
     .filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)

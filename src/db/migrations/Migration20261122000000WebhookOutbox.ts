@@ -10,8 +10,12 @@ export class Migration20261122000000WebhookOutbox extends Migration {
   override async up(): Promise<void> {
     this.addSql('alter table "events" add column "dispatched_at" timestamptz null;');
     this.addSql('update "events" set "dispatched_at" = "created_at";');
-    this.addSql('create index "events_undispatched_index" on "events" ("created_at", "id") where "dispatched_at" is null;');
-    this.addSql('create index "webhook_deliveries_pending_index" on "webhook_deliveries" ("next_attempt_at") where "status" = \'pending\';');
+    this.addSql(
+      'create index "events_undispatched_index" on "events" ("created_at", "id") where "dispatched_at" is null;',
+    );
+    this.addSql(
+      'create index "webhook_deliveries_pending_index" on "webhook_deliveries" ("next_attempt_at") where "status" = \'pending\';',
+    );
   }
 
   override async down(): Promise<void> {

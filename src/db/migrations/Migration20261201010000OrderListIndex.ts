@@ -8,7 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
  */
 export class Migration20261201010000OrderListIndex extends Migration {
   override async up(): Promise<void> {
-    this.addSql('create index if not exists "orders_account_id_order_number_index" on "orders" ("account_id", "order_number");');
+    this.addSql(
+      'create index if not exists "orders_account_id_order_number_index" on "orders" ("account_id", "order_number");',
+    );
   }
 
   override async down(): Promise<void> {

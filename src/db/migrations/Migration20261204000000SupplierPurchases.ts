@@ -31,7 +31,9 @@ export class Migration20261204000000SupplierPurchases extends Migration {
       constraint "supplier_purchases_idempotency_key_unique" unique ("idempotency_key"),
       constraint "supplier_purchases_state_check" check ("state" in ('open', 'completed', 'failed', 'refused')));`);
     this.addSql('create index "supplier_purchases_order_id_index" on "supplier_purchases" ("order_id", "id");');
-    this.addSql(`create unique index "supplier_purchases_transaction_unique" on "supplier_purchases" ("supplier", "transaction_id") where "transaction_id" is not null;`);
+    this.addSql(
+      `create unique index "supplier_purchases_transaction_unique" on "supplier_purchases" ("supplier", "transaction_id") where "transaction_id" is not null;`,
+    );
   }
 
   override async down(): Promise<void> {

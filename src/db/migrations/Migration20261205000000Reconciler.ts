@@ -23,11 +23,19 @@ export class Migration20261205000000Reconciler extends Migration {
       constraint "reconciler_repairs_once" unique ("kind", "subject_id", "observed"));`);
     this.addSql('create index "reconciler_repairs_created_at_index" on "reconciler_repairs" ("created_at", "id");');
     // One open alert per account whose ledger does not add up, until it adds up again.
-    this.addSql(`create unique index "reconciler_ledger_open_unique" on "reconciler_repairs" ("subject_id") where "kind" = 'ledger' and "resolved_at" is null;`);
+    this.addSql(
+      `create unique index "reconciler_ledger_open_unique" on "reconciler_repairs" ("subject_id") where "kind" = 'ledger' and "resolved_at" is null;`,
+    );
     this.addSql(`create index "orders_unsettled_id_index" on "orders" ("id") where "status" in ('pending', 'paid');`);
-    this.addSql(`create index "redemptions_open_id_index" on "redemptions" ("id") where "status" in ('pending', 'processing');`);
-    this.addSql(`create index "webhook_deliveries_pending_id_index" on "webhook_deliveries" ("id") where "status" = 'pending';`);
-    this.addSql(`create index "evm_checkouts_open_index" on "evm_checkouts" ("derivation_index") where "state" in ('pending', 'paid');`);
+    this.addSql(
+      `create index "redemptions_open_id_index" on "redemptions" ("id") where "status" in ('pending', 'processing');`,
+    );
+    this.addSql(
+      `create index "webhook_deliveries_pending_id_index" on "webhook_deliveries" ("id") where "status" = 'pending';`,
+    );
+    this.addSql(
+      `create index "evm_checkouts_open_index" on "evm_checkouts" ("derivation_index") where "state" in ('pending', 'paid');`,
+    );
   }
 
   override async down(): Promise<void> {

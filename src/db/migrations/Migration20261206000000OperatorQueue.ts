@@ -25,7 +25,9 @@ export class Migration20261206000000OperatorQueue extends Migration {
       "decided_at" timestamptz null,
       constraint "operator_queue_pkey" primary key ("redemption_id", "attempt"),
       constraint "operator_queue_outcome_check" check ("outcome" is null or "outcome" in ('fulfilled', 'failed')));`);
-    this.addSql(`create index "operator_queue_waiting_index" on "operator_queue" ("queued_at", "redemption_id") where "outcome" is null;`);
+    this.addSql(
+      `create index "operator_queue_waiting_index" on "operator_queue" ("queued_at", "redemption_id") where "outcome" is null;`,
+    );
   }
 
   override async down(): Promise<void> {

@@ -9,14 +9,22 @@ import { Migration } from '@mikro-orm/migrations';
  */
 export class Migration20261207000000SupplierCatalog extends Migration {
   override async up(): Promise<void> {
-    this.addSql('alter table "products" add column "supplier" varchar(32) null, add column "supplier_product_id" varchar(64) null;');
-    this.addSql(`create index "orders_purchase_paid_at_index" on "orders" ("paid_at") where "kind" = 'purchase' and "paid_at" is not null;`);
-    this.addSql(`create index "ledger_transactions_refund_order_index" on "ledger_transactions" ("order_id") where "type" = 'refund';`);
+    this.addSql(
+      'alter table "products" add column "supplier" varchar(32) null, add column "supplier_product_id" varchar(64) null;',
+    );
+    this.addSql(
+      `create index "orders_purchase_paid_at_index" on "orders" ("paid_at") where "kind" = 'purchase' and "paid_at" is not null;`,
+    );
+    this.addSql(
+      `create index "ledger_transactions_refund_order_index" on "ledger_transactions" ("order_id") where "type" = 'refund';`,
+    );
   }
 
   override async down(): Promise<void> {
     this.addSql('drop index if exists "ledger_transactions_refund_order_index";');
     this.addSql('drop index if exists "orders_purchase_paid_at_index";');
-    this.addSql('alter table "products" drop column if exists "supplier", drop column if exists "supplier_product_id";');
+    this.addSql(
+      'alter table "products" drop column if exists "supplier", drop column if exists "supplier_product_id";',
+    );
   }
 }

@@ -70,8 +70,12 @@ export class Migration20261209000000StaffConsole extends Migration {
         raise exception 'the audit log is append-only: % on % is refused', tg_op, tg_table_name using errcode = '42501';
       end $$;`);
     for (const table of ['audit_log', 'audit_outcomes']) {
-      this.addSql(`create trigger "${table}_no_rewrite" before update or delete on "${table}" for each row execute function "audit_append_only"();`);
-      this.addSql(`create trigger "${table}_no_truncate" before truncate on "${table}" for each statement execute function "audit_append_only"();`);
+      this.addSql(
+        `create trigger "${table}_no_rewrite" before update or delete on "${table}" for each row execute function "audit_append_only"();`,
+      );
+      this.addSql(
+        `create trigger "${table}_no_truncate" before truncate on "${table}" for each statement execute function "audit_append_only"();`,
+      );
     }
   }
 

@@ -8,7 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
  */
 export class Migration20261210020000EvmChainReads extends Migration {
   override async up(): Promise<void> {
-    this.addSql('alter table "evm_checkout_scans" add column "rescanned_to" bigint null, add column "finalized" bigint null;');
+    this.addSql(
+      'alter table "evm_checkout_scans" add column "rescanned_to" bigint null, add column "finalized" bigint null;',
+    );
   }
 
   override async down(): Promise<void> {

@@ -8,7 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
  */
 export class Migration20261212000000ScopedKeys extends Migration {
   override async up(): Promise<void> {
-    this.addSql('alter table "api_keys" add column "scopes" text[] null, add column "allowed_cidrs" text[] null, add column "valid_until" timestamptz null;');
+    this.addSql(
+      'alter table "api_keys" add column "scopes" text[] null, add column "allowed_cidrs" text[] null, add column "valid_until" timestamptz null;',
+    );
   }
 
   override async down(): Promise<void> {

@@ -9,13 +9,17 @@ import { Migration } from '@mikro-orm/migrations';
  */
 export class Migration20261212010000EventSubscriptions extends Migration {
   override async up(): Promise<void> {
-    this.addSql('alter table "webhook_endpoints" add column "events" text[] null, add column "balance_low_threshold" numeric(18,2) null;');
+    this.addSql(
+      'alter table "webhook_endpoints" add column "events" text[] null, add column "balance_low_threshold" numeric(18,2) null;',
+    );
     this.addSql(`create table "product_update_marks" (
       "product_id" varchar(255) not null primary key references "products" ("id"),
       "changed_at" timestamptz not null default now(),
       "before" jsonb not null,
       "changes" int not null default 1);`);
-    this.addSql(`create index "webhook_deliveries_unsent_index" on "webhook_deliveries" ("account_id", "created_at", "id") where "status" in ('failed', 'cancelled');`);
+    this.addSql(
+      `create index "webhook_deliveries_unsent_index" on "webhook_deliveries" ("account_id", "created_at", "id") where "status" in ('failed', 'cancelled');`,
+    );
   }
 
   override async down(): Promise<void> {

@@ -21,7 +21,9 @@ export class Migration20261213000000ExportsAndBatches extends Migration {
       constraint "exports_account_fk" foreign key ("account_id") references "accounts" ("id"),
       constraint "exports_kind_check" check ("kind" in ('orders', 'ledger')),
       constraint "exports_status_check" check ("status" in ('running', 'ready', 'expired')));`);
-    this.addSql('create unique index "exports_account_external_id_unique" on "exports" ("account_id", "external_export_id");');
+    this.addSql(
+      'create unique index "exports_account_external_id_unique" on "exports" ("account_id", "external_export_id");',
+    );
     this.addSql('create index "exports_account_created_index" on "exports" ("account_id", "created_at");');
     // The reconciler's page: exports still being written, or ready with their file past its link's life.
     this.addSql(`create index "exports_unsettled_index" on "exports" ("id") where "status" <> 'expired';`);
@@ -29,7 +31,9 @@ export class Migration20261213000000ExportsAndBatches extends Migration {
       "export_id" varchar(64) not null, "page" int not null, "rows" int not null, "content" text not null,
       constraint "export_pages_pkey" primary key ("export_id", "page"),
       constraint "export_pages_export_fk" foreign key ("export_id") references "exports" ("id") on delete cascade);`);
-    this.addSql('create index "ledger_transactions_account_created_index" on "ledger_transactions" ("account_id", "created_at", "id");');
+    this.addSql(
+      'create index "ledger_transactions_account_created_index" on "ledger_transactions" ("account_id", "created_at", "id");',
+    );
 
     this.addSql(`create table "batches" (
       "id" varchar(64) not null, "account_id" uuid not null, "external_batch_id" varchar(64) not null,
@@ -38,7 +42,9 @@ export class Migration20261213000000ExportsAndBatches extends Migration {
       constraint "batches_pkey" primary key ("id"),
       constraint "batches_account_fk" foreign key ("account_id") references "accounts" ("id"),
       constraint "batches_status_check" check ("status" in ('running', 'completed')));`);
-    this.addSql('create unique index "batches_account_external_id_unique" on "batches" ("account_id", "external_batch_id");');
+    this.addSql(
+      'create unique index "batches_account_external_id_unique" on "batches" ("account_id", "external_batch_id");',
+    );
     this.addSql('create index "batches_account_created_index" on "batches" ("account_id", "created_at");');
     this.addSql(`create index "batches_running_index" on "batches" ("id") where "status" = 'running';`);
     this.addSql(`create table "batch_lines" (

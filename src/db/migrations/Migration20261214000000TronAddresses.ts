@@ -8,7 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
 export class Migration20261214000000TronAddresses extends Migration {
   override async up(): Promise<void> {
     this.addSql('alter table "evm_checkouts" add column "tron_address" varchar(42) null;');
-    this.addSql('alter table "evm_checkouts" add constraint "evm_checkouts_tron_address_unique" unique ("tron_address");');
+    this.addSql(
+      'alter table "evm_checkouts" add constraint "evm_checkouts_tron_address_unique" unique ("tron_address");',
+    );
   }
 
   override async down(): Promise<void> {

@@ -35,7 +35,8 @@ function adminAuth(ctx: AppContext): RequestHandler {
     if (!expected) throw new ApiError('not_found', `No route for ${req.method} ${req.baseUrl}${req.path}`);
     const given = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '')?.[1];
     // Compared as digests: constant time whatever the length of the guess.
-    if (!given || !timingSafeEqual(digest(given), expected)) throw new ApiError('unauthorized', 'Missing or invalid admin token');
+    if (!given || !timingSafeEqual(digest(given), expected))
+      throw new ApiError('unauthorized', 'Missing or invalid admin token');
     next();
   };
 }
@@ -84,15 +85,33 @@ const SupplierPurchase = z
   .openapi('SupplierPurchase');
 
 const SupplierPurchaseBought = SupplierPurchase.pick({
-  supplier: true, transactionId: true, state: true, quantity: true, units: true, unitCost: true, totalCost: true, currency: true,
+  supplier: true,
+  transactionId: true,
+  state: true,
+  quantity: true,
+  units: true,
+  unitCost: true,
+  totalCost: true,
+  currency: true,
 }).openapi('SupplierPurchaseBought');
 
 const SupportOrderDetail = SupportOrder.extend({
-  supplierPurchases: z.array(SupplierPurchase).describe('What was bought from the supplier for this order: transaction, state, cost'),
+  supplierPurchases: z
+    .array(SupplierPurchase)
+    .describe('What was bought from the supplier for this order: transaction, state, cost'),
   actions: z.array(
-    z.object({ action: z.string(), actor: z.string(), reason: z.string(), payload: z.record(z.string(), z.unknown()), createdAt: z.number().int() }),
+    z.object({
+      action: z.string(),
+      actor: z.string(),
+      reason: z.string(),
+      payload: z.record(z.string(), z.unknown()),
+      createdAt: z.number().int(),
+    }),
   ),
-  workflow: z.record(z.string(), z.unknown()).nullable().describe('The procurement workflow state query: remaining units, rounds, last supplier error'),
+  workflow: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe('The procurement workflow state query: remaining units, rounds, last supplier error'),
 }).openapi('SupportOrderDetail');
 
 const SupportOutcome = z
@@ -105,7 +124,9 @@ const SupportOutcome = z
         amount: Decimal,
         requested: z.number().int().describe('Units ordered'),
         delivered: z.number().int().describe('Units delivered: their codes stay with the reseller'),
-        supplierPurchases: z.array(SupplierPurchaseBought).describe('What was bought from the supplier for this order (empty when the supplier reports no purchases)'),
+        supplierPurchases: z
+          .array(SupplierPurchaseBought)
+          .describe('What was bought from the supplier for this order (empty when the supplier reports no purchases)'),
       })
       .nullable(),
   })
@@ -116,7 +137,9 @@ const Who = z.object({
   reason: FreeText(2000).pipe(z.string().trim().min(1)).describe('Why (recorded)'),
 });
 const ActionBody = Who.strict().openapi('SupportAction');
-const DeliverBody = Who.extend({ codes: z.array(IdString(255)).min(1).max(1000) }).strict().openapi('SupportDeliver');
+const DeliverBody = Who.extend({ codes: z.array(IdString(255)).min(1).max(1000) })
+  .strict()
+  .openapi('SupportDeliver');
 const OrderParams = z.object({ id: IdString(128) });
 
 export function adminRoutes(ctx: AppContext): Router {
@@ -126,45 +149,134 @@ export function adminRoutes(ctx: AppContext): Router {
   router.use(adminAuth(ctx));
   router.use(express.json({ limit: '512kb' }));
 
-  addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'get', path: '/orders', operationId: 'listSupportOrders', tag: 'Support', auth: 'admin', summary: 'Direct-code orders by fulfillment status, longest waiting first',
-    query: z.object({
-      fulfillmentStatus: z.enum(FULFILLMENT_STATUSES).optional(),
-      accountId: z.uuid().optional(),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
-    }),
-    response: z.object({ orders: z.array(SupportOrder) }),
-  }, async ({ query }) => ({ orders: await listSupportOrders(ctx.orm.em.fork(), query) }));
+  addRoute(
+    router,
+    registry,
+    ADMIN_PREFIX,
+    {
+      method: 'get',
+      path: '/orders',
+      operationId: 'listSupportOrders',
+      tag: 'Support',
+      auth: 'admin',
+      summary: 'Direct-code orders by fulfillment status, longest waiting first',
+      query: z.object({
+        fulfillmentStatus: z.enum(FULFILLMENT_STATUSES).optional(),
+        accountId: z.uuid().optional(),
+        limit: z.coerce.number().int().min(1).max(200).default(50),
+      }),
+      response: z.object({ orders: z.array(SupportOrder) }),
+    },
+    async ({ query }) => ({ orders: await listSupportOrders(ctx.orm.em.fork(), query) }),
+  );
 
-  addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'get', path: '/orders/:id', operationId: 'getSupportOrder', tag: 'Support', auth: 'admin', summary: 'One direct-code order with its support actions and procurement state',
-    params: OrderParams, response: SupportOrderDetail, errors: ['not_found'],
-  }, async ({ params }) => supportOrderDetail(deps(), params.id));
+  addRoute(
+    router,
+    registry,
+    ADMIN_PREFIX,
+    {
+      method: 'get',
+      path: '/orders/:id',
+      operationId: 'getSupportOrder',
+      tag: 'Support',
+      auth: 'admin',
+      summary: 'One direct-code order with its support actions and procurement state',
+      params: OrderParams,
+      response: SupportOrderDetail,
+      errors: ['not_found'],
+    },
+    async ({ params }) => supportOrderDetail(deps(), params.id),
+  );
 
-  addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'post', path: '/orders/:id/resume', operationId: 'resumeSupportOrder', tag: 'Support', auth: 'admin', summary: 'Try the supplier again for a needs_attention order',
-    params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
-  }, async ({ params, body, res }) =>
-    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'order.resume', orderId: params.id, reason: body.reason, typedActor: body.actor }, () => resumeOrder(deps(), params.id, body)));
+  addRoute(
+    router,
+    registry,
+    ADMIN_PREFIX,
+    {
+      method: 'post',
+      path: '/orders/:id/resume',
+      operationId: 'resumeSupportOrder',
+      tag: 'Support',
+      auth: 'admin',
+      summary: 'Try the supplier again for a needs_attention order',
+      params: OrderParams,
+      body: ActionBody,
+      response: SupportOutcome,
+      errors: ['not_found'],
+    },
+    async ({ params, body, res }) =>
+      auditedByToken(
+        ctx.orm.em,
+        res.locals.requestId,
+        { action: 'order.resume', orderId: params.id, reason: body.reason, typedActor: body.actor },
+        () => resumeOrder(deps(), params.id, body),
+      ),
+  );
 
-  addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'post', path: '/orders/:id/deliver', operationId: 'deliverSupportOrder', tag: 'Support', auth: 'admin', summary: 'Deliver codes obtained by hand for the missing units',
-    params: OrderParams, body: DeliverBody, response: SupportOutcome, errors: ['not_found'],
-  }, async ({ params, body, res }) =>
-    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'order.deliver', orderId: params.id, reason: body.reason, typedActor: body.actor, details: { codes: body.codes.length } }, () =>
-      deliverOrder(deps(), params.id, body)));
+  addRoute(
+    router,
+    registry,
+    ADMIN_PREFIX,
+    {
+      method: 'post',
+      path: '/orders/:id/deliver',
+      operationId: 'deliverSupportOrder',
+      tag: 'Support',
+      auth: 'admin',
+      summary: 'Deliver codes obtained by hand for the missing units',
+      params: OrderParams,
+      body: DeliverBody,
+      response: SupportOutcome,
+      errors: ['not_found'],
+    },
+    async ({ params, body, res }) =>
+      auditedByToken(
+        ctx.orm.em,
+        res.locals.requestId,
+        {
+          action: 'order.deliver',
+          orderId: params.id,
+          reason: body.reason,
+          typedActor: body.actor,
+          details: { codes: body.codes.length },
+        },
+        () => deliverOrder(deps(), params.id, body),
+      ),
+  );
 
-  addRoute(router, registry, ADMIN_PREFIX, {
-    method: 'post', path: '/orders/:id/refund', operationId: 'refundSupportOrder', tag: 'Support', auth: 'admin', summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
-    params: OrderParams, body: ActionBody, response: SupportOutcome, errors: ['not_found'],
-  }, async ({ params, body, res }) =>
-    auditedByToken(ctx.orm.em, res.locals.requestId, { action: 'order.refund', orderId: params.id, reason: body.reason, typedActor: body.actor }, () => refundOrder(deps(), params.id, body)));
+  addRoute(
+    router,
+    registry,
+    ADMIN_PREFIX,
+    {
+      method: 'post',
+      path: '/orders/:id/refund',
+      operationId: 'refundSupportOrder',
+      tag: 'Support',
+      auth: 'admin',
+      summary: 'Refund the undelivered units to the balance; obtained codes go to the reseller',
+      params: OrderParams,
+      body: ActionBody,
+      response: SupportOutcome,
+      errors: ['not_found'],
+    },
+    async ({ params, body, res }) =>
+      auditedByToken(
+        ctx.orm.em,
+        res.locals.requestId,
+        { action: 'order.refund', orderId: params.id, reason: body.reason, typedActor: body.actor },
+        () => refundOrder(deps(), params.id, body),
+      ),
+  );
 
   operatorQueueRoutes(router, registry, ADMIN_PREFIX, ctx);
   marginRoutes(router, registry, ADMIN_PREFIX, ctx);
 
   // Paths carry the /admin/v1 prefix, so the server is the service's base URL.
-  const document = openApiDocument(registry, ctx.config.publicBaseUrl, { title: 'Wholesale admin API (support and ops)', tags: ['Support'] });
+  const document = openApiDocument(registry, ctx.config.publicBaseUrl, {
+    title: 'Wholesale admin API (support and ops)',
+    tags: ['Support'],
+  });
   router.get('/openapi.json', (_req, res) => {
     res.json(document);
   });

@@ -29,7 +29,9 @@ export const BatchLine = z
 
 export const CreateBatchBody = z
   .object({
-    externalBatchId: IdString(64).openapi({ description: 'Your id for this batch: the same id with the same lines is the same batch' }),
+    externalBatchId: IdString(64).openapi({
+      description: 'Your id for this batch: the same id with the same lines is the same batch',
+    }),
     lines: z.array(BatchLine).min(1).max(MAX_BATCH_LINES),
   })
   .strict()
@@ -58,7 +60,10 @@ const BatchLineResult = z
     expectedUnitPrice: Decimal.nullable(),
     status: z.enum(['pending', 'placed', 'rejected']),
     orderId: z.string().nullable(),
-    reused: z.boolean().nullable().describe('As in the order response: the externalOrderId had an order already (an earlier order or line)'),
+    reused: z
+      .boolean()
+      .nullable()
+      .describe('As in the order response: the externalOrderId had an order already (an earlier order or line)'),
     order: z
       .object({
         status: z.enum(['pending', 'paid', 'delivered', 'expired', 'refunded']),
@@ -72,35 +77,85 @@ const BatchLineResult = z
       .nullable()
       .describe('The order as it stands now'),
     rejection: z
-      .object({ error: ErrorBody.shape.error, message: z.string(), details: z.record(z.string(), z.unknown()).optional() })
+      .object({
+        error: ErrorBody.shape.error,
+        message: z.string(),
+        details: z.record(z.string(), z.unknown()).optional(),
+      })
       .nullable()
       .describe('Why the line placed no order: the error POST /orders answers with'),
   })
   .openapi('BatchLineResult');
 
 export function batchRoutes(router: Router, registry: OpenAPIRegistry, mount: string, ctx: AppContext): void {
-  addRoute(router, registry, mount, {
-    method: 'post', path: '/batches', operationId: 'createBatch', tag: 'Batches', scope: 'orders', summary: `Up to ${MAX_BATCH_LINES} orders at once, accepted now, placed in line order`,
-    description: 'Each line is placed as POST /orders would place it sent after the lines before it: a repeated externalOrderId is a replay (`reused`) '
-      + 'or an `idempotency_conflict`, a line the balance does not cover is `insufficient_balance`. Poll GET /batches/{id} (or await `batch.completed`).',
-    body: CreateBatchBody, response: BatchBody.extend({ reused: z.boolean() }).openapi('BatchCreated'), errors: ['idempotency_conflict'],
-  }, async ({ body, principal }) =>
-    submitBatch({ em: ctx.orm.em.fork(), temporal: ctx.temporal, config: ctx.config }, { ...body, accountId: principal.account.id }));
+  addRoute(
+    router,
+    registry,
+    mount,
+    {
+      method: 'post',
+      path: '/batches',
+      operationId: 'createBatch',
+      tag: 'Batches',
+      scope: 'orders',
+      summary: `Up to ${MAX_BATCH_LINES} orders at once, accepted now, placed in line order`,
+      description:
+        'Each line is placed as POST /orders would place it sent after the lines before it: a repeated externalOrderId is a replay (`reused`) ' +
+        'or an `idempotency_conflict`, a line the balance does not cover is `insufficient_balance`. Poll GET /batches/{id} (or await `batch.completed`).',
+      body: CreateBatchBody,
+      response: BatchBody.extend({ reused: z.boolean() }).openapi('BatchCreated'),
+      errors: ['idempotency_conflict'],
+    },
+    async ({ body, principal }) =>
+      submitBatch(
+        { em: ctx.orm.em.fork(), temporal: ctx.temporal, config: ctx.config },
+        { ...body, accountId: principal.account.id },
+      ),
+  );
 
-  addRoute(router, registry, mount, {
-    method: 'get', path: '/batches/:id', operationId: 'getBatch', tag: 'Batches', scope: 'read', summary: 'A batch and its progress',
-    params: z.object({ id: IdString(128) }), response: BatchBody, errors: ['not_found'],
-  }, async ({ params, principal }) => getBatch(ctx.orm.em.fork(), principal.account.id, params.id));
+  addRoute(
+    router,
+    registry,
+    mount,
+    {
+      method: 'get',
+      path: '/batches/:id',
+      operationId: 'getBatch',
+      tag: 'Batches',
+      scope: 'read',
+      summary: 'A batch and its progress',
+      params: z.object({ id: IdString(128) }),
+      response: BatchBody,
+      errors: ['not_found'],
+    },
+    async ({ params, principal }) => getBatch(ctx.orm.em.fork(), principal.account.id, params.id),
+  );
 
-  addRoute(router, registry, mount, {
-    method: 'get', path: '/batches/:id/lines', operationId: 'listBatchLines', tag: 'Batches', scope: 'read', summary: "A batch's lines in order, with each outcome and its order's codes once delivered",
-    params: z.object({ id: IdString(128) }), query: z.object({ limit: Limit, cursor: Cursor }),
-    response: z.object({ lines: z.array(BatchLineResult), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
-    errors: ['not_found', 'invalid_cursor'],
-  }, async ({ params, query, principal }) => {
-    const page = await listBatchLines(ctx.orm.em.fork(), {
-      accountId: principal.account.id, batchId: params.id, ...query, cursorSecret: ctx.config.CURSOR_SECRET, baseUrl: ctx.config.publicBaseUrl,
-    });
-    return { lines: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore };
-  });
+  addRoute(
+    router,
+    registry,
+    mount,
+    {
+      method: 'get',
+      path: '/batches/:id/lines',
+      operationId: 'listBatchLines',
+      tag: 'Batches',
+      scope: 'read',
+      summary: "A batch's lines in order, with each outcome and its order's codes once delivered",
+      params: z.object({ id: IdString(128) }),
+      query: z.object({ limit: Limit, cursor: Cursor }),
+      response: z.object({ lines: z.array(BatchLineResult), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+      errors: ['not_found', 'invalid_cursor'],
+    },
+    async ({ params, query, principal }) => {
+      const page = await listBatchLines(ctx.orm.em.fork(), {
+        accountId: principal.account.id,
+        batchId: params.id,
+        ...query,
+        cursorSecret: ctx.config.CURSOR_SECRET,
+        baseUrl: ctx.config.publicBaseUrl,
+      });
+      return { lines: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore };
+    },
+  );
 }

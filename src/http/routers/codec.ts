@@ -31,7 +31,8 @@ export const codecEndpoint = (config: Pick<AppContext['config'], 'publicBaseUrl'
   config.CODEC_TOKEN ? `${config.publicBaseUrl}${CODEC_PREFIX}` : undefined;
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
-const sameSecret = (given: string | undefined, expected: Buffer | undefined) => !!given && !!expected && timingSafeEqual(digest(given), expected);
+const sameSecret = (given: string | undefined, expected: Buffer | undefined) =>
+  !!given && !!expected && timingSafeEqual(digest(given), expected);
 
 const PayloadJson = z.object({
   metadata: z.record(z.string().max(256), z.string().max(4096)).optional(),
@@ -45,7 +46,9 @@ const fromJson = (p: z.infer<typeof PayloadJson>): Payload => ({
   data: Buffer.from(p.data ?? '', 'base64'),
 });
 const toJson = (p: Payload) => ({
-  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')]),
+  ),
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 
@@ -105,9 +108,19 @@ export function codecRoutes(ctx: AppContext): Router {
       // (its key was dropped from the ring) is shown as it is too, and the operator is told which
       // key ids are missing.
       const unopened: string[] = [];
-      const out = action === 'decode'
-        ? await Promise.all(payloads.map(async (p) => !isSealed(p) ? p : codec.decode([p]).then(([d]) => d, () => (unopened.push(keyIdOf(p)), p))))
-        : await codec.encode(payloads);
+      const out =
+        action === 'decode'
+          ? await Promise.all(
+              payloads.map(async (p) =>
+                !isSealed(p)
+                  ? p
+                  : codec.decode([p]).then(
+                      ([d]) => d,
+                      () => (unopened.push(keyIdOf(p)), p),
+                    ),
+              ),
+            )
+          : await codec.encode(payloads);
       ctx.logger.info({ requestId: res.locals.requestId, action, count: payloads.length }, 'codec');
       if (unopened.length > 0) {
         // The UI still renders them; the answer says so, and the operator's log once a minute per key.
@@ -127,12 +140,16 @@ export function codecRoutes(ctx: AppContext): Router {
     router.post(`/${action}`, bearer, parseJson, handle);
   }
   router.use(() => {
-    throw new ApiError('not_found', `The codec server answers POST ${CODEC_PREFIX}/decode and ${CODEC_PREFIX}/encode; the token goes in the Authorization header, never in the path`);
+    throw new ApiError(
+      'not_found',
+      `The codec server answers POST ${CODEC_PREFIX}/decode and ${CODEC_PREFIX}/encode; the token goes in the Authorization header, never in the path`,
+    );
   });
   return router;
 }
 
-const isSealed = (p: Payload) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString('utf8') === ENCRYPTED_ENCODING;
+const isSealed = (p: Payload) =>
+  Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString('utf8') === ENCRYPTED_ENCODING;
 
 /**
  * The key id an encrypted payload names (ids are not secret), as the ring spells them (letters,

@@ -16,7 +16,10 @@ export function paymentCallbackRoutes(ctx: AppContext): Router {
   const { payments } = ctx.providers;
   const router = Router();
   router.post('/callback', express.raw({ type: '*/*', limit: '64kb' }), async (req, res) => {
-    const notice = payments.verifyCallback(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.header(payments.signatureHeader));
+    const notice = payments.verifyCallback(
+      Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+      req.header(payments.signatureHeader),
+    );
     if (!notice) throw new ApiError('unauthorized', 'Bad callback signature');
     // Signed is not the same as well-formed: the hygiene rule holds for the provider too.
     assertCleanInput({ body: notice }, { ids: true });

@@ -13,7 +13,10 @@ export const SubmitRedemptionBody = z
     code: IdString(64).openapi({ example: 'ABCD-EFGH-JKMN-PQRS' }),
     // Strings keyed by redeemFields[].key; the shared redeemInfo validation reports bad keys and
     // values with the spec's codes (test-product codes accept anything).
-    redeemInfo: z.record(z.string(), z.unknown()).optional().openapi({ example: { session_user_id: '00000000-0000-4000-8000-000000000000' } }),
+    redeemInfo: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ example: { session_user_id: '00000000-0000-4000-8000-000000000000' } }),
   })
   .strict()
   .openapi('SubmitRedemption');
@@ -42,31 +45,86 @@ export function redemptionRoutes(router: Router, registry: OpenAPIRegistry, moun
   // 60 submissions per minute per key (spec 8); queries stay under the general limit.
   router.use(
     '/redemptions',
-    rateLimit(ctx, { name: 'redemptions', limit: ctx.config.REDEMPTION_RATE_LIMIT_PER_MINUTE, windowSeconds: 60, methods: ['POST'] }),
+    rateLimit(ctx, {
+      name: 'redemptions',
+      limit: ctx.config.REDEMPTION_RATE_LIMIT_PER_MINUTE,
+      windowSeconds: 60,
+      methods: ['POST'],
+    }),
   );
 
-  addRoute(router, registry, mount, {
-    method: 'post', path: '/redemptions', operationId: 'submitRedemption', scope: 'redemptions', tag: 'Redemptions', summary: 'Submit a code with the end customer\'s redeemInfo (server-side redemption)',
-    body: SubmitRedemptionBody, response: RedemptionSubmitted,
-    errors: ['missing_field', 'invalid_account_id', 'invalid_session_json', 'invalid_telegram_username', 'test_code_only', 'invalid_code',
-      'already_redeemed', 'retry_conflict', 'code_expired', 'session_validation_unavailable'],
-  }, async ({ body, principal }) =>
-    submitRedemption(
-      {
-        em: ctx.orm.em.fork(), temporal: ctx.temporal, upstream: ctx.providers.upstream,
-        config: ctx.config, keys: parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS),
-      },
-      { source: 'api', accountId: principal.account.id },
-      { code: body.code, redeemInfo: body.redeemInfo ?? {} },
-    ));
+  addRoute(
+    router,
+    registry,
+    mount,
+    {
+      method: 'post',
+      path: '/redemptions',
+      operationId: 'submitRedemption',
+      scope: 'redemptions',
+      tag: 'Redemptions',
+      summary: "Submit a code with the end customer's redeemInfo (server-side redemption)",
+      body: SubmitRedemptionBody,
+      response: RedemptionSubmitted,
+      errors: [
+        'missing_field',
+        'invalid_account_id',
+        'invalid_session_json',
+        'invalid_telegram_username',
+        'test_code_only',
+        'invalid_code',
+        'already_redeemed',
+        'retry_conflict',
+        'code_expired',
+        'session_validation_unavailable',
+      ],
+    },
+    async ({ body, principal }) =>
+      submitRedemption(
+        {
+          em: ctx.orm.em.fork(),
+          temporal: ctx.temporal,
+          upstream: ctx.providers.upstream,
+          config: ctx.config,
+          keys: parseKeyRing(ctx.config.TEMPORAL_PAYLOAD_KEYS),
+        },
+        { source: 'api', accountId: principal.account.id },
+        { code: body.code, redeemInfo: body.redeemInfo ?? {} },
+      ),
+  );
 
-  addRoute(router, registry, mount, {
-    method: 'get', path: '/redemptions', operationId: 'getRedemptionByCode', tag: 'Redemptions', summary: 'The redemption of a code; not_redeemed when never submitted',
-    query: z.object({ code: IdString(64) }), response: Redemption, errors: ['invalid_code'],
-  }, async ({ query, principal }) => redemptionByCode(ctx.orm.em.fork(), { source: 'api', accountId: principal.account.id }, query.code));
+  addRoute(
+    router,
+    registry,
+    mount,
+    {
+      method: 'get',
+      path: '/redemptions',
+      operationId: 'getRedemptionByCode',
+      tag: 'Redemptions',
+      summary: 'The redemption of a code; not_redeemed when never submitted',
+      query: z.object({ code: IdString(64) }),
+      response: Redemption,
+      errors: ['invalid_code'],
+    },
+    async ({ query, principal }) =>
+      redemptionByCode(ctx.orm.em.fork(), { source: 'api', accountId: principal.account.id }, query.code),
+  );
 
-  addRoute(router, registry, mount, {
-    method: 'get', path: '/redemptions/:id', operationId: 'getRedemption', tag: 'Redemptions', summary: 'A redemption (source of truth; webhooks are push only)',
-    params: z.object({ id: IdString(128) }), response: Redemption, errors: ['not_found'],
-  }, async ({ params, principal }) => redemptionById(ctx.orm.em.fork(), principal.account.id, params.id));
+  addRoute(
+    router,
+    registry,
+    mount,
+    {
+      method: 'get',
+      path: '/redemptions/:id',
+      operationId: 'getRedemption',
+      tag: 'Redemptions',
+      summary: 'A redemption (source of truth; webhooks are push only)',
+      params: z.object({ id: IdString(128) }),
+      response: Redemption,
+      errors: ['not_found'],
+    },
+    async ({ params, principal }) => redemptionById(ctx.orm.em.fork(), principal.account.id, params.id),
+  );
 }

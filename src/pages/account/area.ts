@@ -13,7 +13,12 @@ export interface Area {
 }
 
 export function area(req: Request, res: Response, ctx: AppContext): Area {
-  return { em: ctx.orm.em.fork(), accountId: res.locals.user.accountId, email: res.locals.user.email, csrf: req.csrfToken!() };
+  return {
+    em: ctx.orm.em.fork(),
+    accountId: res.locals.user.accountId,
+    email: res.locals.user.email,
+    csrf: req.csrfToken!(),
+  };
 }
 
 /**
@@ -22,7 +27,8 @@ export function area(req: Request, res: Response, ctx: AppContext): Area {
  */
 export function formError(err: unknown): ApiError {
   const apiError = toApiError(err);
-  const shown = apiError.status < 500 || apiError.code === 'payment_provider_error' || apiError.code === 'payment_provider_timeout';
+  const shown =
+    apiError.status < 500 || apiError.code === 'payment_provider_error' || apiError.code === 'payment_provider_timeout';
   if (!shown) throw err;
   return apiError;
 }

@@ -66,7 +66,11 @@ export function authRoutes(router: Router, ctx: AppContext): void {
       const user = await signIn(
         ctx.orm.em.fork(),
         { ...parsed.data, ip: ipOf(req) },
-        { perEmailAndIp: config.SIGN_IN_RATE_LIMIT_PER_ACCOUNT, perIp: config.SIGN_IN_RATE_LIMIT_PER_IP, windowSeconds: SIGN_IN_WINDOW_SECONDS },
+        {
+          perEmailAndIp: config.SIGN_IN_RATE_LIMIT_PER_ACCOUNT,
+          perIp: config.SIGN_IN_RATE_LIMIT_PER_IP,
+          windowSeconds: SIGN_IN_WINDOW_SECONDS,
+        },
       );
       await startSignedInSession(req, user, config.SESSION_TTL_SECONDS);
       ctx.logger.info({ requestId: res.locals.requestId, accountId: user.accountId }, 'account area sign-in');

@@ -6,7 +6,13 @@ import { CsvError, parseCsvWithHeader } from '../../domain/csv';
 import { ApiError } from '../../domain/errors';
 import type { AppContext } from '../../http/context';
 import { CreateBatchBody } from '../../http/routers/batches';
-import { getBatch, listBatchLines, listBatches, type BatchLineView, type BatchView } from '../../services/batch-queries';
+import {
+  getBatch,
+  listBatchLines,
+  listBatches,
+  type BatchLineView,
+  type BatchView,
+} from '../../services/batch-queries';
 import { submitBatch } from '../../services/batch-submission';
 import { html } from '../layout';
 import { area, formError, type Area } from './area';
@@ -66,10 +72,12 @@ ${errorBox(opts.error)}
 </form>
 <script src="${UPLOAD_SCRIPT_PATH}" defer></script>
 <h2>Your batches</h2>
-${batches.length === 0
-      ? html`<p class="muted" data-testid="no-batches">None yet.</p>`
-      : html`<table class="cards" data-testid="batches"><thead><tr><th>Your id</th><th>Sent</th><th>Status</th><th>Lines</th></tr></thead>
-<tbody>${batches.map(batchRow)}</tbody></table>`}`,
+${
+  batches.length === 0
+    ? html`<p class="muted" data-testid="no-batches">None yet.</p>`
+    : html`<table class="cards" data-testid="batches"><thead><tr><th>Your id</th><th>Sent</th><th>Status</th><th>Lines</th></tr></thead>
+<tbody>${batches.map(batchRow)}</tbody></table>`
+}`,
   });
 }
 
@@ -78,9 +86,13 @@ function lineRow(l: BatchLineView) {
   <td data-label="Line" class="num">${l.line}</td>
   <td data-label="Your id" class="code">${l.externalOrderId}</td>
   <td data-label="Product">${l.productId} × ${l.qty}</td>
-  <td data-label="Outcome" data-testid="line-outcome">${l.status === 'placed'
-    ? html`<a href="/account/orders/${l.orderId}">${l.reused ? 'the order already placed' : 'placed'}</a> · ${l.order?.status ?? ''}`
-    : l.status === 'rejected' ? html`<span class="status failed">${l.rejection?.error}</span> ${l.rejection?.message}` : 'waiting'}</td>
+  <td data-label="Outcome" data-testid="line-outcome">${
+    l.status === 'placed'
+      ? html`<a href="/account/orders/${l.orderId}">${l.reused ? 'the order already placed' : 'placed'}</a> · ${l.order?.status ?? ''}`
+      : l.status === 'rejected'
+        ? html`<span class="status failed">${l.rejection?.error}</span> ${l.rejection?.message}`
+        : 'waiting'
+  }</td>
 </tr>`;
 }
 
@@ -90,7 +102,8 @@ function linesFromCsv(text: string) {
   try {
     const parsed = parseCsvWithHeader(text);
     const missing = COLUMNS.slice(0, 3).filter((c) => !parsed.header.includes(c));
-    if (missing.length) throw new ApiError('invalid_input', `The header lacks ${missing.join(', ')}: it must be ${COLUMNS.join(',')}`);
+    if (missing.length)
+      throw new ApiError('invalid_input', `The header lacks ${missing.join(', ')}: it must be ${COLUMNS.join(',')}`);
     rows = parsed.rows;
   } catch (err) {
     if (err instanceof CsvError) throw new ApiError('invalid_input', `The file is not CSV: ${err.message}`);
@@ -109,14 +122,26 @@ function fileProblem(err: ZodError): ApiError {
   const issue = err.issues[0];
   const [, index, field] = issue.path;
   if (issue.path[0] === 'lines' && typeof index === 'number') {
-    return new ApiError('invalid_input', `Line ${index + 2}${field ? `, ${String(field)}` : ''}: ${issue.message}. Nothing was placed.`);
+    return new ApiError(
+      'invalid_input',
+      `Line ${index + 2}${field ? `, ${String(field)}` : ''}: ${issue.message}. Nothing was placed.`,
+    );
   }
-  return new ApiError('invalid_input', `${issue.path[0] === 'lines' ? `A batch holds 1 to ${MAX_BATCH_LINES} lines` : issue.message}. Nothing was placed.`);
+  return new ApiError(
+    'invalid_input',
+    `${issue.path[0] === 'lines' ? `A batch holds 1 to ${MAX_BATCH_LINES} lines` : issue.message}. Nothing was placed.`,
+  );
 }
 
 export function batchRoutes(router: Router, ctx: AppContext): void {
   router.get(UPLOAD_SCRIPT_PATH.replace('/account', ''), (_req, res) => {
-    res.set({ 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' }).send(UPLOAD_SCRIPT);
+    res
+      .set({
+        'Content-Type': 'text/javascript; charset=utf-8',
+        'Cache-Control': 'public, max-age=300',
+        'X-Content-Type-Options': 'nosniff',
+      })
+      .send(UPLOAD_SCRIPT);
   });
 
   router.get('/batches', async (req, res) => {
@@ -130,7 +155,10 @@ export function batchRoutes(router: Router, ctx: AppContext): void {
       const form = BatchForm.parse(req.body ?? {});
       const parsed = CreateBatchBody.safeParse({ externalBatchId: form.nonce, lines: linesFromCsv(form.csv) });
       if (!parsed.success) throw fileProblem(parsed.error);
-      const batch = await submitBatch({ em: a.em, temporal: ctx.temporal, config: ctx.config }, { ...parsed.data, accountId: a.accountId });
+      const batch = await submitBatch(
+        { em: a.em, temporal: ctx.temporal, config: ctx.config },
+        { ...parsed.data, accountId: a.accountId },
+      );
       res.redirect(303, `/account/batches/${encodeURIComponent(batch.batchId)}`);
     } catch (err) {
       const e = formError(err);
@@ -143,14 +171,24 @@ export function batchRoutes(router: Router, ctx: AppContext): void {
     const { id } = IdParams.parse(req.params);
     const query = ListQuery.parse(req.query);
     const batch = await getBatch(a.em, a.accountId, id);
-    const lines = await listBatchLines(a.em, { accountId: a.accountId, batchId: id, limit: LINES_PAGE, cursor: query.cursor, cursorSecret: ctx.config.CURSOR_SECRET, baseUrl: ctx.config.publicBaseUrl });
-    send(res, 200, areaPage({
-      title: `Batch ${batch.externalBatchId}`,
-      section: 'batches',
-      email: a.email,
-      csrf: a.csrf,
-      refreshSeconds: batch.status === 'running' ? 2 : undefined,
-      body: html`<h1>Batch <span class="code">${batch.externalBatchId}</span></h1>
+    const lines = await listBatchLines(a.em, {
+      accountId: a.accountId,
+      batchId: id,
+      limit: LINES_PAGE,
+      cursor: query.cursor,
+      cursorSecret: ctx.config.CURSOR_SECRET,
+      baseUrl: ctx.config.publicBaseUrl,
+    });
+    send(
+      res,
+      200,
+      areaPage({
+        title: `Batch ${batch.externalBatchId}`,
+        section: 'batches',
+        email: a.email,
+        csrf: a.csrf,
+        refreshSeconds: batch.status === 'running' ? 2 : undefined,
+        body: html`<h1>Batch <span class="code">${batch.externalBatchId}</span></h1>
 <dl>
   <dt>Status</dt><dd><span class="status ${batch.status === 'completed' ? 'fulfilled' : ''}" data-testid="batch-status">${batch.status}</span></dd>
   <dt>Sent</dt><dd>${when(batch.createdAt)}</dd>
@@ -161,10 +199,13 @@ export function batchRoutes(router: Router, ctx: AppContext): void {
 <h2>Lines</h2>
 <table class="cards" data-testid="batch-lines"><thead><tr><th class="num">Line</th><th>Your id</th><th>Product</th><th>Outcome</th></tr></thead>
 <tbody>${lines.items.map(lineRow)}</tbody></table>
-<div class="pager">${query.cursor ? html`<a href="/account/batches/${batch.batchId}">First lines</a>` : ''}${lines.nextCursor
-        ? html`<a href="/account/batches/${batch.batchId}?cursor=${lines.nextCursor}" data-testid="more-lines">More lines</a>`
-        : ''}</div>
+<div class="pager">${query.cursor ? html`<a href="/account/batches/${batch.batchId}">First lines</a>` : ''}${
+          lines.nextCursor
+            ? html`<a href="/account/batches/${batch.batchId}?cursor=${lines.nextCursor}" data-testid="more-lines">More lines</a>`
+            : ''
+        }</div>
 <p><a href="/account/batches">All batches</a></p>`,
-    }));
+      }),
+    );
   });
 }

@@ -36,6 +36,12 @@ const SCRIPT = `(() => {
 
 export function copyScriptRoute(router: Router): void {
   router.get('/assets/copy.js', (_req, res) => {
-    res.set({ 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' }).send(SCRIPT);
+    res
+      .set({
+        'Content-Type': 'text/javascript; charset=utf-8',
+        'Cache-Control': 'public, max-age=300',
+        'X-Content-Type-Options': 'nosniff',
+      })
+      .send(SCRIPT);
   });
 }

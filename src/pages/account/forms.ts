@@ -71,7 +71,8 @@ export const IdParams = z.object({ id: IdString(128) });
 export const ListQuery = z.object({ cursor: Cursor });
 
 /** A fresh id per rendered form (as the top-up's), so a form sent twice is one export or one batch. */
-const Nonce = (prefix: string) => IdString(64).regex(new RegExp(`^${prefix}-[A-Za-z0-9_-]{8,48}$`), 'reload the page and try again');
+const Nonce = (prefix: string) =>
+  IdString(64).regex(new RegExp(`^${prefix}-[A-Za-z0-9_-]{8,48}$`), 'reload the page and try again');
 
 /** Days as a date input gives them; both are included. `now` streams the file, `file` prepares it. */
 export const ExportForm = z.object({

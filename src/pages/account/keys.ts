@@ -48,14 +48,18 @@ function keyRow(k: KeyView, csrf: string) {
   <td data-label="Key" class="code" data-testid="key-shown">${k.shown}</td>
   <td data-label="Scopes" data-testid="key-scopes">${allScopes(k) ? html`all <span class="muted">(${k.scopes.join(', ')})</span>` : k.scopes.join(', ')}</td>
   <td data-label="From" data-testid="key-cidrs">${k.cidrs.length ? k.cidrs.join(', ') : html`<span class="muted">anywhere</span>`}</td>
-  <td data-label="Expires" data-testid="key-valid-until">${k.validUntil
-    ? html`${when(k.validUntil)}${k.expired ? html` <span class="status failed" data-testid="key-expired">expired</span>` : ''}`
-    : html`<span class="muted">never</span>`}</td>
+  <td data-label="Expires" data-testid="key-valid-until">${
+    k.validUntil
+      ? html`${when(k.validUntil)}${k.expired ? html` <span class="status failed" data-testid="key-expired">expired</span>` : ''}`
+      : html`<span class="muted">never</span>`
+  }</td>
   <td data-label="Created">${when(k.createdAt)}</td>
   <td data-label="Last used">${k.lastUsedAt ? when(k.lastUsedAt) : 'never'}</td>
-  <td data-label="">${k.expiresAt
-    ? html`<span class="muted" data-testid="key-expires">Rotated; works until ${when(k.expiresAt)}</span> `
-    : html`<form method="post" action="/account/keys/${k.id}/rotate">${csrfField(csrf)}<button type="submit" class="secondary" data-testid="rotate">Rotate</button></form> `}
+  <td data-label="">${
+    k.expiresAt
+      ? html`<span class="muted" data-testid="key-expires">Rotated; works until ${when(k.expiresAt)}</span> `
+      : html`<form method="post" action="/account/keys/${k.id}/rotate">${csrfField(csrf)}<button type="submit" class="secondary" data-testid="rotate">Rotate</button></form> `
+  }
     <form method="post" action="/account/keys/${k.id}/revoke">${csrfField(csrf)}<button type="submit" class="danger" data-testid="revoke">Revoke</button></form></td>
 </tr>`;
 }
@@ -110,10 +114,12 @@ ${noticeBox(opts.notice)}${opts.created}
 ${errorBox(opts.error)}
 ${keyForm(a.csrf, form)}
 <h2>Active keys</h2>
-${keys.length === 0
-      ? html`<p class="muted" data-testid="no-keys">No active keys.</p>`
-      : html`<table class="cards keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>From</th><th>Expires</th><th>Created</th><th>Last used</th><th></th></tr></thead>
-<tbody>${keys.map((k) => keyRow(k, a.csrf))}</tbody></table>`}`,
+${
+  keys.length === 0
+    ? html`<p class="muted" data-testid="no-keys">No active keys.</p>`
+    : html`<table class="cards keys"><thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th>From</th><th>Expires</th><th>Created</th><th>Last used</th><th></th></tr></thead>
+<tbody>${keys.map((k) => keyRow(k, a.csrf))}</tbody></table>`
+}`,
   });
 }
 
@@ -127,7 +133,12 @@ const shownOnce = (apiKey: string, what: string, extra?: SafeHtml) => html`<div 
 function formValues(body: Record<string, unknown>): KeyFormValues {
   const text = (v: unknown, max: number) => (typeof v === 'string' ? v.slice(0, max) : '');
   const scopes = Array.isArray(body.scopes) ? body.scopes : [body.scopes];
-  return { name: text(body.name, 64), scopes: scopes.filter((s): s is string => typeof s === 'string'), cidrs: text(body.cidrs, 2000), expires: text(body.expires, 32) };
+  return {
+    name: text(body.name, 64),
+    scopes: scopes.filter((s): s is string => typeof s === 'string'),
+    cidrs: text(body.cidrs, 2000),
+    expires: text(body.expires, 32),
+  };
 }
 
 export function keyRoutes(router: Router, ctx: AppContext): void {
@@ -146,7 +157,12 @@ export function keyRoutes(router: Router, ctx: AppContext): void {
       send(res, 200, await keysPage(a, ctx, { created: shownOnce(apiKey, 'Your new API key.') }));
     } catch (err) {
       const e = formError(err);
-      send(res, e.status, await keysPage(a, ctx, { form: formValues(req.body ?? {}), error: plainMessage(e) }), e.headers);
+      send(
+        res,
+        e.status,
+        await keysPage(a, ctx, { form: formValues(req.body ?? {}), error: plainMessage(e) }),
+        e.headers,
+      );
     }
   });
 
@@ -162,7 +178,10 @@ export function keyRoutes(router: Router, ctx: AppContext): void {
     const a = area(req, res, ctx);
     const { id } = IdParams.parse(req.params);
     const rotated = await rotateApiKey(a.em, a.accountId, id, ctx.config.KEY_ROTATION_GRACE_SECONDS);
-    ctx.logger.info({ requestId: res.locals.requestId, accountId: a.accountId, keyId: id, newKeyId: rotated.key.id }, 'api key rotated');
+    ctx.logger.info(
+      { requestId: res.locals.requestId, accountId: a.accountId, keyId: id, newKeyId: rotated.key.id },
+      'api key rotated',
+    );
     const extra = html`<p data-testid="rotation-grace">The old key keeps working until ${when(rotated.oldKeyExpiresAt)}, then stops.</p>`;
     send(res, 200, await keysPage(a, ctx, { created: shownOnce(rotated.apiKey, 'Your replacement key.', extra) }));
   });

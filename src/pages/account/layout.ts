@@ -51,22 +51,37 @@ const SECTIONS: [Section, string, string][] = [
   ['exports', 'Exports', '/account/exports'],
 ];
 
-
-
 /** A page of the signed-in area; `refreshSeconds` reloads it while something it shows is in progress. */
-export function areaPage(opts: { title: string; section?: Section; email: string; csrf: string; body: SafeHtml; scripts?: string[]; refreshSeconds?: number }): string {
+export function areaPage(opts: {
+  title: string;
+  section?: Section;
+  email: string;
+  csrf: string;
+  body: SafeHtml;
+  scripts?: string[];
+  refreshSeconds?: number;
+}): string {
   const nav = html`<nav class="area" aria-label="Account">
   ${SECTIONS.map(([id, label, href]) => html`<a href="${href}"${id === opts.section ? html` aria-current="page"` : ''}>${label}</a>`)}
   <form method="post" action="/account/sign-out">${csrfField(opts.csrf)}<button type="submit" data-testid="sign-out">Sign out</button></form>
 </nav>
 <p class="muted" data-testid="signed-in-as">Signed in as ${opts.email}</p>`;
   const refresh = opts.refreshSeconds ? html`<meta http-equiv="refresh" content="${opts.refreshSeconds}">` : '';
-  return page({ title: `${opts.title} · Wholesale account`, head: html`<style>${new SafeHtml(AREA_STYLE)}</style>${refresh}`, body: html`${nav}${opts.body}`, scripts: opts.scripts });
+  return page({
+    title: `${opts.title} · Wholesale account`,
+    head: html`<style>${new SafeHtml(AREA_STYLE)}</style>${refresh}`,
+    body: html`${nav}${opts.body}`,
+    scripts: opts.scripts,
+  });
 }
 
 /** A page outside the signed-in area (sign in, sign up, errors). */
 export function publicPage(opts: { title: string; body: SafeHtml }): string {
-  return page({ title: `${opts.title} · Wholesale account`, head: html`<style>${new SafeHtml(AREA_STYLE)}</style>`, body: opts.body });
+  return page({
+    title: `${opts.title} · Wholesale account`,
+    head: html`<style>${new SafeHtml(AREA_STYLE)}</style>`,
+    body: opts.body,
+  });
 }
 
 export function send(res: Response, status: number, body: string, headers: Record<string, string> = {}): void {
@@ -102,7 +117,9 @@ export function plainMessage(err: ApiError): string {
   switch (err.code) {
     case 'invalid_input':
       if (err.details?.field && !issue) return err.message;
-      return field && FIELD_LABELS[field] ? `Please check “${FIELD_LABELS[field]}”: ${issue?.message ?? err.message}.` : err.message;
+      return field && FIELD_LABELS[field]
+        ? `Please check “${FIELD_LABELS[field]}”: ${issue?.message ?? err.message}.`
+        : err.message;
     case 'rate_limited': {
       const seconds = Number(err.headers?.['Retry-After'] ?? 60);
       const wait = seconds > 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`;

@@ -18,7 +18,12 @@ const LEDGER_PAGE = 25;
 
 const NOTICES = { welcome: 'Your account is ready. Create an API key to start using the API.' };
 
-const TYPE_LABEL: Record<string, string> = { topup: 'Top-up', purchase: 'Purchase', refund: 'Refund', adjust: 'Adjustment' };
+const TYPE_LABEL: Record<string, string> = {
+  topup: 'Top-up',
+  purchase: 'Purchase',
+  refund: 'Refund',
+  adjust: 'Adjustment',
+};
 
 type Transaction = Awaited<ReturnType<typeof listTransactions>>['items'][number];
 
@@ -38,9 +43,17 @@ function ledgerTable(rows: Transaction[]) {
   )}</tbody></table>`;
 }
 
-async function overviewPage(a: Area, ctx: AppContext, opts: { error?: string; notice?: string; amount?: string; currency?: string } = {}): Promise<string> {
+async function overviewPage(
+  a: Area,
+  ctx: AppContext,
+  opts: { error?: string; notice?: string; amount?: string; currency?: string } = {},
+): Promise<string> {
   const summary = await accountSummary(a.em, a.accountId, ctx.config.LEVEL_THRESHOLDS);
-  const recent = await listTransactions(a.em, { accountId: a.accountId, limit: 5, cursorSecret: ctx.config.CURSOR_SECRET });
+  const recent = await listTransactions(a.em, {
+    accountId: a.accountId,
+    limit: 5,
+    cursorSecret: ctx.config.CURSOR_SECRET,
+  });
   // A fresh id per rendered form: sending the same form twice is one top-up, not two.
   const nonce = `web-${randomBytes(12).toString('base64url')}`;
   return areaPage({
@@ -54,9 +67,11 @@ ${noticeBox(opts.notice)}
 <dl>
   <dt>Level</dt><dd data-testid="level">Lv${summary.level}</dd>
   <dt>Spending + balance</dt><dd data-testid="progress">${summary.progress} USDT <span class="muted">(spent ${summary.cumulativeSpending})</span></dd>
-  <dt>Next level</dt><dd data-testid="next-level">${summary.next
-    ? `Lv${summary.next.level} at ${summary.next.threshold} USDT: ${summary.next.remaining} USDT to go`
-    : 'You are at the top level.'}</dd>
+  <dt>Next level</dt><dd data-testid="next-level">${
+    summary.next
+      ? `Lv${summary.next.level} at ${summary.next.threshold} USDT: ${summary.next.remaining} USDT to go`
+      : 'You are at the top level.'
+  }</dd>
 </dl>
 
 <h2 id="topup">Top up</h2>
@@ -97,13 +112,22 @@ export function moneyRoutes(router: Router, ctx: AppContext): void {
           admission: ctx.admission,
         },
         // Recorded as a REST top-up: the top-up services know the sources 'rest' and 'mcp' only.
-        { accountId: a.accountId, externalTopupId: form.nonce, amount: form.amount, currency: form.currency, source: 'rest' },
+        {
+          accountId: a.accountId,
+          externalTopupId: form.nonce,
+          amount: form.amount,
+          currency: form.currency,
+          source: 'rest',
+        },
       );
       res.redirect(303, `/account/orders/${encodeURIComponent(topup.orderId)}`);
     } catch (err) {
       const e = formError(err);
       const body = req.body ?? {};
-      const shown = { amount: typeof body.amount === 'string' ? body.amount.slice(0, 32) : '', currency: body.currency };
+      const shown = {
+        amount: typeof body.amount === 'string' ? body.amount.slice(0, 32) : '',
+        currency: body.currency,
+      };
       send(res, e.status, await overviewPage(a, ctx, { ...shown, error: plainMessage(e) }), e.headers);
     }
   });
@@ -111,18 +135,27 @@ export function moneyRoutes(router: Router, ctx: AppContext): void {
   router.get('/ledger', async (req, res) => {
     const a = area(req, res, ctx);
     const query = ListQuery.parse(req.query);
-    const page = await listTransactions(a.em, { accountId: a.accountId, limit: LEDGER_PAGE, cursor: query.cursor, cursorSecret: ctx.config.CURSOR_SECRET });
-    send(res, 200, areaPage({
-      title: 'Ledger',
-      section: 'ledger',
-      email: a.email,
-      csrf: a.csrf,
-      body: html`<h1>Ledger</h1>
+    const page = await listTransactions(a.em, {
+      accountId: a.accountId,
+      limit: LEDGER_PAGE,
+      cursor: query.cursor,
+      cursorSecret: ctx.config.CURSOR_SECRET,
+    });
+    send(
+      res,
+      200,
+      areaPage({
+        title: 'Ledger',
+        section: 'ledger',
+        email: a.email,
+        csrf: a.csrf,
+        body: html`<h1>Ledger</h1>
 <p class="muted">Every change of your balance, newest first, with the balance after it.</p>
 ${ledgerTable(page.items)}
-<div class="pager">${query.cursor ? html`<a href="/account/ledger">Newest</a>` : ''}${page.nextCursor
-        ? html`<a href="/account/ledger?cursor=${page.nextCursor}" data-testid="older">Older</a>`
-        : ''}</div>`,
-    }));
+<div class="pager">${query.cursor ? html`<a href="/account/ledger">Newest</a>` : ''}${
+          page.nextCursor ? html`<a href="/account/ledger?cursor=${page.nextCursor}" data-testid="older">Older</a>` : ''
+        }</div>`,
+      }),
+    );
   });
 }

@@ -37,19 +37,23 @@ function detailPage(a: Area, d: Detail, codes?: string[]): string {
   ${d.redeemUrl ? html`<dt>Redeem at</dt><dd><a href="${d.redeemUrl}">${d.redeemUrl}</a></dd>` : ''}
   ${d.errorCode ? html`<dt>Problem</dt><dd>${d.errorCode}${d.resolution ? ` (${d.resolution})` : ''}</dd>` : ''}
 </dl>
-${d.paymentUrl
-      ? html`<h2>Payment</h2>
+${
+  d.paymentUrl
+    ? html`<h2>Payment</h2>
 <p>This ${topup ? 'top-up' : 'order'} waits for payment at the hosted checkout.</p>
 <p class="notice" data-testid="compliance">${COMPLIANCE_NOTICE}</p>
 <p><a class="button" href="${d.paymentUrl}" data-testid="pay-link" rel="noreferrer">Pay ${d.amount} ${d.currency} at the checkout</a></p>`
-      : ''}
-${codes
-      ? html`<h2>Codes</h2><ol class="code" data-testid="codes">${codes.map((c) => html`<li data-testid="code">${c}</li>`)}</ol>
+    : ''
+}
+${
+  codes
+    ? html`<h2>Codes</h2><ol class="code" data-testid="codes">${codes.map((c) => html`<li data-testid="code">${c}</li>`)}</ol>
 <p class="muted">Shown because you asked; this page is not cached. Keep the codes safe.</p>`
-      : d.codes.length > 0
-        ? html`<h2>Codes</h2><p>${d.codes.length} code${d.codes.length === 1 ? '' : 's'} delivered.</p>
+    : d.codes.length > 0
+      ? html`<h2>Codes</h2><p>${d.codes.length} code${d.codes.length === 1 ? '' : 's'} delivered.</p>
 <form method="post" action="/account/orders/${d.id}/codes">${csrfField(a.csrf)}<button type="submit" data-testid="reveal-codes">Reveal codes</button></form>`
-        : ''}
+      : ''
+}
 <p><a href="/account/orders">All orders</a></p>`,
   });
 }
@@ -60,19 +64,29 @@ export function orderRoutes(router: Router, ctx: AppContext): void {
   router.get('/orders', async (req, res) => {
     const a = area(req, res, ctx);
     const query = ListQuery.parse(req.query);
-    const page = await listOrders(a.em, { accountId: a.accountId, limit: ORDERS_PAGE, cursor: query.cursor, baseUrl, cursorSecret: ctx.config.CURSOR_SECRET });
-    send(res, 200, areaPage({
-      title: 'Orders',
-      section: 'orders',
-      email: a.email,
-      csrf: a.csrf,
-      body: html`<h1>Orders</h1>
+    const page = await listOrders(a.em, {
+      accountId: a.accountId,
+      limit: ORDERS_PAGE,
+      cursor: query.cursor,
+      baseUrl,
+      cursorSecret: ctx.config.CURSOR_SECRET,
+    });
+    send(
+      res,
+      200,
+      areaPage({
+        title: 'Orders',
+        section: 'orders',
+        email: a.email,
+        csrf: a.csrf,
+        body: html`<h1>Orders</h1>
 <p class="muted">Purchases and top-ups, newest first. Open an order to see its details and reveal its codes.</p>
-${page.items.length === 0
-        ? html`<p class="muted" data-testid="no-orders">No orders yet.</p>`
-        : html`<table class="cards" data-testid="orders"><thead><tr><th>Order</th><th>Your id</th><th>Kind</th><th>Product</th><th class="num">Qty</th><th class="num">Amount</th><th>Status</th></tr></thead>
+${
+  page.items.length === 0
+    ? html`<p class="muted" data-testid="no-orders">No orders yet.</p>`
+    : html`<table class="cards" data-testid="orders"><thead><tr><th>Order</th><th>Your id</th><th>Kind</th><th>Product</th><th class="num">Qty</th><th class="num">Amount</th><th>Status</th></tr></thead>
 <tbody>${page.items.map(
-          (o) => html`<tr data-testid="order-row" data-order-id="${o.id}">
+        (o) => html`<tr data-testid="order-row" data-order-id="${o.id}">
   <td data-label="Order"><a href="/account/orders/${o.id}" class="code">${o.id}</a></td>
   <td data-label="Your id" class="code">${o.external_order_id ?? '—'}</td>
   <td data-label="Kind">${o.channel === 'topup' ? 'Top-up' : 'Purchase'}</td>
@@ -81,11 +95,13 @@ ${page.items.length === 0
   <td data-label="Amount" class="num">${o.amount}</td>
   <td data-label="Status"><span class="status ${STATUS_CLASS[o.status] ?? ''}">${o.status}</span></td>
 </tr>`,
-        )}</tbody></table>`}
-<div class="pager">${query.cursor ? html`<a href="/account/orders">Newest</a>` : ''}${page.nextCursor
-        ? html`<a href="/account/orders?cursor=${page.nextCursor}" data-testid="older">Older</a>`
-        : ''}</div>`,
-    }));
+      )}</tbody></table>`
+}
+<div class="pager">${query.cursor ? html`<a href="/account/orders">Newest</a>` : ''}${
+          page.nextCursor ? html`<a href="/account/orders?cursor=${page.nextCursor}" data-testid="older">Older</a>` : ''
+        }</div>`,
+      }),
+    );
   });
 
   router.get('/orders/:id', async (req, res) => {
@@ -98,7 +114,10 @@ ${page.items.length === 0
     const a = area(req, res, ctx);
     const { id } = IdParams.parse(req.params);
     const detail = await orderDetail(a.em, a.accountId, id, baseUrl);
-    ctx.logger.info({ requestId: res.locals.requestId, accountId: a.accountId, orderId: id, count: detail.codes.length }, 'codes revealed in the account area');
+    ctx.logger.info(
+      { requestId: res.locals.requestId, accountId: a.accountId, orderId: id, count: detail.codes.length },
+      'codes revealed in the account area',
+    );
     send(res, 200, detailPage(a, detail, detail.codes));
   });
 }

@@ -20,7 +20,7 @@ import { areaPage, csrfField, errorBox, noticeBox, plainMessage, send, when } fr
 const RESEND_PAGE = 100;
 
 const OPT_IN_NOTE: Record<string, string> = {
-  'product.updated': ' (a product\'s price at your level, its stock or its availability changed)',
+  'product.updated': " (a product's price at your level, its stock or its availability changed)",
   'balance.low': ' (your balance fell below the amount below)',
 };
 
@@ -42,7 +42,8 @@ const retryForm = (d: Delivery, csrf: string) =>
     ? html`<form method="post" action="/account/webhook/deliveries/${d.id}/retry">${csrfField(csrf)}<button type="submit" data-testid="retry">Retry</button></form>`
     : '';
 
-const statusBadge = (d: Delivery) => html`<span class="status ${STATUS_CLASS[d.status] ?? ''}" data-testid="delivery-status">${d.status}</span>`;
+const statusBadge = (d: Delivery) =>
+  html`<span class="status ${STATUS_CLASS[d.status] ?? ''}" data-testid="delivery-status">${d.status}</span>`;
 
 function eventsFieldset(events: readonly string[], threshold: string) {
   return html`<input type="hidden" name="subscription" value="1">
@@ -53,7 +54,9 @@ function eventsFieldset(events: readonly string[], threshold: string) {
 </fieldset>`;
 }
 
-const resendForm = (csrf: string) => html`<form method="post" action="/account/webhook/resend" class="inline-form" style="margin-bottom:1rem">
+const resendForm = (
+  csrf: string,
+) => html`<form method="post" action="/account/webhook/resend" class="inline-form" style="margin-bottom:1rem">
   ${csrfField(csrf)}
   <div><label for="since">Resend failed and cancelled deliveries since <span class="hint">(UTC)</span></label>
     <input id="since" name="since" type="datetime-local" required data-testid="resend-since"></div>
@@ -75,7 +78,12 @@ async function webhookPage(
   opts: { cursor?: string; secret?: SafeHtml; error?: string; notice?: string; url?: string } = {},
 ): Promise<string> {
   const { url, events, balanceLowThreshold } = await getWebhook(a.em, a.accountId);
-  const page = await listDeliveries(a.em, { accountId: a.accountId, limit: DELIVERIES_PAGE, cursor: opts.cursor, cursorSecret: ctx.config.CURSOR_SECRET });
+  const page = await listDeliveries(a.em, {
+    accountId: a.accountId,
+    limit: DELIVERIES_PAGE,
+    cursor: opts.cursor,
+    cursorSecret: ctx.config.CURSOR_SECRET,
+  });
   return areaPage({
     title: 'Webhook',
     section: 'webhook',
@@ -92,17 +100,20 @@ ${noticeBox(opts.notice)}${opts.secret}${errorBox(opts.error)}
   ${eventsFieldset(events ?? DEFAULT_EVENTS, balanceLowThreshold ?? '')}
   <button type="submit" data-testid="save-webhook">Save</button>
 </form>
-${url
-      ? html`<div class="inline-form" style="margin-top:1rem">
+${
+  url
+    ? html`<div class="inline-form" style="margin-top:1rem">
   <form method="post" action="/account/webhook/test">${csrfField(a.csrf)}<button type="submit" data-testid="send-test">Send a test event</button></form>
   <form method="post" action="/account/webhook">${csrfField(a.csrf)}<input type="hidden" name="url" value=""><button type="submit" class="danger" data-testid="clear-webhook">Remove webhook</button></form>
 </div>`
-      : html`<p class="muted" data-testid="no-webhook">No webhook is set.</p>`}
+    : html`<p class="muted" data-testid="no-webhook">No webhook is set.</p>`
+}
 <h2>Deliveries</h2>
 ${url ? resendForm(a.csrf) : ''}
-${page.items.length === 0
-      ? html`<p class="muted" data-testid="no-deliveries">No deliveries yet.</p>`
-      : html`<table class="cards" data-testid="deliveries"><thead><tr><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Last answer</th><th>Created</th><th></th></tr></thead>
+${
+  page.items.length === 0
+    ? html`<p class="muted" data-testid="no-deliveries">No deliveries yet.</p>`
+    : html`<table class="cards" data-testid="deliveries"><thead><tr><th>Event</th><th>Status</th><th class="num">Attempts</th><th>Last answer</th><th>Created</th><th></th></tr></thead>
 <tbody>${page.items.map(
         (d) => html`<tr data-testid="delivery-row" data-delivery-id="${d.id}">
   <td data-label="Event"><a href="/account/webhook/deliveries/${d.id}">${d.event}</a></td>
@@ -112,10 +123,11 @@ ${page.items.length === 0
   <td data-label="Created">${when(d.createdAt)}</td>
   <td data-label="">${retryForm(d, a.csrf)}</td>
 </tr>`,
-      )}</tbody></table>`}
-<div class="pager">${opts.cursor ? html`<a href="/account/webhook">Newest</a>` : ''}${page.nextCursor
-      ? html`<a href="/account/webhook?cursor=${page.nextCursor}" data-testid="older">Older</a>`
-      : ''}</div>`,
+      )}</tbody></table>`
+}
+<div class="pager">${opts.cursor ? html`<a href="/account/webhook">Newest</a>` : ''}${
+      page.nextCursor ? html`<a href="/account/webhook?cursor=${page.nextCursor}" data-testid="older">Older</a>` : ''
+    }</div>`,
   });
 }
 
@@ -151,7 +163,13 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
   router.post('/webhook/test', async (req, res) => {
     const a = area(req, res, ctx);
     try {
-      await sendTestEvent({ ...deps(a), onStartError: (err) => ctx.logger.warn({ err }, 'webhook.test delivery left for the reconciler') }, a.accountId);
+      await sendTestEvent(
+        {
+          ...deps(a),
+          onStartError: (err) => ctx.logger.warn({ err }, 'webhook.test delivery left for the reconciler'),
+        },
+        a.accountId,
+      );
       res.redirect(303, '/account/webhook?notice=test-sent');
     } catch (err) {
       const e = formError(err);
@@ -164,13 +182,17 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
     try {
       const { since } = ResendForm.parse(req.body ?? {});
       const r = await resendDeliveries(
-        { ...deps(a), onStartError: (err) => ctx.logger.warn({ err }, 'resent webhook delivery left for the reconciler') },
+        {
+          ...deps(a),
+          onStartError: (err) => ctx.logger.warn({ err }, 'resent webhook delivery left for the reconciler'),
+        },
         a.accountId,
         { since, limit: RESEND_PAGE },
       );
-      const notice = r.resent === 0
-        ? 'No failed or cancelled deliveries since then.'
-        : `${r.resent} ${r.resent === 1 ? 'delivery is' : 'deliveries are'} being sent again.${r.hasMore ? ' There are more: resend again for the next ones.' : ''}`;
+      const notice =
+        r.resent === 0
+          ? 'No failed or cancelled deliveries since then.'
+          : `${r.resent} ${r.resent === 1 ? 'delivery is' : 'deliveries are'} being sent again.${r.hasMore ? ' There are more: resend again for the next ones.' : ''}`;
       send(res, 200, await webhookPage(a, ctx, { notice }));
     } catch (err) {
       const e = formError(err);
@@ -182,12 +204,15 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
     const a = area(req, res, ctx);
     const { id } = IdParams.parse(req.params);
     const d = await findDelivery(a.em, a.accountId, id);
-    send(res, 200, areaPage({
-      title: `Delivery ${d.id}`,
-      section: 'webhook',
-      email: a.email,
-      csrf: a.csrf,
-      body: html`<h1>Delivery <span class="code">${d.id}</span></h1>
+    send(
+      res,
+      200,
+      areaPage({
+        title: `Delivery ${d.id}`,
+        section: 'webhook',
+        email: a.email,
+        csrf: a.csrf,
+        body: html`<h1>Delivery <span class="code">${d.id}</span></h1>
 <dl>
   <dt>Event</dt><dd>${d.event} <span class="code muted">${d.eventId}</span></dd>
   <dt>Status</dt><dd>${statusBadge(d)}</dd>
@@ -200,7 +225,8 @@ export function webhookRoutes(router: Router, ctx: AppContext): void {
 </dl>
 ${retryForm(d, a.csrf)}
 <p><a href="/account/webhook">All deliveries</a></p>`,
-    }));
+      }),
+    );
   });
 
   router.post('/webhook/deliveries/:id/retry', async (req, res) => {

@@ -22,10 +22,15 @@ export function receivingKey(xpub: string, coinType: 60 | 195 = 60): HDKey {
   } catch {
     throw new Error('not a valid BIP32 extended public key (xpub…)');
   }
-  if (key.privateKey) throw new Error('this is an extended private key: give the service the xpub only, it never holds a key that can spend');
+  if (key.privateKey)
+    throw new Error(
+      'this is an extended private key: give the service the xpub only, it never holds a key that can spend',
+    );
   if (key.depth === 4) return key;
   if (key.depth === 3) return key.deriveChild(0);
-  throw new Error(`expected an xpub at m/44'/${coinType}'/0'/0 (depth 4) or m/44'/${coinType}'/0' (depth 3), got depth ${key.depth}`);
+  throw new Error(
+    `expected an xpub at m/44'/${coinType}'/0'/0 (depth 4) or m/44'/${coinType}'/0' (depth 3), got depth ${key.depth}`,
+  );
 }
 
 /** The checksummed address at index `index` under the receiving key. */

@@ -58,9 +58,17 @@ export async function checkChainId(node: RpcNode, chainId: number): Promise<void
 }
 
 /** A log's Transfer(from, to, value), or undefined when it is not one. */
-export function decodeTransfer(log: { data: string; topics: string[] }): { to: `0x${string}`; value: bigint } | undefined {
+export function decodeTransfer(log: {
+  data: string;
+  topics: string[];
+}): { to: `0x${string}`; value: bigint } | undefined {
   try {
-    const { args } = decodeEventLog({ abi: [TRANSFER_EVENT], data: log.data as `0x${string}`, topics: log.topics as [`0x${string}`, ...`0x${string}`[]], strict: true });
+    const { args } = decodeEventLog({
+      abi: [TRANSFER_EVENT],
+      data: log.data as `0x${string}`,
+      topics: log.topics as [`0x${string}`, ...`0x${string}`[]],
+      strict: true,
+    });
     return { to: args.to, value: args.value };
   } catch {
     return undefined;

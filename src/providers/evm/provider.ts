@@ -41,7 +41,11 @@ export class EvmPaymentProvider implements PaymentProvider {
     this.book = deps.book(this);
     this.key = receivingKey(deps.config.EVM_XPUB);
     if (deps.chains.some((c) => c.kind === 'tron')) this.tronKey = receivingKey(deps.config.TRON_XPUB, 195);
-    const opts = { timeoutMs: deps.config.EVM_RPC_TIMEOUT_MS, headStallSeconds: deps.config.EVM_HEAD_STALL_SECONDS, logRangeBlocks: deps.config.EVM_LOG_RANGE_BLOCKS };
+    const opts = {
+      timeoutMs: deps.config.EVM_RPC_TIMEOUT_MS,
+      headStallSeconds: deps.config.EVM_HEAD_STALL_SECONDS,
+      logRangeBlocks: deps.config.EVM_LOG_RANGE_BLOCKS,
+    };
     this.rpcs = deps.chains.map((chain, index) => new ChainRpc(chain, opts, { index }));
   }
 
@@ -51,7 +55,10 @@ export class EvmPaymentProvider implements PaymentProvider {
 
   /** The deposit addresses at a derivation index: on the EVM chains, and on TRON when one is configured. */
   depositAddresses(index: number): { address: `0x${string}`; tronAddress?: `0x${string}` } {
-    return { address: depositAddress(this.key, index), ...(this.tronKey ? { tronAddress: depositAddress(this.tronKey, index) } : {}) };
+    return {
+      address: depositAddress(this.key, index),
+      ...(this.tronKey ? { tronAddress: depositAddress(this.tronKey, index) } : {}),
+    };
   }
 
   createCheckout(req: CheckoutRequest): Promise<Checkout> {
@@ -70,9 +77,16 @@ export class EvmPaymentProvider implements PaymentProvider {
   async health(): Promise<ChainStatus[]> {
     return Promise.all(
       this.rpcs.map(async (rpc) => {
-        const state = await rpc.head().then(() => rpc.health, () => 'down' as const);
+        const state = await rpc.head().then(
+          () => rpc.health,
+          () => 'down' as const,
+        );
         const verified = state !== 'down' && (await this.tokensVerified(rpc));
-        return { chainId: rpc.chain.chainId, name: rpc.chain.name, state: state === 'down' || verified ? state : 'unverified' };
+        return {
+          chainId: rpc.chain.chainId,
+          name: rpc.chain.name,
+          state: state === 'down' || verified ? state : 'unverified',
+        };
       }),
     );
   }
@@ -98,7 +112,9 @@ export class EvmPaymentProvider implements PaymentProvider {
       if (!token) continue;
       const actual = await rpc.decimals(token.address);
       if (actual !== token.decimals) {
-        mismatches.push(`  EVM_CHAINS: ${symbol} on ${rpc.chain.name} (chain ${rpc.chain.chainId}) has ${actual} decimals on chain, ${token.decimals} configured`);
+        mismatches.push(
+          `  EVM_CHAINS: ${symbol} on ${rpc.chain.name} (chain ${rpc.chain.chainId}) has ${actual} decimals on chain, ${token.decimals} configured`,
+        );
       }
     }
     if (mismatches.length === 0) this.decimalsRead.add(rpc.chain.chainId);
@@ -117,14 +133,22 @@ export class EvmPaymentProvider implements PaymentProvider {
     for (const rpc of this.rpcs) {
       const { chainId } = rpc.chain;
       const { wrongChain, unreachable } = await rpc.checkNodes();
-      for (const w of wrongChain) problems.push(`  ${w.position}: answers chain ${w.answered}, not ${chainId} as configured`);
-      if (unreachable.length > 0) logger.warn({ chainId, nodes: unreachable }, 'cannot ask these JSON-RPC nodes for their chain id now; each is asked before it serves');
+      for (const w of wrongChain)
+        problems.push(`  ${w.position}: answers chain ${w.answered}, not ${chainId} as configured`);
+      if (unreachable.length > 0)
+        logger.warn(
+          { chainId, nodes: unreachable },
+          'cannot ask these JSON-RPC nodes for their chain id now; each is asked before it serves',
+        );
       if (wrongChain.length > 0) continue;
       try {
         problems.push(...(await this.readDecimals(rpc)));
       } catch (err) {
         if (!(err instanceof ChainUnavailableError)) throw err;
-        logger.warn({ chainId }, "cannot read the tokens' decimals() now: the chain is degraded and credits nothing until a scan has read them");
+        logger.warn(
+          { chainId },
+          "cannot read the tokens' decimals() now: the chain is degraded and credits nothing until a scan has read them",
+        );
       }
     }
     return problems;

@@ -1,6 +1,16 @@
 import { encodeEventTopics, pad, toHex } from 'viem';
 import { evmRpcErrors } from '../../metrics/registry';
-import { ask, checkChainId, decodeTransfer, NodeFailure, RawBlock, RawLog, rpcNode, TRANSFER_EVENT, type RpcNode } from './node';
+import {
+  ask,
+  checkChainId,
+  decodeTransfer,
+  NodeFailure,
+  RawBlock,
+  RawLog,
+  rpcNode,
+  TRANSFER_EVENT,
+  type RpcNode,
+} from './node';
 import { settingName, type ChainSettings, type TokenSymbol } from './settings';
 import { SecondWitness } from './verify';
 
@@ -11,7 +21,9 @@ import { SecondWitness } from './verify';
 // its URL (it holds a key).
 
 const TRANSFER_TOPIC = encodeEventTopics({ abi: [TRANSFER_EVENT], eventName: 'Transfer' })[0];
-const DECIMALS_ABI = [{ type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint8' }] }] as const;
+const DECIMALS_ABI = [
+  { type: 'function', name: 'decimals', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint8' }] },
+] as const;
 
 export class ChainUnavailableError extends Error {
   constructor(chain: ChainSettings, reason: string) {
@@ -75,16 +87,29 @@ export class NodeView {
 
   /** decimals() of a token contract. */
   decimals(token: `0x${string}`): Promise<number> {
-    return ask(async () => Number(await this.node.client.readContract({ address: token, abi: DECIMALS_ABI, functionName: 'decimals' })));
+    return ask(async () =>
+      Number(await this.node.client.readContract({ address: token, abi: DECIMALS_ABI, functionName: 'decimals' })),
+    );
   }
 
-  private async block(tag: bigint | 'finalized'): Promise<{ hash: `0x${string}`; number: bigint; timestamp: bigint } | null> {
-    const answer = await ask(() => this.node.client.request({ method: 'eth_getBlockByNumber', params: [typeof tag === 'bigint' ? toHex(tag) : tag, false] }));
+  private async block(
+    tag: bigint | 'finalized',
+  ): Promise<{ hash: `0x${string}`; number: bigint; timestamp: bigint } | null> {
+    const answer = await ask(() =>
+      this.node.client.request({
+        method: 'eth_getBlockByNumber',
+        params: [typeof tag === 'bigint' ? toHex(tag) : tag, false],
+      }),
+    );
     if (answer === null) return null;
     const parsed = RawBlock.safeParse(answer);
     const number = parsed.success ? BigInt(parsed.data.number) : undefined;
     if (!parsed.success || (typeof tag === 'bigint' && number !== tag)) throw new NodeFailure('invalid');
-    return { hash: parsed.data.hash.toLowerCase() as `0x${string}`, number: number!, timestamp: BigInt(parsed.data.timestamp) };
+    return {
+      hash: parsed.data.hash.toLowerCase() as `0x${string}`,
+      number: number!,
+      timestamp: BigInt(parsed.data.timestamp),
+    };
   }
 
   /**
@@ -104,9 +129,17 @@ export class NodeView {
    * tokens in one call, the recipients an OR array in topics[2] (java-tron and most providers take
    * up to 1,000 there). N open deposit addresses cost ceil(N / perCall) calls per range, not N.
    */
-  async transfersToAny(to: readonly `0x${string}`[], fromBlock: bigint, toBlock: bigint, perCall: number): Promise<ObservedTransfer[]> {
+  async transfersToAny(
+    to: readonly `0x${string}`[],
+    fromBlock: bigint,
+    toBlock: bigint,
+    perCall: number,
+  ): Promise<ObservedTransfer[]> {
     if (toBlock > this.head) throw new NodeFailure('lagging');
-    const tokens = Object.entries(this.chain.tokens).filter(([, t]) => t) as [TokenSymbol, { address: `0x${string}` }][];
+    const tokens = Object.entries(this.chain.tokens).filter(([, t]) => t) as [
+      TokenSymbol,
+      { address: `0x${string}` },
+    ][];
     const byAddress = new Map(tokens.map(([symbol, t]) => [t.address.toLowerCase(), symbol]));
     const watched = new Set(to.map((a) => a.toLowerCase()));
     const out: ObservedTransfer[] = [];
@@ -119,7 +152,14 @@ export class NodeView {
         const logs = await ask(async () => {
           const answer: unknown = await this.node.client.request({
             method: 'eth_getLogs',
-            params: [{ address: tokens.map(([, t]) => t.address), topics: topics as `0x${string}`[], fromBlock: toHex(start), toBlock: toHex(end) }],
+            params: [
+              {
+                address: tokens.map(([, t]) => t.address),
+                topics: topics as `0x${string}`[],
+                fromBlock: toHex(start),
+                toBlock: toHex(end),
+              },
+            ],
           });
           if (!Array.isArray(answer)) throw new NodeFailure('invalid');
           return answer as unknown[];
@@ -134,7 +174,13 @@ export class NodeView {
     return out;
   }
 
-  private checked(raw: unknown, byAddress: Map<string, TokenSymbol>, watched: Set<string>, start: bigint, end: bigint): ObservedTransfer | undefined {
+  private checked(
+    raw: unknown,
+    byAddress: Map<string, TokenSymbol>,
+    watched: Set<string>,
+    start: bigint,
+    end: bigint,
+  ): ObservedTransfer | undefined {
     const parsed = RawLog.safeParse(raw);
     if (!parsed.success) return undefined;
     const log = parsed.data;
@@ -143,7 +189,8 @@ export class NodeView {
     const decoded = decodeTransfer(log);
     const blockNumber = BigInt(log.blockNumber);
     const to = decoded?.to.toLowerCase() as `0x${string}` | undefined;
-    if (!decoded || !to || !watched.has(to) || decoded.value <= 0n || blockNumber < start || blockNumber > end) return undefined;
+    if (!decoded || !to || !watched.has(to) || decoded.value <= 0n || blockNumber < start || blockNumber > end)
+      return undefined;
     return {
       token,
       to,
@@ -173,8 +220,14 @@ export class ChainRpc {
   ) {
     this.now = now;
     const headers = chain.kind === 'tron' && chain.apiKey ? { 'TRON-PRO-API-KEY': chain.apiKey } : undefined;
-    this.nodes = chain.rpcUrls.map((url, j) => rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs, headers));
-    if (chain.verifyWith) this.witness = new SecondWitness(chain, rpcNode(chain.verifyWith, settingName([index, 'verifyWith']), opts.timeoutMs));
+    this.nodes = chain.rpcUrls.map((url, j) =>
+      rpcNode(url, settingName([index, 'rpcUrls', j]), opts.timeoutMs, headers),
+    );
+    if (chain.verifyWith)
+      this.witness = new SecondWitness(
+        chain,
+        rpcNode(chain.verifyWith, settingName([index, 'verifyWith']), opts.timeoutMs),
+      );
   }
 
   /**
@@ -252,7 +305,12 @@ export class ChainRpc {
     return ask(() => node.client.getBlockNumber({ cacheTime: 0 }));
   }
 
-  private async serve<T>(index: number, head: bigint, fn: (node: NodeView) => Promise<T>, health: ChainHealth): Promise<T> {
+  private async serve<T>(
+    index: number,
+    head: bigint,
+    fn: (node: NodeView) => Promise<T>,
+    health: ChainHealth,
+  ): Promise<T> {
     const result = await fn(new NodeView(this.nodes[index], head, this.chain, this.opts));
     this.current = index;
     this.health = health;
@@ -270,4 +328,3 @@ export class ChainRpc {
     return now - (node.headMovedAt ?? now) <= this.opts.headStallSeconds * 1000;
   }
 }
-

@@ -57,20 +57,42 @@ export const chainSchema = z
       const address = c.tokens[symbol]?.address;
       if (address === undefined) continue;
       const path = ['tokens', symbol, 'address'];
-      if (c.kind === 'evm' && !HEX_ADDRESS.test(address)) ctx.addIssue({ code: 'custom', path, message: 'expected a 0x-prefixed 20-byte hex address' });
+      if (c.kind === 'evm' && !HEX_ADDRESS.test(address))
+        ctx.addIssue({ code: 'custom', path, message: 'expected a 0x-prefixed 20-byte hex address' });
       if (c.kind === 'tron') {
         try {
           tronAddressToHex(address);
         } catch (err) {
-          ctx.addIssue({ code: 'custom', path, message: `expected the contract's T… address on a TRON chain: ${(err as Error).message}` });
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message: `expected the contract's T… address on a TRON chain: ${(err as Error).message}`,
+          });
         }
       }
     }
-    if (c.apiKey && c.kind !== 'tron') ctx.addIssue({ code: 'custom', path: ['apiKey'], message: 'only for "kind": "tron" (TronGrid\'s TRON-PRO-API-KEY header); an EVM provider takes its key in the URL' });
+    if (c.apiKey && c.kind !== 'tron')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['apiKey'],
+        message:
+          'only for "kind": "tron" (TronGrid\'s TRON-PRO-API-KEY header); an EVM provider takes its key in the URL',
+      });
     // A TRON chain counts by finality (its solidified block, about 19 blocks deep) unless told a depth.
-    if (c.kind === 'evm' && c.confirmations === undefined && !c.finality) ctx.addIssue({ code: 'custom', path: ['confirmations'], message: 'required (or "finality": "finalized")' });
-    if (c.confirmations !== undefined && c.finality) ctx.addIssue({ code: 'custom', path: ['finality'], message: 'either confirmations or "finality": "finalized", not both' });
-    if (c.verifyWith && c.rpcUrls.includes(c.verifyWith)) ctx.addIssue({ code: 'custom', path: ['verifyWith'], message: "must be another node than the chain's rpcUrls (another provider's)" });
+    if (c.kind === 'evm' && c.confirmations === undefined && !c.finality)
+      ctx.addIssue({ code: 'custom', path: ['confirmations'], message: 'required (or "finality": "finalized")' });
+    if (c.confirmations !== undefined && c.finality)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['finality'],
+        message: 'either confirmations or "finality": "finalized", not both',
+      });
+    if (c.verifyWith && c.rpcUrls.includes(c.verifyWith))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['verifyWith'],
+        message: "must be another node than the chain's rpcUrls (another provider's)",
+      });
   })
   .transform(({ tokens, finality, ...c }): ChainSettings => {
     const out: ChainSettings = { ...c, tokens: {} };
@@ -115,7 +137,8 @@ export const chainsSchema = z
   .superRefine((chains, ctx) => {
     const seen = new Set<number>();
     for (const [i, c] of chains.entries()) {
-      if (seen.has(c.chainId)) ctx.addIssue({ code: 'custom', path: [i, 'chainId'], message: `chain ${c.chainId} is listed twice` });
+      if (seen.has(c.chainId))
+        ctx.addIssue({ code: 'custom', path: [i, 'chainId'], message: `chain ${c.chainId} is listed twice` });
       seen.add(c.chainId);
     }
   });
@@ -134,15 +157,23 @@ const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
 function productionProblems(chains: ChainSettings[]): string[] {
   const problems: string[] = [];
   for (const [i, c] of chains.entries()) {
-    const urls: [PropertyKey[], string][] = [...c.rpcUrls.map((u, j): [PropertyKey[], string] => [[i, 'rpcUrls', j], u]), ...(c.verifyWith ? [[[i, 'verifyWith'], c.verifyWith] as [PropertyKey[], string]] : [])];
+    const urls: [PropertyKey[], string][] = [
+      ...c.rpcUrls.map((u, j): [PropertyKey[], string] => [[i, 'rpcUrls', j], u]),
+      ...(c.verifyWith ? [[[i, 'verifyWith'], c.verifyWith] as [PropertyKey[], string]] : []),
+    ];
     for (const [path, url] of urls) {
       const { protocol, hostname } = new URL(url);
       const tls = protocol === 'https:' || protocol === 'wss:';
       if (!tls && !LOOPBACK_HOSTS.test(hostname)) {
-        problems.push(`${settingName(path)}: must be https:// or wss:// in production (plain http:// or ws:// only to a node on this host, at a loopback address)`);
+        problems.push(
+          `${settingName(path)}: must be https:// or wss:// in production (plain http:// or ws:// only to a node on this host, at a loopback address)`,
+        );
       }
     }
-    if (c.confirmations === 0) problems.push(`${settingName([i, 'confirmations'])}: must be at least 1 in production (or "finality": "finalized" instead)`);
+    if (c.confirmations === 0)
+      problems.push(
+        `${settingName([i, 'confirmations'])}: must be at least 1 in production (or "finality": "finalized" instead)`,
+      );
   }
   return problems;
 }
@@ -151,7 +182,10 @@ function productionProblems(chains: ChainSettings[]): string[] {
  * EVM_CHAINS parsed, or what is wrong with it, each line starting with the setting it is about
  * (never quoting its values: URLs hold keys).
  */
-export function parseChains(raw: string, opts: { production?: boolean } = {}): { chains: ChainSettings[] } | { errors: string[] } {
+export function parseChains(
+  raw: string,
+  opts: { production?: boolean } = {},
+): { chains: ChainSettings[] } | { errors: string[] } {
   let json: unknown;
   try {
     json = JSON.parse(raw);

@@ -29,9 +29,15 @@ export function tronAddressToHex(address: string): `0x${string}` {
     bytes = b58.decode(address.trim());
   } catch (err) {
     const checksum = /checksum/i.test((err as Error).message);
-    throw new Error(checksum ? 'not a TRON address: its Base58Check checksum is wrong (a mistyped or missing character)' : 'not a TRON address (expected Base58Check, T…)', { cause: err });
+    throw new Error(
+      checksum
+        ? 'not a TRON address: its Base58Check checksum is wrong (a mistyped or missing character)'
+        : 'not a TRON address (expected Base58Check, T…)',
+      { cause: err },
+    );
   }
-  if (bytes.length !== 21 || bytes[0] !== PREFIX) throw new Error('not a TRON address (expected 21 bytes starting with 0x41, shown as T…)');
+  if (bytes.length !== 21 || bytes[0] !== PREFIX)
+    throw new Error('not a TRON address (expected 21 bytes starting with 0x41, shown as T…)');
   return `0x${Array.from(bytes.subarray(1), (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 

@@ -1,7 +1,17 @@
 import { toHex } from 'viem';
 import { z } from 'zod';
 import { evmRpcErrors, evmVerifyDisagreements } from '../../metrics/registry';
-import { ask, checkChainId, decodeTransfer, hash32, NodeFailure, quantity, RawBlock, RawLog, type RpcNode } from './node';
+import {
+  ask,
+  checkChainId,
+  decodeTransfer,
+  hash32,
+  NodeFailure,
+  quantity,
+  RawBlock,
+  RawLog,
+  type RpcNode,
+} from './node';
 import type { ChainSettings } from './settings';
 
 // A chain's second witness (`verifyWith`): a node of another provider, asked about each transfer
@@ -53,7 +63,9 @@ export class SecondWitness {
       const client = this.node.client;
       const head = await ask(() => client.getBlockNumber({ cacheTime: 0 }));
       if (head < claim.blockNumber) throw new NodeFailure('lagging');
-      const block = await ask(() => client.request({ method: 'eth_getBlockByNumber', params: [toHex(claim.blockNumber), false] }));
+      const block = await ask(() =>
+        client.request({ method: 'eth_getBlockByNumber', params: [toHex(claim.blockNumber), false] }),
+      );
       // Past the block and still without it: a backend behind a load balancer that lags.
       if (block === null) throw new NodeFailure('not_found');
       const receipt = await ask(() => client.request({ method: 'eth_getTransactionReceipt', params: [claim.txHash] }));
@@ -76,10 +88,19 @@ function agrees(claim: TransferClaim, rawBlock: unknown, rawReceipt: unknown): b
   const receipt = Receipt.safeParse(rawReceipt);
   if (!receipt.success) throw new NodeFailure('invalid');
   const r = receipt.data;
-  if (r.transactionHash.toLowerCase() !== claim.txHash || r.blockHash.toLowerCase() !== claim.blockHash || BigInt(r.blockNumber) !== claim.blockNumber) return false;
+  if (
+    r.transactionHash.toLowerCase() !== claim.txHash ||
+    r.blockHash.toLowerCase() !== claim.blockHash ||
+    BigInt(r.blockNumber) !== claim.blockNumber
+  )
+    return false;
   if (r.status !== undefined && r.status !== '0x1') return false;
-  const log = r.logs.map((l) => RawLog.safeParse(l)).find((l) => l.success && BigInt(l.data.logIndex) === BigInt(claim.logIndex));
+  const log = r.logs
+    .map((l) => RawLog.safeParse(l))
+    .find((l) => l.success && BigInt(l.data.logIndex) === BigInt(claim.logIndex));
   if (!log?.success || log.data.removed || log.data.address.toLowerCase() !== claim.token.toLowerCase()) return false;
   const transfer = decodeTransfer(log.data);
-  return transfer !== undefined && transfer.to.toLowerCase() === claim.to.toLowerCase() && transfer.value === claim.units;
+  return (
+    transfer !== undefined && transfer.to.toLowerCase() === claim.to.toLowerCase() && transfer.value === claim.units
+  );
 }

@@ -20,7 +20,9 @@ export const CUSTOM_IDENTIFIER_ALREADY_USED = 'CUSTOM_IDENTIFIER_ALREADY_USED';
  * read as text.
  */
 export function parseJsonKeepingDigits(text: string): unknown {
-  return JSON.parse(text.replace(/("(?:cardNumber|pinCode|transactionId)"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g, '$1"$2"'));
+  return JSON.parse(
+    text.replace(/("(?:cardNumber|pinCode|transactionId)"\s*:\s*)(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/g, '$1"$2"'),
+  );
 }
 
 const id = z.union([z.string().regex(/^\d{1,30}$/), z.number().int().nonnegative()]).transform(String);
@@ -58,7 +60,10 @@ export const transactionAnswer = z.object({
 export type Transaction = z.infer<typeof transactionAnswer>;
 
 /** GET /reports/transactions: a Spring page `{content: [...]}` (the SDK) or a bare array (the docs' example). */
-export const transactionsPage = z.union([z.array(z.unknown()), z.object({ content: z.array(z.unknown()) }).transform((p) => p.content)]);
+export const transactionsPage = z.union([
+  z.array(z.unknown()),
+  z.object({ content: z.array(z.unknown()) }).transform((p) => p.content),
+]);
 
 const card = z.object({
   cardNumber: text.nullish(),
@@ -87,7 +92,9 @@ export function codeOf(c: Card): string | undefined {
 
 /** The supplier's words for support: one line, no control characters, bounded. */
 export function reasonOf(status: number, e: ReloadlyError | null): string {
-  const words = [e?.message?.trim() || `HTTP ${status}`, e?.errorCode ? `(${e.errorCode})` : ''].filter(Boolean).join(' ');
+  const words = [e?.message?.trim() || `HTTP ${status}`, e?.errorCode ? `(${e.errorCode})` : '']
+    .filter(Boolean)
+    .join(' ');
   // eslint-disable-next-line no-control-regex -- control characters are what is removed
   return words.replace(/[\u0000-\u001f\u007f]+/g, ' ').slice(0, 300);
 }

@@ -72,18 +72,27 @@ export class ReloadlyClient {
         const token = await this.accessToken(deadline);
         const answer = await this.exchange(route, deadline, `${this.settings.apiUrl}${path}`, {
           method,
-          headers: { accept: ACCEPT, authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          headers: {
+            accept: ACCEPT,
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
         });
         if (answer.kind !== 'refused' || answer.status !== 401) return answer;
         const reason = reasonOf(401, answer.error);
         if (renewed) {
-          throw new SupplierPermanentError(`Reloadly refused a fresh access token: ${reason}; check that RELOADLY_ENV matches the credentials`);
+          throw new SupplierPermanentError(
+            `Reloadly refused a fresh access token: ${reason}; check that RELOADLY_ENV matches the credentials`,
+          );
         }
         // INVALID_TOKEN or TOKEN_EXPIRED: a token it no longer takes is asked for again, once.
         renewed = true;
         if (this.token?.value === token) this.token = undefined;
-        this.log.info({ route, errorCode: answer.error?.errorCode ?? null }, 'reloadly refused the access token; renewing it');
+        this.log.info(
+          { route, errorCode: answer.error?.errorCode ?? null },
+          'reloadly refused the access token; renewing it',
+        );
       }
     });
   }
@@ -104,25 +113,38 @@ export class ReloadlyClient {
       this.exchange(route, deadline, `${s.authUrl}/oauth/token`, {
         method: 'POST',
         headers: { accept: 'application/json', 'content-type': 'application/json' },
-        body: JSON.stringify({ client_id: s.clientId, client_secret: s.clientSecret, grant_type: 'client_credentials', audience: s.audience }),
+        body: JSON.stringify({
+          client_id: s.clientId,
+          client_secret: s.clientSecret,
+          grant_type: 'client_credentials',
+          audience: s.audience,
+        }),
       }),
     );
-    if (answer.kind === 'lost') throw new SupplierTransientError(`Reloadly's token endpoint did not answer (${answer.why})`);
+    if (answer.kind === 'lost')
+      throw new SupplierTransientError(`Reloadly's token endpoint did not answer (${answer.why})`);
     if (answer.kind === 'unparseable') throw new SupplierTransientError("Reloadly's token answer could not be read");
     if (answer.kind === 'refused') {
       const reason = reasonOf(answer.status, answer.error);
-      if (answer.status >= 500 || answer.status === 408) throw new SupplierTransientError(`Reloadly's token endpoint failed: ${reason}`);
+      if (answer.status >= 500 || answer.status === 408)
+        throw new SupplierTransientError(`Reloadly's token endpoint failed: ${reason}`);
       throw new SupplierPermanentError(
         `Reloadly refused our client credentials: ${reason}; check RELOADLY_CLIENT_ID, RELOADLY_CLIENT_SECRET and RELOADLY_ENV`,
       );
     }
     const token = tokenAnswer.safeParse(answer.body);
     if (!token.success) {
-      this.log.warn({ route, status: answer.status }, 'reloadly token answer has no access_token/expires_in; asking again later');
+      this.log.warn(
+        { route, status: answer.status },
+        'reloadly token answer has no access_token/expires_in; asking again later',
+      );
       throw new SupplierTransientError("Reloadly's token answer could not be read");
     }
     const lifeMs = token.data.expires_in * 1000;
-    this.token = { value: token.data.access_token, renewAt: this.now() + lifeMs - Math.min(RENEW_BEFORE_MS, lifeMs / 10) };
+    this.token = {
+      value: token.data.access_token,
+      renewAt: this.now() + lifeMs - Math.min(RENEW_BEFORE_MS, lifeMs / 10),
+    };
     this.log.info({ expiresInSeconds: token.data.expires_in }, 'reloadly access token obtained');
     return token.data.access_token;
   }
@@ -139,7 +161,12 @@ export class ReloadlyClient {
       const answer = await send();
       if (answer.kind !== 'refused' || answer.status !== 429) return answer;
       const wait = answer.retryAfterMs;
-      if (wait !== undefined && wait <= MAX_INLINE_WAIT_MS && waits < MAX_INLINE_WAITS && this.now() + wait < deadline) {
+      if (
+        wait !== undefined &&
+        wait <= MAX_INLINE_WAIT_MS &&
+        waits < MAX_INLINE_WAITS &&
+        this.now() + wait < deadline
+      ) {
         this.log.warn({ route, waitMs: wait }, 'reloadly rate limit: waiting as asked');
         await sleep(wait);
         continue;
@@ -178,15 +205,23 @@ export class ReloadlyClient {
     if (res.ok) {
       if (body === undefined) {
         // The body is not quoted: a card or token answer would carry secrets.
-        this.log.warn({ route, status: res.status, contentType: res.headers.get('content-type'), bytes: text.length }, 'reloadly answer is not JSON');
+        this.log.warn(
+          { route, status: res.status, contentType: res.headers.get('content-type'), bytes: text.length },
+          'reloadly answer is not JSON',
+        );
         return { kind: 'unparseable', status: res.status };
       }
       return { kind: 'ok', status: res.status, body };
     }
     const parsed = errorAnswer.safeParse(body);
-    const error = parsed.success ? { message: parsed.data.message ?? parsed.data.error ?? null, errorCode: parsed.data.errorCode ?? null } : null;
+    const error = parsed.success
+      ? { message: parsed.data.message ?? parsed.data.error ?? null, errorCode: parsed.data.errorCode ?? null }
+      : null;
     if (res.status >= 500 || !parsed.success) {
-      this.log.warn({ route, status: res.status, errorCode: error?.errorCode ?? null, readable: parsed.success }, 'reloadly answered with an error');
+      this.log.warn(
+        { route, status: res.status, errorCode: error?.errorCode ?? null, readable: parsed.success },
+        'reloadly answered with an error',
+      );
     }
     const retryAfterMs = res.status === 429 ? rateLimitWaitMs(res.headers, this.now()) : undefined;
     return { kind: 'refused', status: res.status, error, retryAfterMs };

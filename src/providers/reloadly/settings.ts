@@ -9,8 +9,16 @@ import { z } from 'zod';
  * credentials are per environment, so sandbox credentials never buy a live card.
  */
 export const RELOADLY_ENVIRONMENTS = {
-  sandbox: { authUrl: 'https://auth.reloadly.com', apiUrl: 'https://giftcards-sandbox.reloadly.com', audience: 'https://giftcards-sandbox.reloadly.com' },
-  live: { authUrl: 'https://auth.reloadly.com', apiUrl: 'https://giftcards.reloadly.com', audience: 'https://giftcards.reloadly.com' },
+  sandbox: {
+    authUrl: 'https://auth.reloadly.com',
+    apiUrl: 'https://giftcards-sandbox.reloadly.com',
+    audience: 'https://giftcards-sandbox.reloadly.com',
+  },
+  live: {
+    authUrl: 'https://auth.reloadly.com',
+    apiUrl: 'https://giftcards.reloadly.com',
+    audience: 'https://giftcards.reloadly.com',
+  },
 } as const;
 export type ReloadlyEnvironment = keyof typeof RELOADLY_ENVIRONMENTS;
 
@@ -18,7 +26,10 @@ export type ReloadlyEnvironment = keyof typeof RELOADLY_ENVIRONMENTS;
 const faceValue = z
   .union([z.number(), z.string()])
   .transform((v) => (typeof v === 'number' ? String(v) : v.trim()))
-  .refine((v) => /^\d{1,9}(\.\d{1,2})?$/.test(v) && Number(v) > 0, 'expected a positive Decimal with at most two places, e.g. 25 or "25.00"');
+  .refine(
+    (v) => /^\d{1,9}(\.\d{1,2})?$/.test(v) && Number(v) > 0,
+    'expected a positive Decimal with at most two places, e.g. 25 or "25.00"',
+  );
 
 /** One of our products as Reloadly sells it: its product id and the denomination to order. */
 const productMapping = z
@@ -43,7 +54,11 @@ export function parseReloadlyProducts(raw: string): { products: ReloadlyProducts
   try {
     json = JSON.parse(raw);
   } catch {
-    return { errors: ['not valid JSON (expected {"<our product id>": {"productId": <Reloadly product id>, "unitPrice": "<face value>"}}, see the README)'] };
+    return {
+      errors: [
+        'not valid JSON (expected {"<our product id>": {"productId": <Reloadly product id>, "unitPrice": "<face value>"}}, see the README)',
+      ],
+    };
   }
   const parsed = productMap.safeParse(json);
   if (parsed.success) return { products: parsed.data };

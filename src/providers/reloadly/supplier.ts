@@ -53,14 +53,20 @@ export class ReloadlySupplier implements Supplier {
 
   async procure(productId: string, qty: number, idempotencyKey: string): Promise<ProcureResult> {
     const product = this.settings.products[productId];
-    if (!product) throw new SupplierPermanentError(`product ${productId} is not mapped to a Reloadly product (RELOADLY_PRODUCTS)`);
+    if (!product)
+      throw new SupplierPermanentError(`product ${productId} is not mapped to a Reloadly product (RELOADLY_PRODUCTS)`);
     const deadline = this.now() + CALL_BUDGET_MS;
     const tx = await this.order(product, qty, idempotencyKey, deadline);
     return this.settle(tx, product, qty, deadline);
   }
 
   /** The order's transaction: placed now, or the one already placed under this identifier. */
-  private async order(product: ReloadlyProductMapping, qty: number, key: string, deadline: number): Promise<Transaction> {
+  private async order(
+    product: ReloadlyProductMapping,
+    qty: number,
+    key: string,
+    deadline: number,
+  ): Promise<Transaction> {
     // Thrown from here (a rate limit, refused credentials) means the order was never taken.
     const answer = await this.client.call('POST', '/orders', deadline, {
       productId: product.productId,
@@ -72,15 +78,20 @@ export class ReloadlySupplier implements Supplier {
     if (answer.kind === 'ok') {
       const tx = transactionAnswer.safeParse(answer.body);
       if (tx.success) return tx.data;
-      this.log.warn({ customIdentifier: key, status: answer.status }, 'reloadly order answer is not a transaction; looking the order up');
+      this.log.warn(
+        { customIdentifier: key, status: answer.status },
+        'reloadly order answer is not a transaction; looking the order up',
+      );
       return this.existing(key, 'its answer to the order could not be read', deadline);
     }
     if (answer.kind === 'lost') return this.existing(key, `the order got no answer (${answer.why})`, deadline);
     if (answer.kind === 'unparseable') return this.existing(key, 'its answer to the order could not be read', deadline);
     const reason = reasonOf(answer.status, answer.error);
-    if (answer.error?.errorCode === CUSTOM_IDENTIFIER_ALREADY_USED) return this.existing(key, 'the order was placed before', deadline);
+    if (answer.error?.errorCode === CUSTOM_IDENTIFIER_ALREADY_USED)
+      return this.existing(key, 'the order was placed before', deadline);
     // After a 5xx (or a gateway's 408) the order may have been taken all the same.
-    if (answer.status >= 500 || answer.status === 408) return this.existing(key, `the order failed: ${reason}`, deadline);
+    if (answer.status >= 500 || answer.status === 408)
+      return this.existing(key, `the order failed: ${reason}`, deadline);
     // A refused order does not use up the identifier: nothing was bought.
     throw new SupplierPermanentError(`Reloadly refused the order: ${reason}`);
   }
@@ -97,12 +108,20 @@ export class ReloadlySupplier implements Supplier {
       throw inFlight(err, `Reloadly: ${why}, and the order could not be looked up`);
     }
     if (found) return found;
-    throw new SupplierTransientError(`Reloadly: ${why}; no order under this identifier yet, asking again under the same one`, { inFlight: true });
+    throw new SupplierTransientError(
+      `Reloadly: ${why}; no order under this identifier yet, asking again under the same one`,
+      { inFlight: true },
+    );
   }
 
   private async lookUp(key: string, deadline: number): Promise<Transaction | undefined> {
-    const answer = await this.client.call('GET', `/reports/transactions?customIdentifier=${encodeURIComponent(key)}&page=1&size=10`, deadline);
-    if (answer.kind !== 'ok') throw new SupplierTransientError(`Reloadly's transaction report failed (${describe(answer)})`);
+    const answer = await this.client.call(
+      'GET',
+      `/reports/transactions?customIdentifier=${encodeURIComponent(key)}&page=1&size=10`,
+      deadline,
+    );
+    if (answer.kind !== 'ok')
+      throw new SupplierTransientError(`Reloadly's transaction report failed (${describe(answer)})`);
     const page = transactionsPage.safeParse(answer.body);
     if (!page.success) {
       this.log.warn({ customIdentifier: key }, 'reloadly transaction report is not a list');
@@ -114,36 +133,66 @@ export class ReloadlySupplier implements Supplier {
       .flatMap((t) => (t.success && t.data.customIdentifier === key ? [t.data] : []))
       .sort((a, b) => (BigInt(a.transactionId) < BigInt(b.transactionId) ? -1 : 1));
     if (mine.length > 1) {
-      this.log.error({ customIdentifier: key, transactionIds: mine.map((t) => t.transactionId) }, 'reloadly holds several transactions under one identifier; taking the first');
+      this.log.error(
+        { customIdentifier: key, transactionIds: mine.map((t) => t.transactionId) },
+        'reloadly holds several transactions under one identifier; taking the first',
+      );
     }
     return mine[0];
   }
 
   /** What the transaction's status means for us: its cards, ask again later, or nothing ever. */
-  private async settle(tx: Transaction, product: ReloadlyProductMapping, qty: number, deadline: number): Promise<ProcureResult> {
+  private async settle(
+    tx: Transaction,
+    product: ReloadlyProductMapping,
+    qty: number,
+    deadline: number,
+  ): Promise<ProcureResult> {
     const purchase = purchaseOf(tx, product, qty);
     const status = tx.status.toUpperCase();
     if (ENDED_WITHOUT_CARDS.has(status)) {
-      throw new SupplierPermanentError(`Reloadly transaction ${tx.transactionId} ${status}: no cards were delivered`, { purchase });
+      throw new SupplierPermanentError(`Reloadly transaction ${tx.transactionId} ${status}: no cards were delivered`, {
+        purchase,
+      });
     }
     if (STILL_WORKING.has(status)) {
-      throw new SupplierTransientError(`Reloadly transaction ${tx.transactionId} is ${status}; asking again later`, { inFlight: true, purchase });
+      throw new SupplierTransientError(`Reloadly transaction ${tx.transactionId} is ${status}; asking again later`, {
+        inFlight: true,
+        purchase,
+      });
     }
     if (status !== SUCCESSFUL) {
-      this.log.warn({ transactionId: tx.transactionId, status: tx.status.slice(0, 40) }, 'reloadly transaction has a status we do not know; asking again later');
-      throw new SupplierTransientError(`Reloadly transaction ${tx.transactionId} has an unknown status; asking again later`, { inFlight: true, purchase });
+      this.log.warn(
+        { transactionId: tx.transactionId, status: tx.status.slice(0, 40) },
+        'reloadly transaction has a status we do not know; asking again later',
+      );
+      throw new SupplierTransientError(
+        `Reloadly transaction ${tx.transactionId} has an unknown status; asking again later`,
+        { inFlight: true, purchase },
+      );
     }
     try {
       return { codes: await this.cards(tx, purchase.quantity, deadline), purchase };
     } catch (err) {
       // Bought and paid for: whatever went wrong, the next call must find this transaction again.
-      throw inFlight(err, `Reloadly transaction ${tx.transactionId} succeeded but its cards could not be read`, purchase);
+      throw inFlight(
+        err,
+        `Reloadly transaction ${tx.transactionId} succeeded but its cards could not be read`,
+        purchase,
+      );
     }
   }
 
   private async cards(tx: Transaction, bought: number, deadline: number): Promise<string[]> {
-    const answer = await this.client.call('GET', `/orders/transactions/${encodeURIComponent(tx.transactionId)}/cards`, deadline);
-    if (answer.kind !== 'ok') throw new SupplierTransientError(`Reloadly's cards of transaction ${tx.transactionId} failed (${describe(answer)})`);
+    const answer = await this.client.call(
+      'GET',
+      `/orders/transactions/${encodeURIComponent(tx.transactionId)}/cards`,
+      deadline,
+    );
+    if (answer.kind !== 'ok')
+      throw new SupplierTransientError(
+        `Reloadly's cards of transaction ${tx.transactionId} failed (${describe(answer)})`,
+      );
     const cards = cardsAnswer.safeParse(answer.body);
     if (!cards.success) {
       this.log.warn({ transactionId: tx.transactionId }, 'reloadly cards answer is not a list of cards');
@@ -152,10 +201,16 @@ export class ReloadlySupplier implements Supplier {
     const codes = cards.data.map(codeOf);
     const usable = codes.filter((c): c is string => c !== undefined);
     if (usable.length < codes.length) {
-      this.log.error({ transactionId: tx.transactionId, unusable: codes.length - usable.length }, 'reloadly cards without a usable number; left for support');
+      this.log.error(
+        { transactionId: tx.transactionId, unusable: codes.length - usable.length },
+        'reloadly cards without a usable number; left for support',
+      );
     }
     if (usable.length < bought) {
-      this.log.warn({ transactionId: tx.transactionId, bought, cards: usable.length }, 'reloadly handed over fewer cards than bought');
+      this.log.warn(
+        { transactionId: tx.transactionId, bought, cards: usable.length },
+        'reloadly handed over fewer cards than bought',
+      );
     }
     return usable;
   }
@@ -185,7 +240,10 @@ function purchaseOf(tx: Transaction, product: ReloadlyProductMapping, qty: numbe
     totalCost: total,
     unitCost: total !== null && quantity > 0 ? divide6(total, quantity) : null,
     currency: tx.currencyCode?.slice(0, 8) ?? null,
-    faceValue: typeof tx.product?.unitPrice === 'number' ? tx.product.unitPrice.toFixed(2) : Number(product.unitPrice).toFixed(2),
+    faceValue:
+      typeof tx.product?.unitPrice === 'number'
+        ? tx.product.unitPrice.toFixed(2)
+        : Number(product.unitPrice).toFixed(2),
     faceCurrency: tx.product?.currencyCode?.slice(0, 8) ?? null,
   };
 }

@@ -1,6 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import { paymentProviderErrors } from '../../metrics/registry';
-import { providerError, providerTimeout, type Checkout, type CheckoutRequest, type PaymentCallback, type PaymentProvider, type PaymentStatus } from '../payments';
+import {
+  providerError,
+  providerTimeout,
+  type Checkout,
+  type CheckoutRequest,
+  type PaymentCallback,
+  type PaymentProvider,
+  type PaymentStatus,
+} from '../payments';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 
 /**
@@ -50,7 +58,8 @@ export class SandboxPaymentClient implements PaymentProvider {
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     try {
       const body = JSON.parse(rawBody.toString('utf8')) as PaymentCallback;
-      if (typeof body.checkoutId !== 'string' || (body.status !== 'paid' && body.status !== 'abandoned')) return undefined;
+      if (typeof body.checkoutId !== 'string' || (body.status !== 'paid' && body.status !== 'abandoned'))
+        return undefined;
       return body;
     } catch {
       return undefined;

@@ -3,7 +3,13 @@ import express, { Router } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../../config';
 import type { Orm } from '../../db/orm';
-import { insertSandboxCheckout, markSandboxCheckoutAbandoned, markSandboxCheckoutPaid, sandboxCheckout, type SandboxCheckoutRow } from './sandbox-store';
+import {
+  insertSandboxCheckout,
+  markSandboxCheckoutAbandoned,
+  markSandboxCheckoutPaid,
+  sandboxCheckout,
+  type SandboxCheckoutRow,
+} from './sandbox-store';
 import type { CheckoutRequest } from '../payments';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 
@@ -25,10 +31,17 @@ export interface SandboxControl {
   suppressCallback: boolean;
 }
 
-export const sandboxControl: SandboxControl = { fault: 'none', faultOn: 'create', callbackDelayMs: 0, suppressCallback: false };
+export const sandboxControl: SandboxControl = {
+  fault: 'none',
+  faultOn: 'create',
+  callbackDelayMs: 0,
+  suppressCallback: false,
+};
 
 /** Back to normal answers, or to what SANDBOX_PAYMENT_FAULT and SANDBOX_CALLBACK_DELAY_MS say. */
-export function resetSandboxControl(config?: Pick<Config, 'SANDBOX_PAYMENT_FAULT' | 'SANDBOX_CALLBACK_DELAY_MS'>): void {
+export function resetSandboxControl(
+  config?: Pick<Config, 'SANDBOX_PAYMENT_FAULT' | 'SANDBOX_CALLBACK_DELAY_MS'>,
+): void {
   Object.assign(sandboxControl, {
     fault: config?.SANDBOX_PAYMENT_FAULT ?? 'none',
     faultOn: 'create',
@@ -48,12 +61,20 @@ export async function findCheckout(em: EntityManager, id: string): Promise<Check
  * The payer pays: the provider records it and notifies the merchant with a signed callback.
  * `callback` settles once the callback was delivered or given up.
  */
-export async function payCheckout(em: EntityManager, secret: string, checkoutId: string): Promise<(CheckoutRow & { callback: Promise<void> }) | undefined> {
+export async function payCheckout(
+  em: EntityManager,
+  secret: string,
+  checkoutId: string,
+): Promise<(CheckoutRow & { callback: Promise<void> }) | undefined> {
   const row = await markSandboxCheckoutPaid(em, checkoutId);
   return row ? { ...row, callback: notify(secret, row, 'paid') } : undefined;
 }
 
-export async function abandonCheckout(em: EntityManager, secret: string, checkoutId: string): Promise<CheckoutRow | undefined> {
+export async function abandonCheckout(
+  em: EntityManager,
+  secret: string,
+  checkoutId: string,
+): Promise<CheckoutRow | undefined> {
   const row = await markSandboxCheckoutAbandoned(em, checkoutId);
   if (row) void notify(secret, row, 'abandoned');
   return row;
@@ -104,7 +125,14 @@ export function sandboxPaymentApi(deps: { orm: Orm; config: Config }): Router {
     if (await applyFault('create', config.PAYMENT_PROVIDER_TIMEOUT_MS, res)) return;
     const b = req.body as CheckoutRequest;
     const id = `chk_${randomBytes(24).toString('base64url')}`;
-    await insertSandboxCheckout(orm.em.fork(), { id, reference: b.reference, amount: b.amount, currency: b.currency, description: b.description, callbackUrl: b.callbackUrl });
+    await insertSandboxCheckout(orm.em.fork(), {
+      id,
+      reference: b.reference,
+      amount: b.amount,
+      currency: b.currency,
+      description: b.description,
+      callbackUrl: b.callbackUrl,
+    });
     res.json({ id, url: `${config.publicBaseUrl}/checkout/${id}` } satisfies CheckoutCreated);
   });
   api.get('/v1/checkouts/:id', async (req, res) => {

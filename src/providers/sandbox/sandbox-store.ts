@@ -30,7 +30,10 @@ export async function sandboxCheckout(em: EntityManager, id: string): Promise<Sa
 }
 
 /** Paid (once: a repeat keeps the first time), unless abandoned; the row, or undefined. */
-export async function markSandboxCheckoutPaid(em: EntityManager, checkoutId: string): Promise<SandboxCheckoutRow | undefined> {
+export async function markSandboxCheckoutPaid(
+  em: EntityManager,
+  checkoutId: string,
+): Promise<SandboxCheckoutRow | undefined> {
   const rows = await em.execute<SandboxCheckoutRow[]>(
     `update sandbox_checkouts set status = 'paid', paid_at = coalesce(paid_at, now()) where id = ? and status <> 'abandoned' returning *`,
     [checkoutId],
@@ -39,7 +42,10 @@ export async function markSandboxCheckoutPaid(em: EntityManager, checkoutId: str
 }
 
 /** Abandoned, if still pending; the row, or undefined. */
-export async function markSandboxCheckoutAbandoned(em: EntityManager, checkoutId: string): Promise<SandboxCheckoutRow | undefined> {
+export async function markSandboxCheckoutAbandoned(
+  em: EntityManager,
+  checkoutId: string,
+): Promise<SandboxCheckoutRow | undefined> {
   const rows = await em.execute<SandboxCheckoutRow[]>(
     `update sandbox_checkouts set status = 'abandoned' where id = ? and status = 'pending' returning *`,
     [checkoutId],

@@ -70,7 +70,10 @@ export class SandboxSupplierControl {
       throw new Error('SANDBOX_SUPPLIER_SCRIPT is not valid JSON');
     }
     const table = ScriptTable.safeParse(parsed);
-    if (!table.success) throw new Error(`SANDBOX_SUPPLIER_SCRIPT: ${table.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    if (!table.success)
+      throw new Error(
+        `SANDBOX_SUPPLIER_SCRIPT: ${table.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     for (const [productId, script] of Object.entries(table.data)) this.scripts.set(productId, script);
     return this;
   }
@@ -145,7 +148,13 @@ export class SandboxSupplier implements Supplier {
     }
     // A concurrent call with the same key recorded first: its purchase is the one.
     const result = inserted ?? (await this.purchase(idempotencyKey)) ?? [];
-    this.control.record({ productId, qty, idempotencyKey, outcome: inserted ? 'supplied' : 'replayed', units: result.length });
+    this.control.record({
+      productId,
+      qty,
+      idempotencyKey,
+      outcome: inserted ? 'supplied' : 'replayed',
+      units: result.length,
+    });
     return { codes: result };
   }
 

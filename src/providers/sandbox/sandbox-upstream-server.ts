@@ -48,7 +48,11 @@ export function sandboxUpstreamApi(deps: { secret: string; upstream: SandboxRede
   api.use((req, res, next) => {
     if (!Buffer.isBuffer(req.body)) req.body = Buffer.alloc(0);
     // req.url is the path below the mount point, as the client signed it (relative to its base URL).
-    const rejection = verifyRequest(deps.secret, { method: req.method, path: req.url, body: req.body as Buffer, header: (n) => req.header(n) }, nonces);
+    const rejection = verifyRequest(
+      deps.secret,
+      { method: req.method, path: req.url, body: req.body as Buffer, header: (n) => req.header(n) },
+      nonces,
+    );
     if (rejection) return void refuse(res, 401, rejection);
     next();
   });

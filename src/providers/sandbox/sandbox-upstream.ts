@@ -1,6 +1,12 @@
 // The built-in redemption upstream: a partner played in-process, scriptable per product, served
 // over the partner protocol by ./sandbox-upstream-server.ts.
-import { UpstreamUnavailableError, type RedemptionUpstream, type UpstreamFailureCode, type UpstreamStatus, type UpstreamSubmission } from '../redemption-upstream';
+import {
+  UpstreamUnavailableError,
+  type RedemptionUpstream,
+  type UpstreamFailureCode,
+  type UpstreamStatus,
+  type UpstreamSubmission,
+} from '../redemption-upstream';
 
 /** How the sandbox answers one submission. */
 export interface SandboxScript {
@@ -104,7 +110,9 @@ export class SandboxRedemptionUpstream implements RedemptionUpstream {
       const target = Object.values(ticket.submission.redeemInfo)[0] ?? 'the account';
       return {
         state: 'fulfilled',
-        deliverable: script.deliverable.replaceAll('{product}', ticket.submission.productName).replaceAll('{target}', target),
+        deliverable: script.deliverable
+          .replaceAll('{product}', ticket.submission.productName)
+          .replaceAll('{target}', target),
       };
     }
     return { state: 'failed', failureCode: script.failureCode, holdsResources: n - script.polls < script.holdPolls };
