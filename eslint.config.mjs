@@ -137,7 +137,7 @@ export default defineConfig(
     files: ['workflows/**/*.ts', 'src/contracts/**/*.ts', 'src/domain/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { paths: workflowForbiddenModules, patterns: workflowForbiddenPatterns }],
-      // The worker preloads these modules once (src/temporal/worker.ts, preloadModules) and every
+      // The worker preloads these modules once (src/temporal/temporal-worker.ts, preloadModules) and every
       // run shares them, so module scope holds no state: a run's state lives in its workflow.
       'no-restricted-syntax': [
         'error',

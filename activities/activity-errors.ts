@@ -1,7 +1,7 @@
 import { ApiError } from '../src/domain/errors';
 import { safeText } from '../src/domain/text';
-import { toApplicationFailure } from '../src/temporal/errors';
-import type { Rejected } from '../src/contracts/orders';
+import { toApplicationFailure } from '../src/temporal/temporal-errors';
+import type { Rejected } from '../src/contracts/orders-contract';
 
 /** Runs an activity body, turning business errors into non-retryable failures with their code. */
 export async function businessErrors<T>(fn: () => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import type { Providers } from '../src/providers';
+import type { Providers } from '../src/providers/all-providers';
 import type { TemporalHandle } from '../src/temporal/client';
 import type { EvmCheckoutDeps } from '../src/services/evm-checkout-watch';
 import { createEvmCheckoutActivities } from './evm-checkouts-activities';

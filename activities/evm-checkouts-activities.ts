@@ -4,7 +4,7 @@ import type { Orm } from '../src/db/orm';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
 import { EvmCheckoutWatch, type EvmCheckoutDeps } from '../src/services/evm-checkout-watch';
 import type { TemporalHandle } from '../src/temporal/client';
-import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts';
+import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts-contract';
 
 // The EVM checkout watch's steps. Inputs and results are ids, states and counts: deposit
 // addresses, transaction hashes and node URLs stay in Postgres and config, out of history.

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import type { ExportProgress } from '../src/contracts/exports';
+import type { ExportProgress } from '../src/contracts/exports-contract';
 import { expireExport, finishExport, writeNextPage, type ExportSettings } from '../src/services/export-writing';
 
 /**

@@ -1,11 +1,11 @@
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { fromDb, toDecimal } from '../src/domain/money';
-import { paymentCallbackUrl, type PaymentProvider } from '../src/providers/payments';
+import { paymentCallbackUrl, type PaymentProvider } from '../src/providers/payment-provider';
 import { findByExternalId, orderStatuses } from '../src/services/orders';
 import { placeOrder, type OpenCheckout } from '../src/services/order-placement';
 import { attachCheckout } from '../src/services/payments';
-import type { OrderWorkflowInput, PlacedView, Placement, PlaceOrderRequest } from '../src/contracts/orders';
+import type { OrderWorkflowInput, PlacedView, Placement, PlaceOrderRequest } from '../src/contracts/orders-contract';
 import { placementDuration } from '../src/metrics/registry';
 import { asRejection } from './activity-errors';
 

@@ -1,7 +1,7 @@
 import { log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
-import { paymentCallbackUrl, type PaymentProvider, type PaymentStatus } from '../src/providers/payments';
+import { paymentCallbackUrl, type PaymentProvider, type PaymentStatus } from '../src/providers/payment-provider';
 import {
   expirePayment,
   paymentFactFor,
@@ -11,7 +11,7 @@ import {
   type SettleOutcome,
 } from '../src/services/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/topup-opening';
-import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups';
+import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups-contract';
 import { asRejection } from './activity-errors';
 import { paymentConfirmations, paymentNoticesUnverified, topupsCredited } from '../src/metrics/registry';
 

@@ -16,7 +16,7 @@ import type {
   ProcurementTiming,
   RoundResult,
   SupportRequest,
-} from '../src/contracts/procurement';
+} from '../src/contracts/procurement-contract';
 import { procurementTiming } from '../src/temporal/timing';
 import { businessErrors } from './activity-errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';

@@ -4,7 +4,7 @@ import type { Orm } from '../src/db/orm';
 import { reconcilerRuns } from '../src/metrics/registry';
 import { reconcileStep } from '../src/services/reconcile';
 import type { TemporalHandle } from '../src/temporal/client';
-import type { ReconcileStep, ReconcileStepResult, ReconcileTotals } from '../src/contracts/reconcile';
+import type { ReconcileStep, ReconcileStepResult, ReconcileTotals } from '../src/contracts/reconcile-contract';
 
 /**
  * The reconciliation workflow's steps. Results are ids and counts: what was found and done is in

@@ -12,7 +12,7 @@ import {
   releaseAttemptResources,
   upstreamSubmission,
 } from '../src/services/redemption-attempts';
-import type { AttemptOutcome, AttemptRef, DecisionRef, UpstreamState } from '../src/contracts/redemptions';
+import type { AttemptOutcome, AttemptRef, DecisionRef, UpstreamState } from '../src/contracts/redemptions-contract';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */
 export function createRedemptionActivities(deps: { orm: Orm; config: Config; upstream: RedemptionUpstream }) {

@@ -17,7 +17,7 @@ import {
   type WebhookRequest,
 } from '../src/services/webhook-sender';
 import { findEndpoint, urlPolicy } from '../src/services/webhook-endpoints';
-import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/contracts/webhooks';
+import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/contracts/webhooks-contract';
 
 export interface WebhookActivityDeps {
   orm: Orm;

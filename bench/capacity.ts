@@ -19,7 +19,7 @@ import { initOrm } from '../src/db/orm';
 import { createAccount } from '../src/services/accounts';
 import { adjustBalance } from '../src/services/admin';
 import { TEST_PRODUCT_ID } from '../src/domain/test-product';
-import { workflowPolling } from '../src/temporal/worker';
+import { workflowPolling } from '../src/temporal/temporal-worker';
 import { startTopology, type Proc, type Topology } from '../test/topology/harness';
 import { runPool } from './pool';
 import { benchUpdate } from './workflows';

@@ -20,7 +20,7 @@ import { applyBalanceChange, lockAccount } from '../src/services/ledger';
 import { benchUpdate } from './workflows';
 import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
-import { workflowPolling } from '../src/temporal/worker';
+import { workflowPolling } from '../src/temporal/temporal-worker';
 import { pct, runPool, type Result } from './pool';
 import { compareEngines } from './orders-engines';
 

@@ -35,7 +35,7 @@ import { freeLowPort } from '../src/dev/ports';
 import { startEmbeddedPostgres } from '../src/dev/postgres';
 import { startDevTemporal } from '../src/dev/temporal';
 import { connectTemporal, type TemporalHandle } from '../src/temporal/client';
-import { RECONCILE_CHECKS, type ReconcileCheck, type ReconcileStepResult } from '../src/contracts/reconcile';
+import { RECONCILE_CHECKS, type ReconcileCheck, type ReconcileStepResult } from '../src/contracts/reconcile-contract';
 import { orderStarter } from '../src/temporal/starters';
 
 const ORDERS = Number(process.env.BENCH_RECONCILE_ORDERS ?? 100_000);

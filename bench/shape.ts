@@ -17,11 +17,11 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { startDevTemporal } from '../src/dev/temporal';
 import { freeLowPort } from '../src/dev/ports';
-import { bundleWorkflows, workflowPolling } from '../src/temporal/worker';
+import { bundleWorkflows, workflowPolling } from '../src/temporal/temporal-worker';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
 import { safeActivityFailures } from '../src/temporal/safe-failures';
 import { orderStarter } from '../src/temporal/starters';
-import { placeOrderUpdate, type Placement } from '../src/contracts/orders';
+import { placeOrderUpdate, type Placement } from '../src/contracts/orders-contract';
 import { loadConfig } from '../src/config';
 import { benchUpdate } from './workflows';
 import { pct, runPool, type Result } from './pool';

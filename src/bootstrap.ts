@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Worker, WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError, type Config } from './config';
-import { AccountSchema } from './db/entities';
+import { AccountSchema } from './db/entities/all-entities';
 import { initOrm, migrate, pendingMigrations, type Orm } from './db/orm';
 import { auditLogGuard } from './db/service-role';
 import { seedCatalog } from './db/seed';
@@ -13,7 +13,7 @@ import { registerSearchAttributes } from './dev/temporal';
 import { createApp } from './app';
 import { answerMalformedHttp } from './http/hygiene';
 import { startOpsServer } from './ops-server';
-import { createProviders, type Providers } from './providers';
+import { createProviders, type Providers } from './providers/all-providers';
 import { createAccount, createApiKey } from './services/accounts';
 import { adjustBalance } from './services/admin';
 import { syncSupplierCatalog } from './services/supplier-costs';
@@ -30,7 +30,7 @@ import { evmCheckoutStatus, openEvmCheckout } from './services/evm-checkout-open
 import { notifyPaid } from './temporal/payment-notices';
 import { coreMetricsUrl } from './temporal/runtime';
 import { createActivities } from '../activities/all-activities';
-import { createWorker } from './temporal/worker';
+import { createWorker } from './temporal/temporal-worker';
 import { workerBundle } from './temporal/workflow-bundle';
 import { WorkerSupervisor } from './temporal/worker-supervisor';
 

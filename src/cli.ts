@@ -28,7 +28,7 @@ import { connectTemporalFor } from './temporal/client';
 import { SUPPORT_OPTIONS, SUPPORT_USAGE, supportCommands } from './cli-support';
 import { OPERATOR_QUEUE_OPTIONS, OPERATOR_QUEUE_USAGE, operatorQueueCommands } from './cli-operator-queue';
 import { listenForWebhooks, WEBHOOKS_USAGE } from './cli-webhooks';
-import { STAFF_OPTIONS, STAFF_USAGE, staffCommands } from './console/cli';
+import { STAFF_OPTIONS, STAFF_USAGE, staffCommands } from './console/console-cli';
 import { readStateSecrets } from './dev/state-secrets';
 import { PlainText, REPORT_OPTIONS, REPORT_USAGE, reportCommands } from './cli-reports';
 import { syncSupplierCatalog } from './services/supplier-costs';

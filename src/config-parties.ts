@@ -1,4 +1,4 @@
-import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/settings';
+import { parseReloadlyProducts, type ReloadlyProducts } from './providers/reloadly/reloadly-settings';
 
 // The settings of two outside parties that take more than one variable: the gift-card supplier
 // (Reloadly) and the redemption partner. Each problem names the variable that is wrong.

@@ -7,8 +7,8 @@ import { productionExposureProblems } from './config-exposure';
 import { reloadlySettings, upstreamProblems } from './config-parties';
 import { trustProxySetting } from './config-trust-proxy';
 import { receivingKey } from './providers/evm/addresses';
-import { parseChains, type ChainSettings } from './providers/evm/settings';
-import type { ReloadlyProducts } from './providers/reloadly/settings';
+import { parseChains, type ChainSettings } from './providers/evm/evm-settings';
+import type { ReloadlyProducts } from './providers/reloadly/reloadly-settings';
 import { parseKeyRing } from './temporal/codec';
 import { temporalConnectionProblems } from './temporal/connection';
 
@@ -111,7 +111,7 @@ export const configSchema = z.object({
   // with its Web UI) or `server` (the production server, SQL persistence on the stack's Postgres,
   // no UI; built once by scripts/ensure-temporal-server.mjs).
   DEV_TEMPORAL: z.enum(['dev', 'server']).default('dev'),
-  // Workflow task pollers of each worker: a number, or `autoscaling` (src/temporal/worker.ts).
+  // Workflow task pollers of each worker: a number, or `autoscaling` (src/temporal/temporal-worker.ts).
   WORKFLOW_TASK_POLLERS: z.union([z.literal('autoscaling'), z.coerce.number().int().min(2).max(100)]).default(20),
   WORKFLOW_NONSTICKY_POLL_RATIO: z.coerce.number().min(0.05).max(1).default(0.5),
   // Threads that run workflow code in each worker (the SDK's workflowThreadPoolSize).

@@ -6,7 +6,7 @@ import { prepareDemo, startServices } from './bootstrap';
 import { API_PREFIX } from './http/api-prefix';
 import { logUnhandledRejections, onShutdownSignal } from './processes';
 import { freeLoopbackPort, installRuntime } from './temporal/runtime';
-import { codecEndpoint } from './http/routers/codec';
+import { codecEndpoint } from './http/routers/codec-router';
 import { ensureStateSecrets } from './dev/state-secrets';
 
 async function main() {

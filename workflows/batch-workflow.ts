@@ -1,6 +1,10 @@
 import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { BatchActivities } from '../activities/batches-activities';
-import { DEFAULT_CHUNKS_PER_RUN, type BatchWorkflowInput, type BatchWorkflowResult } from '../src/contracts/batches';
+import {
+  DEFAULT_CHUNKS_PER_RUN,
+  type BatchWorkflowInput,
+  type BatchWorkflowResult,
+} from '../src/contracts/batches-contract';
 import { untilPostgresAnswers } from './activity-options';
 import { startProcurement } from './procurement-handoff';
 

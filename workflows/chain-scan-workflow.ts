@@ -1,7 +1,7 @@
 import { continueAsNew, isCancellation, log, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { EvmCheckoutActivities } from '../activities/evm-checkouts-activities';
 import { fewTries } from './activity-options';
-import type { ChainScanWorkflowInput } from '../src/contracts/evm-checkouts';
+import type { ChainScanWorkflowInput } from '../src/contracts/evm-checkouts-contract';
 
 // A tick reads the chain for every open checkout: it heartbeats while the nodes answer, and one
 // that fails is not retried for long here, the next tick reads the same blocks again.

@@ -15,7 +15,7 @@ import {
   type EvmCheckoutWatchState,
   type EvmCheckoutWorkflowInput,
   type SettlePhase,
-} from '../src/contracts/evm-checkouts';
+} from '../src/contracts/evm-checkouts-contract';
 
 // The step's look at the chain scanners' last ticks (Postgres only): a failed one is not retried
 // here, the next step looks again.

@@ -1,6 +1,10 @@
 import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ExportActivities } from '../activities/exports-activities';
-import { DEFAULT_PAGES_PER_RUN, type ExportProgress, type ExportWorkflowInput } from '../src/contracts/exports';
+import {
+  DEFAULT_PAGES_PER_RUN,
+  type ExportProgress,
+  type ExportWorkflowInput,
+} from '../src/contracts/exports-contract';
 import { untilPostgresAnswers } from './activity-options';
 
 // Each step is a Postgres transaction that reads where the export stands from its row: retried

@@ -6,7 +6,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../activities/orders-activities';
-import type { PaymentWorkflowState } from '../src/contracts/payments';
+import type { PaymentWorkflowState } from '../src/contracts/payments-contract';
 import { placementOptions, untilPostgresAnswers } from './activity-options';
 import { awaitPayment, PaymentLifecycle, runPaymentLifecycle } from './payment';
 import { awaitInFlightPatch } from './placement';
@@ -24,7 +24,7 @@ import {
   type OrderWorkflowState,
   type Placement,
   type PlaceOrderRequest,
-} from '../src/contracts/orders';
+} from '../src/contracts/orders-contract';
 
 // The placement the caller waits for runs as a local activity in the update handler, so the
 // update completes in the first workflow task ("early return"); an intent order's checkout call

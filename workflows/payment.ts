@@ -14,7 +14,7 @@ import {
   type PaymentNotice,
   type PaymentTiming,
   type PaymentWorkflowState,
-} from '../src/contracts/payments';
+} from '../src/contracts/payments-contract';
 import { fewTries, untilPostgresAnswers } from './activity-options';
 import { awaitPlacement, latePlacementPatch, placeExclusively } from './placement';
 

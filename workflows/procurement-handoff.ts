@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, startChild, upsertSearchAttributes } from '@temporalio/workflow';
 import { AccountIdKey, ExternalOrderIdKey, FulfillmentStatusKey } from '../src/contracts/search-attributes';
-import { procurementWorkflowId } from '../src/contracts/procurement';
+import { procurementWorkflowId } from '../src/contracts/procurement-contract';
 import { procurementWorkflow } from './procurement-workflow';
 
 /**

@@ -32,7 +32,7 @@ import {
   type RoundResult,
   type SupportActionName,
   type SupportRequest,
-} from '../src/contracts/procurement';
+} from '../src/contracts/procurement-contract';
 import { fewTries, untilPostgresAnswersOrRefuses } from './activity-options';
 import { updateFailure } from './update-failure';
 

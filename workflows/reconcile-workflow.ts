@@ -9,7 +9,7 @@ import {
   type ReconcileCheck,
   type ReconcileTotals,
   type ReconcileWorkflowInput,
-} from '../src/contracts/reconcile';
+} from '../src/contracts/reconcile-contract';
 import { fewTries } from './activity-options';
 
 // A step reads one page from Postgres and asks Temporal about each row: retried a few times (an

@@ -19,7 +19,7 @@ import {
   type RedemptionWorkflowInput,
   type RedemptionWorkflowState,
   type UpstreamState,
-} from '../src/contracts/redemptions';
+} from '../src/contracts/redemptions-contract';
 
 /**
  * One redemption attempt, keyed by `redemption:<redemptionId>:<attempt>` (spec 3.4):

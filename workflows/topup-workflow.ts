@@ -1,6 +1,6 @@
 import { proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { PaymentActivities } from '../activities/payments-activities';
-import type { PaymentWorkflowState } from '../src/contracts/payments';
+import type { PaymentWorkflowState } from '../src/contracts/payments-contract';
 import { OrderStatusKey } from '../src/contracts/search-attributes';
 import {
   openTopupUpdate,
@@ -8,7 +8,7 @@ import {
   type OpenTopupRequest,
   type TopupOpening,
   type TopupWorkflowInput,
-} from '../src/contracts/topups';
+} from '../src/contracts/topups-contract';
 import { placementOptions, untilPostgresAnswers } from './activity-options';
 import { awaitPayment, PaymentLifecycle, runPaymentLifecycle } from './payment';
 

@@ -5,7 +5,7 @@ import {
   retryNowSignal,
   type DeliveryWorkflowInput,
   type DeliveryWorkflowResult,
-} from '../src/contracts/webhooks';
+} from '../src/contracts/webhooks-contract';
 import { untilPostgresAnswers } from './activity-options';
 
 /**

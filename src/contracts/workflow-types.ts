@@ -3,16 +3,16 @@
 // the workflow functions, so the API side never imports workflows/ (whose code imports the
 // activities' types, which import services: an import loop across the Temporal boundary).
 // workflows/signatures.ts checks at compile time that the workflows match.
-import type { ChainScanWorkflowInput, EvmCheckoutWatchState, EvmCheckoutWorkflowInput } from './evm-checkouts';
-import type { OrderWorkflowInput, OrderWorkflowState } from './orders';
-import type { PaymentWorkflowState } from './payments';
-import type { ProcurementState, ProcurementWorkflowInput } from './procurement';
-import type { ReconcileTotals, ReconcileWorkflowInput } from './reconcile';
-import type { RedemptionWorkflowInput, RedemptionWorkflowState } from './redemptions';
-import type { TopupWorkflowInput } from './topups';
-import type { DeliveryWorkflowInput, DeliveryWorkflowResult } from './webhooks';
-import type { ExportProgress, ExportWorkflowInput } from './exports';
-import type { BatchWorkflowInput, BatchWorkflowResult } from './batches';
+import type { ChainScanWorkflowInput, EvmCheckoutWatchState, EvmCheckoutWorkflowInput } from './evm-checkouts-contract';
+import type { OrderWorkflowInput, OrderWorkflowState } from './orders-contract';
+import type { PaymentWorkflowState } from './payments-contract';
+import type { ProcurementState, ProcurementWorkflowInput } from './procurement-contract';
+import type { ReconcileTotals, ReconcileWorkflowInput } from './reconcile-contract';
+import type { RedemptionWorkflowInput, RedemptionWorkflowState } from './redemptions-contract';
+import type { TopupWorkflowInput } from './topups-contract';
+import type { DeliveryWorkflowInput, DeliveryWorkflowResult } from './webhooks-contract';
+import type { ExportProgress, ExportWorkflowInput } from './exports-contract';
+import type { BatchWorkflowInput, BatchWorkflowResult } from './batches-contract';
 
 export interface Workflows {
   orderWorkflow: (input: OrderWorkflowInput) => Promise<OrderWorkflowState>;

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ExportKind, ExportStatus } from '../contracts/exports';
-import type { Order } from './entities';
+import type { ExportKind, ExportStatus } from '../contracts/exports-contract';
+import type { Order } from './entities/all-entities';
 import type { LedgerRow } from './ledger-store';
 
 // CSV exports: the rows of a date range read in keyset pages, and the export jobs with their

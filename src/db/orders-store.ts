@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Order } from './entities';
+import type { Order } from './entities/all-entities';
 import { hitCounterSql } from './rate-limits-store';
 
 // Orders and the codes issued to them: row locks, conditional state changes and bulk code

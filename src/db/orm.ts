@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { MikroORM, defineConfig, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import { entities } from './entities';
+import { entities } from './entities/all-entities';
 import { ConfigError } from '../config';
 import { migrationsList } from './migrations';
 import { currentRole, grantServiceRole } from './service-role';

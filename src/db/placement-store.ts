@@ -1,9 +1,9 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isDatabaseUnavailable } from './errors';
+import { isDatabaseUnavailable } from './db-errors';
 import { EVENTS_CHANNEL } from './events-store';
 import { balanceLowInsert, purchaseLedgerInsert } from './ledger-store';
-import { ProductSchema, type Order, type Product } from './entities';
+import { ProductSchema, type Order, type Product } from './entities/all-entities';
 
 // A balance order's placement in two statements: one read of everything its checks need, with no
 // row locked, then one write that debits the account only if its balance and level are still

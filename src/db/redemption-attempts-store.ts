@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { RedemptionAttempt } from './entities';
+import type { RedemptionAttempt } from './entities/all-entities';
 
 type RedemptionStatus = RedemptionAttempt['status'];
 /** One attempt of a redemption (the workflows' AttemptRef). */

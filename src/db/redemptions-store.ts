@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Redemption } from './entities';
+import type { Redemption } from './entities/all-entities';
 
 type RedemptionStatus = Redemption['status'];
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertPriceIfNew, insertProductIfNew } from './catalog-store';
-import type { Product, RedeemField } from './entities';
+import type { Product, RedeemField } from './entities/all-entities';
 import { TEST_PRODUCT_ID } from '../domain/test-product';
 
 // The demo catalog: the integration test product, a few redemption products with the redeem

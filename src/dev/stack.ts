@@ -1,12 +1,12 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '../config';
-import type { ChainSettings } from '../providers/evm/settings';
+import type { ChainSettings } from '../providers/evm/evm-settings';
 import { DEV_CHAIN_FILE, startDevChain } from './evm-chain';
 import { startEmbeddedPostgres } from './postgres';
 import { startDevTemporal } from './temporal';
 import { startTemporalServer } from './temporal-server';
-import { codecEndpoint } from '../http/routers/codec';
+import { codecEndpoint } from '../http/routers/codec-router';
 
 export interface Infrastructure {
   databaseUrl: string;

@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
-import type { Providers } from '../providers';
+import type { Providers } from '../providers/all-providers';
 import type { PlacementGate } from '../services/admission';
 import type { TemporalHandle } from '../temporal/client';
 import type { WorkerHealth } from '../temporal/worker-supervisor';
 
 /**
  * What every request handler may use: one ORM, one Temporal client, the providers the composition
- * root built (src/providers/index.ts), config and the logger.
+ * root built (src/providers/all-providers.ts), config and the logger.
  */
 export interface AppContext {
   orm: Orm;

@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { pingDatabase } from '../db/orm';
 import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from './context';
-import type { Providers } from '../providers';
+import type { Providers } from '../providers/all-providers';
 
 const PROBE_TIMEOUT_MS = 2000;
 

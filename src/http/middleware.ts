@@ -1,10 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { ZodError } from 'zod';
-import { isDatabaseUnavailable } from '../db/errors';
+import { isDatabaseUnavailable } from '../db/db-errors';
 import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
-import { isTemporalUnavailable } from '../temporal/errors';
+import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import { PlacementRefused, type PlacementKind } from '../services/admission';
 import { authenticate, type Principal } from '../services/accounts';
 import { assertKeyUsable } from '../services/key-access';

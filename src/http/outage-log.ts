@@ -1,9 +1,9 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { isDatabaseUnavailable } from '../db/errors';
+import { isDatabaseUnavailable } from '../db/db-errors';
 import { pingDatabase } from '../db/orm';
 import { ApiError } from '../domain/errors';
-import { isTemporalUnavailable } from '../temporal/errors';
+import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import type { AppContext } from './context';
 
 // How a dependency outage reads in the log. During a Postgres or Temporal outage every request

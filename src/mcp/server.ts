@@ -10,8 +10,8 @@ import { z, type ZodObject } from 'zod';
 import { ApiError, errorBody } from '../domain/errors';
 import type { AppContext } from '../http/context';
 import { toApiError } from '../http/middleware';
-import { CreateOrderBody } from '../http/routers/orders';
-import { TopupBody, TopupResult } from '../http/routers/topups';
+import { CreateOrderBody } from '../http/routers/orders-router';
+import { TopupBody, TopupResult } from '../http/routers/topups-router';
 import { assertCleanInput, IdString } from '../http/hygiene';
 import {
   Availability,

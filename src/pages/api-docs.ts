@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Router } from 'express';
-import { PAGE_HEADERS } from './layout';
+import { PAGE_HEADERS } from './page-layout';
 
 // The API reference at /wholesale/v1/docs, public like openapi.json: Redoc renders the same
 // document the server publishes. Its bundle is served from node_modules, never from a CDN.

@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { rateLimit, toApiError } from '../http/middleware';
-import { html, page, sendPage } from './layout';
+import { html, page, sendPage } from './page-layout';
 
 // A checkout link needs no key, and each view of it reads Postgres (and draws a QR code), so the
 // page and its status JSON share one budget per client IP (CHECKOUT_RATE_LIMIT_PER_MINUTE): ample

@@ -2,10 +2,10 @@ import express, { Router } from 'express';
 import type { Config } from '../config';
 import type { Orm } from '../db/orm';
 import { fromDb, toDecimal } from '../domain/money';
-import { COMPLIANCE_NOTICE } from '../providers/payments';
+import { COMPLIANCE_NOTICE } from '../providers/payment-provider';
 import { abandonCheckout, findCheckout, payCheckout, type CheckoutRow } from '../providers/sandbox/sandbox-payments';
 import { checkoutRateLimit } from './checkout-limit';
-import { html, page, sendPage } from './layout';
+import { html, page, sendPage } from './page-layout';
 
 // The built-in sandbox provider's hosted checkout (/checkout/:id), where a person pays or abandons.
 // It belongs to the sandbox, not to the service: it acts on the sandbox's own checkouts, and the

@@ -1,7 +1,7 @@
 import { formatScaled, toScaled } from '../domain/token-amounts';
-import { COMPLIANCE_NOTICE } from '../providers/payments';
+import { COMPLIANCE_NOTICE } from '../providers/payment-provider';
 import type { CheckoutView } from '../services/evm-checkouts';
-import { html, page, SafeHtml } from './layout';
+import { html, page, SafeHtml } from './page-layout';
 
 // The EVM checkout's page, rendered from its CheckoutView: what to send where, and how far the
 // payment got. Its script (CHECKOUT_SCRIPT in evm-checkout.ts) keeps the elements marked

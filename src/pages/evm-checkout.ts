@@ -4,7 +4,7 @@ import type { AppContext } from '../http/context';
 import { checkoutView } from '../services/evm-checkouts';
 import { checkoutRateLimit } from './checkout-limit';
 import { checkoutPage, selectOption, type CheckoutOption } from './evm-checkout-view';
-import { html, page, sendPage } from './layout';
+import { html, page, sendPage } from './page-layout';
 
 // The self-hosted EVM checkout's page (PAYMENT_PROVIDER=evm): /checkout/<id>, its status JSON and
 // its script. The id is the capability: whoever has the link may see what to pay and how far it

@@ -14,7 +14,7 @@ import {
   submitRedemption,
   type RedemptionView,
 } from '../services/redemptions';
-import { html, page, sendPage, SafeHtml } from './layout';
+import { html, page, sendPage, SafeHtml } from './page-layout';
 
 // The public redemption site behind `redeemUrl` (spec 1, 4.4): an end customer enters a code,
 // fills in the product's fields and follows the progress. It calls the same service functions as

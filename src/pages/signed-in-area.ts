@@ -4,7 +4,7 @@ import type { ApiError } from '../domain/errors';
 import type { AppContext } from '../http/context';
 import { cleanForms } from '../http/form-pages';
 import { toApiError } from '../http/middleware';
-import { html, sendPage, type SafeHtml } from './layout';
+import { html, sendPage, type SafeHtml } from './page-layout';
 
 // What the two server-rendered areas with a sign-in share (the reseller account area under
 // /account, the staff console under /console), written once so they cannot drift apart: the form

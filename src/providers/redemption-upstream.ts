@@ -3,7 +3,7 @@
 // (http-upstream.ts), the operator queue, or the built-in sandbox (sandbox/sandbox-upstream.ts),
 // scriptable per product so tests and demos can drive every outcome, served over the same protocol.
 
-import type { UpstreamFailureCode } from '../contracts/redemptions';
+import type { UpstreamFailureCode } from '../contracts/redemptions-contract';
 
 export type { UpstreamFailureCode };
 

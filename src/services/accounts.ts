@@ -14,7 +14,7 @@ import {
   type KeyHitWindow,
   type KeyRow,
 } from '../db/accounts-store';
-import { AccountSchema, type Account } from '../db/entities';
+import { AccountSchema, type Account } from '../db/entities/all-entities';
 import { ApiError } from '../domain/errors';
 import { KEY_SCOPES, type KeyScope } from '../domain/key-scopes';
 import { NO_LIMITS, type KeyGrant, type KeyLimits } from './key-access';

@@ -1,7 +1,7 @@
 import type { Config } from '../config';
 import { ApiError } from '../domain/errors';
 import { admissionInFlight, admissionLimit, placementsAdmitted, placementsShed } from '../metrics/registry';
-import { isTemporalUnavailable } from '../temporal/errors';
+import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import { AdaptiveLimit } from './adaptive-limit';
 import type { WorkersView } from './worker-watch';
 

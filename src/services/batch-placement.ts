@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { BatchChunkResult, BatchWorkflowResult } from '../contracts/batches';
+import type { BatchChunkResult, BatchWorkflowResult } from '../contracts/batches-contract';
 import {
   findBatch,
   lineCounts,

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Order } from '../db/entities';
+import type { Order } from '../db/entities/all-entities';
 import {
   findBatch,
   lineCounts,

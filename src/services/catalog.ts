@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pendingOrderUnits, unsoldStockCounts } from '../db/catalog-store';
 import { productCostRows } from '../db/supplier-catalog-store';
-import { ProductPriceSchema, ProductSchema, type Product } from '../db/entities';
+import { ProductPriceSchema, ProductSchema, type Product } from '../db/entities/all-entities';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 

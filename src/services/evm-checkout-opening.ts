@@ -3,7 +3,7 @@ import { evmCheckout, insertEvmCheckout, nextDerivationIndex } from '../db/evm-s
 import type { Orm } from '../db/orm';
 import { paymentProviderErrors } from '../metrics/registry';
 import { evmCheckoutStarter } from '../temporal/starters';
-import { providerError, type Checkout, type CheckoutRequest, type PaymentStatus } from '../providers/payments';
+import { providerError, type Checkout, type CheckoutRequest, type PaymentStatus } from '../providers/payment-provider';
 import type { EvmCheckoutDeps } from './evm-checkout-watch';
 
 type OpeningDeps = Pick<EvmCheckoutDeps, 'orm' | 'config' | 'temporal' | 'evm'>;

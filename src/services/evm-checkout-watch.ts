@@ -1,15 +1,15 @@
 import type { Config } from '../config';
 import { checkoutsToScan, evmChainScans, evmCheckoutAt, saveEvmChainScan } from '../db/evm-store';
 import type { Orm } from '../db/orm';
-import { OrderSchema } from '../db/entities';
+import { OrderSchema } from '../db/entities/all-entities';
 import {
   evmCheckoutScannedSignal,
   evmCheckoutWorkflowId,
   type ChainScanTick,
   type SettlePhase,
-} from '../contracts/evm-checkouts';
+} from '../contracts/evm-checkouts-contract';
 import type { TemporalHandle } from '../temporal/client';
-import type { Order } from '../db/entities';
+import type { Order } from '../db/entities/all-entities';
 import type { EvmPaymentProvider } from '../providers/evm/provider';
 import { ChainUnavailableError } from '../providers/evm/rpc';
 import { settleCheckout, type CheckoutSettlement } from './evm-checkouts';

@@ -10,14 +10,14 @@ import {
   type EvmScanRow,
   type EvmTransferRow,
 } from '../db/evm-store';
-import { OrderSchema, type Order } from '../db/entities';
+import { OrderSchema, type Order } from '../db/entities/all-entities';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } from '../domain/token-amounts';
-import { TOKEN_SYMBOLS, type ChainKind, type ChainSettings, type TokenSymbol } from '../providers/evm/settings';
+import { TOKEN_SYMBOLS, type ChainKind, type ChainSettings, type TokenSymbol } from '../providers/evm/evm-settings';
 import { tronAddress } from '../providers/evm/tron';
 import { addressOn } from './evm-scan';
 import { evmExcessCredited, evmTransfersCredited } from '../metrics/registry';
-import type { SettlePhase } from '../contracts/evm-checkouts';
+import type { SettlePhase } from '../contracts/evm-checkouts-contract';
 import { applyBalanceChange, lockAccount } from './ledger';
 
 // A checkout's confirmed transfers (recorded and confirmed by the scans, src/services/evm-scan.ts),

@@ -14,7 +14,7 @@ import {
 } from '../db/evm-store';
 import { evmConfirmationLag } from '../metrics/registry';
 import type { ChainRpc, NodeView, ObservedTransfer } from '../providers/evm/rpc';
-import type { ChainSettings, TokenSymbol } from '../providers/evm/settings';
+import type { ChainSettings, TokenSymbol } from '../providers/evm/evm-settings';
 
 // What the chain says about one checkout's address, made into facts. Transfers seen are recorded;
 // one is confirmed once it is deep enough, its block is the one the node still has at that height

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ExportKind } from '../contracts/exports';
+import type { ExportKind } from '../contracts/exports-contract';
 import { keyWindow, ledgerRowsPage, ordersPage, type KeyWindow } from '../db/exports-store';
 import { csvRecord, type CsvValue } from '../domain/csv';
 import { ApiError } from '../domain/errors';

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ExportKind } from '../contracts/exports';
+import type { ExportKind } from '../contracts/exports-contract';
 import { exportPageContent, findExport, recentExports, type ExportRow } from '../db/exports-store';
 import { ApiError } from '../domain/errors';
 import { exportRows } from '../metrics/registry';

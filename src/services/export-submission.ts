@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../codes';
-import type { ExportKind } from '../contracts/exports';
+import type { ExportKind } from '../contracts/exports-contract';
 import { insertExport } from '../db/exports-store';
 import { ApiError } from '../domain/errors';
 import type { TemporalHandle } from '../temporal/client';

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ExportProgress } from '../contracts/exports';
+import type { ExportProgress } from '../contracts/exports-contract';
 import {
   appendExportPage,
   expireExportFile,

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProductSchema } from '../db/entities';
+import { ProductSchema } from '../db/entities/all-entities';
 import { currentRow, decide, releaseHeld, takeClaim, waitingRows, type QueueRow } from '../db/operator-queue-store';
 import { attemptRow, setUpstreamDeliverable } from '../db/redemption-attempts-store';
 import { insertSupportAction } from '../db/support-store';
@@ -13,7 +13,7 @@ import {
   redemptionWorkflowId,
   type AttemptRef,
   type OperatorDecision,
-} from '../contracts/redemptions';
+} from '../contracts/redemptions-contract';
 import { upstreamSubmission } from './redemption-attempts';
 
 // The operator queue (REDEMPTION_UPSTREAM=operators), shared by `npx wholesale redemptions ...`

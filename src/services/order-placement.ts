@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { generateCode, newId } from '../codes';
 import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../db/catalog-store';
-import { OrderSchema, ProductSchema, type Order, type Product } from '../db/entities';
+import { OrderSchema, ProductSchema, type Order, type Product } from '../db/entities/all-entities';
 import { insertPlatformCodes } from '../db/orders-store';
 import { currentBalanceAndLevel, readPlacement, writeBalanceOrder } from '../db/placement-store';
 import { ApiError } from '../domain/errors';

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OrderSchema, ProductSchema } from '../db/entities';
+import { OrderSchema, ProductSchema } from '../db/entities/all-entities';
 import { evmCheckoutReceipts } from '../db/evm-store';
 import { ledgerPage } from '../db/ledger-store';
 import { scaledToCents, toScaled } from '../domain/token-amounts';

@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProductSchema, type Order } from '../db/entities';
+import { ProductSchema, type Order } from '../db/entities/all-entities';
 import { checkoutAndCodes } from '../db/orders-store';
 import { codeLabel, ordersPlaced } from '../metrics/registry';
 import { ApiError } from '../domain/errors';
 import type { TemporalHandle } from '../temporal/client';
-import { placeOrderUpdate, type PlacedView, type Placement, type PlaceOrderRequest } from '../contracts/orders';
+import {
+  placeOrderUpdate,
+  type PlacedView,
+  type Placement,
+  type PlaceOrderRequest,
+} from '../contracts/orders-contract';
 import { orderStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
-import { isTemporalUnavailable } from '../temporal/errors';
+import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import { updateWithStart } from '../temporal/update-with-start';
 import { timed, timedAt } from '../metrics/server-timing';
 import type { PlacementGate } from './admission';

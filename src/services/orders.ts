@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { PaymentMode } from '../contracts/orders';
-import { IssuedCodeSchema, OrderSchema, type Order } from '../db/entities';
+import type { PaymentMode } from '../contracts/orders-contract';
+import { IssuedCodeSchema, OrderSchema, type Order } from '../db/entities/all-entities';
 import { purchaseWithCodes } from '../db/orders-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, toDecimal } from '../domain/money';

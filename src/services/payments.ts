@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { unsoldStockCount } from '../db/catalog-store';
-import { OrderSchema, ProductSchema, type Order } from '../db/entities';
+import { OrderSchema, ProductSchema, type Order } from '../db/entities/all-entities';
 import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } from '../db/orders-store';
 import { evmPaymentReached, hasPaymentConfirmation, recordPaymentConfirmation } from '../db/payment-facts-store';
 import { ApiError } from '../domain/errors';
-import type { PaymentCallback } from '../providers/payments';
+import type { PaymentCallback } from '../providers/payment-provider';
 import { fromDb, toDecimal, type Cents } from '../domain/money';
 import { recordEvent } from './events';
 import { addSpending, applyBalanceChange, lockAccount } from './ledger';

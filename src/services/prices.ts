@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../domain/errors';
 import { fromDb, isAmount, parseDecimal, toDecimal } from '../domain/money';
 import { lockPriceRow, upsertPrice } from '../db/catalog-store';
-import { ProductPriceSchema, ProductSchema } from '../db/entities';
+import { ProductPriceSchema, ProductSchema } from '../db/entities/all-entities';
 import { noteProductChange } from './product-updates';
 
 // What a product sells for at each level, as an admin sets it (the staff console). A reseller

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OrderSchema, type Order } from '../db/entities';
+import { OrderSchema, type Order } from '../db/entities/all-entities';
 import { ledgerAmountOf } from '../db/ledger-store';
 import {
   countIssuedCodes,
@@ -30,7 +30,7 @@ import {
   type RoundResult,
   type SupportActionName,
   type SupportRequest,
-} from '../contracts/procurement';
+} from '../contracts/procurement-contract';
 import { recordEvent } from './events';
 import { applyBalanceChange, lockAccount } from './ledger';
 import { cleanManualCodes, dropManualCodes, withCodes } from './manual-codes';

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pendingOrderUnits, unsoldStockCount } from '../db/catalog-store';
 import { claimDueMarks, deleteMark, insertProductUpdatedEvents, markProductChanged } from '../db/product-updates-store';
-import { ProductSchema, type Product } from '../db/entities';
+import { ProductSchema, type Product } from '../db/entities/all-entities';
 import { LEVELS } from '../domain/levels';
 import { toDecimal } from '../domain/money';
 import { listingBlock, priceTable, sellableOf } from './catalog';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
-import type { RepairKind } from '../contracts/reconcile';
+import type { RepairKind } from '../contracts/reconcile-contract';
 import {
   openEvmCheckouts,
   openRedemptions,

@@ -20,7 +20,7 @@ import {
   type ReconcileStepResult,
   type ReconcileTotals,
   type RepairKind,
-} from '../contracts/reconcile';
+} from '../contracts/reconcile-contract';
 import { lifecycles, type Lifecycle, type Plan, type ReconcileConfig } from './reconcile-lifecycles';
 
 // The reconciler: Postgres owns the facts, Temporal the time, and here the two are compared. For

@@ -3,7 +3,7 @@ import { redemptionOutcomes, supportActionsUnverified } from '../metrics/registr
 import { decisionOf } from '../db/operator-queue-store';
 import { ApiError } from '../domain/errors';
 import { takeSupportRequest } from './support-requests';
-import { ProductSchema } from '../db/entities';
+import { ProductSchema } from '../db/entities/all-entities';
 import {
   attemptRow,
   deleteSecrets,
@@ -29,7 +29,7 @@ import {
   type AttemptRef,
   type DecisionRef,
   type UpstreamState,
-} from '../contracts/redemptions';
+} from '../contracts/redemptions-contract';
 import { recordEvent } from './events';
 
 // The steps of one redemption attempt, run by redemptionWorkflow's activities (and, for test

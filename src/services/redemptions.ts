@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProductSchema, type Product } from '../db/entities';
+import { ProductSchema, type Product } from '../db/entities/all-entities';
 import { insertAttempt } from '../db/redemption-attempts-store';
 import {
   codeRow,
@@ -32,7 +32,7 @@ import {
   type AttemptRef,
   type OperatorDecision,
   type RedemptionStatus,
-} from '../contracts/redemptions';
+} from '../contracts/redemptions-contract';
 import { redemptionStarter } from '../temporal/starters';
 import type { TimingConfig } from '../temporal/timing';
 import { finishAttempt, stageSecrets } from './redemption-attempts';

@@ -1,6 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OrderSchema, type Order } from '../db/entities';
+import { OrderSchema, type Order } from '../db/entities/all-entities';
 import { ledgerAmountOf } from '../db/ledger-store';
 import { supplierPurchasesOf, type SupplierPurchaseRow } from '../db/supplier-purchases-store';
 import { supportActionsOf } from '../db/support-store';
@@ -17,7 +17,7 @@ import {
   type ProcurementState,
   type SupportActionName,
   type SupportRequest,
-} from '../contracts/procurement';
+} from '../contracts/procurement-contract';
 import { procurementStarter } from '../temporal/starters';
 import { updateWithStart } from '../temporal/update-with-start';
 import { cleanManualCodes, dropManualCodes, stageManualCodes } from './manual-codes';

@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { OpenTopupRequest } from '../contracts/topups';
+import type { OpenTopupRequest } from '../contracts/topups-contract';
 import { countPendingTopups } from '../db/orders-store';
-import { OrderSchema, type Order } from '../db/entities';
+import { OrderSchema, type Order } from '../db/entities/all-entities';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal } from '../domain/money';
-import type { PaymentProvider } from '../providers/payments';
+import type { PaymentProvider } from '../providers/payment-provider';
 import { lockAccount } from './ledger';
 
 // The worker's side of a top-up: the top-up workflow's checkout step, and the replay and unpaid-limit

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../codes';
-import { openTopupUpdate, type OpenTopupRequest, type TopupCreateResponse } from '../contracts/topups';
-import { OrderSchema, type Order } from '../db/entities';
+import { openTopupUpdate, type OpenTopupRequest, type TopupCreateResponse } from '../contracts/topups-contract';
+import { OrderSchema, type Order } from '../db/entities/all-entities';
 import { topupChecks } from '../db/orders-store';
 import { ApiError } from '../domain/errors';
 import { fromDb, parseDecimal, toDecimal } from '../domain/money';

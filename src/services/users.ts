@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { UserSchema, type User } from '../db/entities';
+import { UserSchema, type User } from '../db/entities/all-entities';
 import { ApiError } from '../domain/errors';
 import { openAccount } from './accounts';
 import { hashPassword, verifyPassword } from './passwords';

@@ -19,7 +19,7 @@ import { isCleanId } from '../domain/text';
 import type { UrlPolicy } from '../domain/webhook-url';
 import type { TemporalHandle } from '../temporal/client';
 import { deliveryStarter } from '../temporal/starters';
-import { retryNowSignal } from '../contracts/webhooks';
+import { retryNowSignal } from '../contracts/webhooks-contract';
 import { decodeCursor, pageOf, type CursorScope, type Page } from './cursor';
 import { recordEvent } from './events';
 import { findEndpoint } from './webhook-endpoints';

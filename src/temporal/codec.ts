@@ -7,7 +7,7 @@ import { refusedValue } from '../contracts/refused-payload';
 // arguments and results, local-activity markers, update arguments and outcomes, signals, failure
 // messages and stacks) is encrypted with AES-256-GCM before it reaches the Temporal server, so
 // its database, its backups and an unauthenticated Web UI hold ciphertext. Operators read them
-// decoded through the codec server (src/http/routers/codec.ts).
+// decoded through the codec server (src/http/routers/codec-router.ts).
 
 /** Marks an encrypted payload; anything else passes as it is, except to a worker (see CodecOptions). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';

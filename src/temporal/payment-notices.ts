@@ -1,5 +1,5 @@
-import type { Order } from '../db/entities';
-import { paymentNotifiedSignal } from '../contracts/payments';
+import type { Order } from '../db/entities/all-entities';
+import { paymentNotifiedSignal } from '../contracts/payments-contract';
 import { orderStarter, topupStarter } from './starters';
 import type { TemporalHandle } from './client';
 import type { TimingConfig } from './timing';

@@ -2,7 +2,7 @@ import { ScheduleAlreadyRunning, type ScheduleOptionsStartWorkflowAction } from 
 import type { Logger } from 'pino';
 import type { TemporalHandle } from './client';
 import { keepTrying } from './keep-trying';
-import { reconcileScheduleId, reconcileWorkflowId } from '../contracts/reconcile';
+import { reconcileScheduleId, reconcileWorkflowId } from '../contracts/reconcile-contract';
 import type { Workflows } from '../contracts/workflow-types';
 
 // The reconciler's Temporal Schedule: one per deployment (namespace and task queue), created by

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityInboundCallsInterceptor, ActivityInterceptorsFactory, Next } from '@temporalio/worker';
-import { isDatabaseUnavailable } from '../db/errors';
+import { isDatabaseUnavailable } from '../db/db-errors';
 import { sanitizeError } from '../domain/text';
 
 // The second line behind the edge's hygiene rule: whatever an activity throws leaves the worker

@@ -22,17 +22,17 @@ import type {
 } from '@temporalio/common';
 import type { Config } from '../config';
 import type { TemporalHandle } from './client';
-import { orderWorkflowId } from '../contracts/orders';
-import { procurementWorkflowId } from '../contracts/procurement';
-import { redemptionWorkflowId, type AttemptRef } from '../contracts/redemptions';
+import { orderWorkflowId } from '../contracts/orders-contract';
+import { procurementWorkflowId } from '../contracts/procurement-contract';
+import { redemptionWorkflowId, type AttemptRef } from '../contracts/redemptions-contract';
 import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../contracts/search-attributes';
 import { deliveryTiming, evmCheckoutTiming, paymentTiming, redemptionTiming, type TimingConfig } from './timing';
-import { chainScanWorkflowId, evmCheckoutWorkflowId } from '../contracts/evm-checkouts';
-import { topupWorkflowId } from '../contracts/topups';
-import { deliveryWorkflowId } from '../contracts/webhooks';
+import { chainScanWorkflowId, evmCheckoutWorkflowId } from '../contracts/evm-checkouts-contract';
+import { topupWorkflowId } from '../contracts/topups-contract';
+import { deliveryWorkflowId } from '../contracts/webhooks-contract';
 import type { Workflows } from '../contracts/workflow-types';
-import { exportWorkflowId } from '../contracts/exports';
-import { batchWorkflowId } from '../contracts/batches';
+import { exportWorkflowId } from '../contracts/exports-contract';
+import { batchWorkflowId } from '../contracts/batches-contract';
 
 /** Everything a start says about the run, bar the task queue (the connection's). */
 interface StartPlan<W extends Workflow> {

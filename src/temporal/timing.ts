@@ -5,11 +5,11 @@
 // bounds reach it through its first activity (beginProcurement), recorded in its history.
 // The field names are part of recorded histories: keep them.
 import type { Config } from '../config';
-import type { PaymentTiming } from '../contracts/payments';
-import type { ProcurementTiming } from '../contracts/procurement';
-import type { RedemptionWorkflowInput } from '../contracts/redemptions';
-import type { DeliveryWorkflowInput } from '../contracts/webhooks';
-import type { EvmCheckoutTiming } from '../contracts/evm-checkouts';
+import type { PaymentTiming } from '../contracts/payments-contract';
+import type { ProcurementTiming } from '../contracts/procurement-contract';
+import type { RedemptionWorkflowInput } from '../contracts/redemptions-contract';
+import type { DeliveryWorkflowInput } from '../contracts/webhooks-contract';
+import type { EvmCheckoutTiming } from '../contracts/evm-checkouts-contract';
 
 /** The settings the durations come from (the whole Config satisfies it). */
 export type TimingConfig = Pick<

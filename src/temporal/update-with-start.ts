@@ -2,7 +2,7 @@ import { WorkflowUpdateFailedError, type WithStartWorkflowOperation } from '@tem
 import { ApplicationFailure, type UpdateDefinition, type Workflow } from '@temporalio/common';
 import type { ApiError } from '../domain/errors';
 import type { TemporalHandle } from './client';
-import { apiErrorFromTemporal, isTemporalUnavailable } from './errors';
+import { apiErrorFromTemporal, isTemporalUnavailable } from './temporal-errors';
 
 export interface UpdateWithStartOptions<Args extends unknown[]> {
   args: Args;

@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { WorkflowBundleOption } from '@temporalio/worker';
 import { ConfigError, type Config } from '../config';
-import { bundleWorkflows } from './worker';
+import { bundleWorkflows } from './temporal-worker';
 
 /**
  * Where `npm run build` writes the workflow bundle: the root of the compiled tree

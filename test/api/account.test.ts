@@ -7,7 +7,7 @@ import { prepareDemo, startServices, type Services } from '../../src/bootstrap';
 import { loadConfig } from '../../src/config';
 import { seedCatalog } from '../../src/db/seed';
 import { createLogger } from '../../src/logger';
-import { secureCookies } from '../../src/pages/account/session';
+import { secureCookies } from '../../src/pages/account/account-session';
 import { createAccount } from '../../src/services/accounts';
 import { AccountSession, signedUp } from '../helpers/account-session';
 import { createTestDatabase, freePort, startHarness, type Harness } from '../helpers/harness';

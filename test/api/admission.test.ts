@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Client as PgClient } from 'pg';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { orderWorkflowId } from '../../src/contracts/orders';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { admissionInFlight } from '../../src/metrics/registry';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually, type ApiResponse } from '../helpers/http';

@@ -1,4 +1,4 @@
-import { batchWorkflowId } from '../../src/contracts/batches';
+import { batchWorkflowId } from '../../src/contracts/batches-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { decodedHistoryText } from '../helpers/history';

@@ -3,8 +3,8 @@ import { demoCatalog, seedCatalog } from '../../src/db/seed';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
-import { redemptionWorkflowId } from '../../src/contracts/redemptions';
-import { CONSOLE_COOKIE } from '../../src/console/session';
+import { redemptionWorkflowId } from '../../src/contracts/redemptions-contract';
+import { CONSOLE_COOKIE } from '../../src/console/console-session';
 import { signedUp, type AccountSession } from '../helpers/account-session';
 import {
   auditRows,

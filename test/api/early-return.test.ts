@@ -1,6 +1,6 @@
 import { temporal } from '@temporalio/proto';
-import { orderWorkflowId } from '../../src/contracts/orders';
-import { topupWorkflowId } from '../../src/contracts/topups';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
+import { topupWorkflowId } from '../../src/contracts/topups-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

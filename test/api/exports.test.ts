@@ -1,4 +1,4 @@
-import { exportWorkflowId } from '../../src/contracts/exports';
+import { exportWorkflowId } from '../../src/contracts/exports-contract';
 import { parseCsvWithHeader } from '../../src/domain/csv';
 import { EXPORT_COLUMNS } from '../../src/services/export-csv';
 import { startHarness, type Harness } from '../helpers/harness';

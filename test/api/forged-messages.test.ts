@@ -2,11 +2,15 @@ import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { paymentNotifiedSignal } from '../../src/contracts/payments';
-import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
-import { procurementWorkflowId, refundUpdate } from '../../src/contracts/procurement';
-import { operatorDecisionSignal, redemptionStateQuery, redemptionWorkflowId } from '../../src/contracts/redemptions';
-import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
+import { paymentNotifiedSignal } from '../../src/contracts/payments-contract';
+import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders-contract';
+import { procurementWorkflowId, refundUpdate } from '../../src/contracts/procurement-contract';
+import {
+  operatorDecisionSignal,
+  redemptionStateQuery,
+  redemptionWorkflowId,
+} from '../../src/contracts/redemptions-contract';
+import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups-contract';
 import { decideRedemption } from '../../src/services/redemptions';
 import {
   paymentNoticesUnverified,

@@ -4,7 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { sign } from '../../src/providers/sandbox/sandbox-payments';
 import { encodeCursor } from '../../src/services/cursor';
-import { orderWorkflowId } from '../../src/contracts/orders';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { CODE_RE } from '../../src/codes';
 import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox/sandbox-payments';
-import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
+import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

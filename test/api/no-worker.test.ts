@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { orderWorkflowId } from '../../src/contracts/orders';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { workersLive } from '../../src/metrics/registry';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { client, eventually, postRetrying, type ApiResponse } from '../helpers/http';

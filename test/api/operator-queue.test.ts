@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
-import { redemptionWorkflowId } from '../../src/contracts/redemptions';
+import { redemptionWorkflowId } from '../../src/contracts/redemptions-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { adminApi } from '../helpers/procurement';

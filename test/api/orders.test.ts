@@ -1,6 +1,6 @@
 import { CODE_RE } from '../../src/codes';
 import { adjustBalance, importStock } from '../../src/services/admin';
-import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders';
+import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders-contract';
 import {
   AccountIdKey,
   ExternalOrderIdKey,

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -1,8 +1,8 @@
 import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
-import { orderWorkflowId } from '../../src/contracts/orders';
-import { paymentNotifiedSignal } from '../../src/contracts/payments';
-import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
+import { paymentNotifiedSignal } from '../../src/contracts/payments-contract';
+import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { FulfillmentStatusKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

@@ -1,7 +1,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import { evmCheckout } from '../../src/db/evm-store';
-import { evmCheckoutWorkflowId, type EvmCheckoutWorkflowInput } from '../../src/contracts/evm-checkouts';
-import { reconcileScheduleId } from '../../src/contracts/reconcile';
+import { evmCheckoutWorkflowId, type EvmCheckoutWorkflowInput } from '../../src/contracts/evm-checkouts-contract';
+import { reconcileScheduleId } from '../../src/contracts/reconcile-contract';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { evmEnv, units6 } from '../helpers/evm-checkout';
 import { reseller, startHarness, type Harness } from '../helpers/harness';

@@ -1,6 +1,6 @@
-import { batchWorkflowId } from '../../src/contracts/batches';
-import { exportWorkflowId } from '../../src/contracts/exports';
-import { reconcileScheduleId } from '../../src/contracts/reconcile';
+import { batchWorkflowId } from '../../src/contracts/batches-contract';
+import { exportWorkflowId } from '../../src/contracts/exports-contract';
+import { reconcileScheduleId } from '../../src/contracts/reconcile-contract';
 import { parseCsvWithHeader } from '../../src/domain/csv';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

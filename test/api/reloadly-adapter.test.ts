@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
 import { ConfigError, loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import { rateLimitWaitMs } from '../../src/providers/reloadly/client';
-import { reloadlySettings } from '../../src/providers/reloadly/settings';
-import { ReloadlySupplier } from '../../src/providers/reloadly/supplier';
+import { rateLimitWaitMs } from '../../src/providers/reloadly/reloadly-client';
+import { reloadlySettings } from '../../src/providers/reloadly/reloadly-settings';
+import { ReloadlySupplier } from '../../src/providers/reloadly/reloadly-supplier';
 import { SupplierPermanentError, SupplierTransientError } from '../../src/providers/supplier';
 import { FAKE_CLIENT_ID, FAKE_CLIENT_SECRET, FakeReloadly, type Fault, type OrderFate } from '../fakes/reloadly';
 

@@ -1,4 +1,4 @@
-import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 import {

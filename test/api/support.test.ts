@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
-import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { FulfillmentStatusKey } from '../../src/contracts/search-attributes';
 import { auditRows } from '../helpers/console';
 import { startHarness, type Harness } from '../helpers/harness';

@@ -1,7 +1,7 @@
 import { Client as PgClient } from 'pg';
 import { CODE_RE } from '../../src/codes';
 import type { TemporalServer } from '../../src/dev/temporal-server';
-import { orderWorkflowId } from '../../src/contracts/orders';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { reseller, startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

@@ -1,6 +1,6 @@
-import { OrderSchema } from '../../src/db/entities';
+import { OrderSchema } from '../../src/db/entities/all-entities';
 import { payCheckout, resetSandboxControl, sandboxControl } from '../../src/providers/sandbox/sandbox-payments';
-import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups';
+import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups-contract';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';

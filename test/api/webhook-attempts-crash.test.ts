@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
-import { reconcileScheduleId } from '../../src/contracts/reconcile';
-import { deliveryWorkflowId } from '../../src/contracts/webhooks';
+import { reconcileScheduleId } from '../../src/contracts/reconcile-contract';
+import { deliveryWorkflowId } from '../../src/contracts/webhooks-contract';
 import { reseller, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';

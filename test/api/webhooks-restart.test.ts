@@ -1,6 +1,6 @@
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../../activities/all-activities';
-import { bundleWorkflows, createWorker } from '../../src/temporal/worker';
+import { bundleWorkflows, createWorker } from '../../src/temporal/temporal-worker';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/webhook-receiver';

@@ -1,5 +1,5 @@
 import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
-import { orderWorkflowId } from '../../src/contracts/orders';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { client, eventually, postRetrying } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { CODE_RE } from '../../src/codes';
 import { loadConfig } from '../../src/config';
-import { orderWorkflowId } from '../../src/contracts/orders';
+import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { initOrm, type Orm } from '../../src/db/orm';
 import { seedCatalog } from '../../src/db/seed';
 import { createAccount } from '../../src/services/accounts';

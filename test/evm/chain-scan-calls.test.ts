@@ -1,6 +1,6 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ChainRpc, ChainUnavailableError } from '../../src/providers/evm/rpc';
-import type { ChainSettings } from '../../src/providers/evm/settings';
+import type { ChainSettings } from '../../src/providers/evm/evm-settings';
 import { startTronJsonRpc, TRON_MAINNET_CHAIN_ID, type TronJsonRpc } from '../fakes/tron-jsonrpc';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { units6 } from '../helpers/evm-checkout';

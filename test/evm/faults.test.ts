@@ -1,5 +1,5 @@
 import { evmCheckout } from '../../src/db/evm-store';
-import { evmCheckoutWorkflowId } from '../../src/contracts/evm-checkouts';
+import { evmCheckoutWorkflowId } from '../../src/contracts/evm-checkouts-contract';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';
 import { reseller, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';

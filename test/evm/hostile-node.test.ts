@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { encodeAbiParameters, encodeEventTopics, pad } from 'viem';
 import { TRANSFER_EVENT } from '../../src/providers/evm/node';
 import { ChainRpc } from '../../src/providers/evm/rpc';
-import type { ChainSettings } from '../../src/providers/evm/settings';
+import type { ChainSettings } from '../../src/providers/evm/evm-settings';
 import { registry } from '../../src/metrics/registry';
 
 // Issue 25: nothing a node answers can credit anything or crash the worker. A JSON-RPC node on

@@ -1,4 +1,4 @@
-import { evmCheckoutStateQuery, evmCheckoutWorkflowId } from '../../src/contracts/evm-checkouts';
+import { evmCheckoutStateQuery, evmCheckoutWorkflowId } from '../../src/contracts/evm-checkouts-contract';
 import { evmCheckout, evmScans } from '../../src/db/evm-store';
 import { evmCheckoutStarter } from '../../src/temporal/starters';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';

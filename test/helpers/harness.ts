@@ -10,7 +10,7 @@ import { createLogger } from '../../src/logger';
 import { createAccount } from '../../src/services/accounts';
 import { adjustBalance } from '../../src/services/admin';
 import { freePort } from './ports';
-import { bundleWorkflows } from '../../src/temporal/worker';
+import { bundleWorkflows } from '../../src/temporal/temporal-worker';
 import { client } from './http';
 import type { SandboxRedemptionUpstream } from '../../src/providers/sandbox/sandbox-upstream';
 

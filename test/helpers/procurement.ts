@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { Config } from '../../src/config';
-import { procurementStateQuery, procurementWorkflowId } from '../../src/contracts/procurement';
+import { procurementStateQuery, procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { usesTls } from '../../src/temporal/connection';
 import { reseller as newReseller, type Harness } from './harness';
 import { decodedHistoryText } from './history';

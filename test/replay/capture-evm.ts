@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
-import { chainScanWorkflowId } from '../../src/contracts/evm-checkouts';
+import { chainScanWorkflowId } from '../../src/contracts/evm-checkouts-contract';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { startDevTemporal } from '../../src/dev/temporal';
 import { startDevChain } from '../../src/dev/evm-chain';

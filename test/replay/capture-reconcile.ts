@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { startDevTemporal } from '../../src/dev/temporal';
-import { reconcileWorkflowId } from '../../src/contracts/reconcile';
+import { reconcileWorkflowId } from '../../src/contracts/reconcile-contract';
 import type { reconcileWorkflow } from '../../workflows/reconcile-workflow';
 import { freePort } from '../helpers/ports';
 import { startHarness } from '../helpers/harness';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { failureConverterPath } from '../../src/temporal/codec';
-import { bundleWorkflows } from '../../src/temporal/worker';
+import { bundleWorkflows } from '../../src/temporal/temporal-worker';
 import * as workflows from '../../workflows';
 import { FIXTURE_DIR, SECRET_PATTERNS, WORKFLOW_TYPES } from './capture';
 

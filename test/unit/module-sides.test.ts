@@ -67,11 +67,11 @@ test('only the reconciler’s activities load the workflow starters', () => {
 });
 
 test('the worker factory composes no activities: the composition root does', () => {
-  expect([...closure('src/temporal/worker.ts').keys()].filter((m) => m.startsWith('activities/'))).toEqual([]);
+  expect([...closure('src/temporal/temporal-worker.ts').keys()].filter((m) => m.startsWith('activities/'))).toEqual([]);
   expect(valueImports('src/bootstrap.ts')).toContain('activities/all-activities.ts');
 });
 
 test('the checks see the imports they are about', () => {
   expect(closure('activities/reconcile-activities.ts').has(STARTERS)).toBe(true);
-  expect(closure('src/http/routers/orders.ts').has('src/services/order-submission.ts')).toBe(true);
+  expect(closure('src/http/routers/orders-router.ts').has('src/services/order-submission.ts')).toBe(true);
 });

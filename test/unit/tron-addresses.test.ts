@@ -1,7 +1,7 @@
 import { mnemonicToAccount } from 'viem/accounts';
 import { DEV_SECRETS, loadConfig } from '../../src/config';
 import { depositAddress, receivingKey, tronDepositAddress } from '../../src/providers/evm/addresses';
-import { parseChains } from '../../src/providers/evm/settings';
+import { parseChains } from '../../src/providers/evm/evm-settings';
 import { isTronAddress, tronAddress, tronAddressToHex } from '../../src/providers/evm/tron';
 import { REAL_PROVIDERS } from '../helpers/production';
 

@@ -8,7 +8,7 @@ import {
   webhookBody,
   type Resolver,
 } from '../../src/services/webhook-sender';
-import { backoffSeconds } from '../../src/contracts/webhooks';
+import { backoffSeconds } from '../../src/contracts/webhooks-contract';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/webhook-receiver';
 
 // Spec 4.5: PUT /webhook takes "a public https:// URL". Issue 5: reject what would let a caller

@@ -1,4 +1,4 @@
-import { chainScanWorkflowId, type ChainScanTick } from '../../src/contracts/evm-checkouts';
+import { chainScanWorkflowId, type ChainScanTick } from '../../src/contracts/evm-checkouts-contract';
 import { timersOf, uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // chainScanWorkflow with a stubbed tick (issue 38): it ticks at the cadence the workers' tick

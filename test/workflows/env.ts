@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { DEV_SECRETS } from '../../src/config';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
-import { bundleWorkflows } from '../../src/temporal/worker';
+import { bundleWorkflows } from '../../src/temporal/temporal-worker';
 import { eventually } from '../helpers/eventually';
 
 // Workflow-level tests: the real workflow code on the test run's Temporal dev server, with the

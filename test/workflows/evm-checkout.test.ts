@@ -3,7 +3,7 @@ import {
   evmCheckoutWorkflowId,
   type EvmCheckoutTiming,
   type SettlePhase,
-} from '../../src/contracts/evm-checkouts';
+} from '../../src/contracts/evm-checkouts-contract';
 import { uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // evmCheckoutWorkflow with stubbed activities (issue 25): the phases it settles in (open within

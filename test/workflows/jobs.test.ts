@@ -1,6 +1,6 @@
-import { batchWorkflowId, type BatchChunkResult } from '../../src/contracts/batches';
-import { exportWorkflowId, type ExportProgress } from '../../src/contracts/exports';
-import { procurementWorkflowId } from '../../src/contracts/procurement';
+import { batchWorkflowId, type BatchChunkResult } from '../../src/contracts/batches-contract';
+import { exportWorkflowId, type ExportProgress } from '../../src/contracts/exports-contract';
+import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // exportWorkflow and batchWorkflow with stubbed steps: pages until written, then ready, a wait for

@@ -6,9 +6,9 @@ import {
   placeOrderUpdate,
   type Placement,
   type PlaceOrderRequest,
-} from '../../src/contracts/orders';
-import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments';
-import { procurementWorkflowId } from '../../src/contracts/procurement';
+} from '../../src/contracts/orders-contract';
+import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments-contract';
+import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { timersOf, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),

@@ -9,7 +9,7 @@ import {
   resumeUpdate,
   type OrderFacts,
   type ProcurementTiming,
-} from '../../src/contracts/procurement';
+} from '../../src/contracts/procurement-contract';
 import { freePort } from '../helpers/harness';
 import { timersOf as timers, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 

@@ -7,7 +7,7 @@ import {
   redemptionWorkflowId,
   type RedemptionWorkflowInput,
   type UpstreamState,
-} from '../../src/contracts/redemptions';
+} from '../../src/contracts/redemptions-contract';
 import { timersOf as timers, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // redemptionWorkflow's state table with stubbed activities (spec 3.4 and 8, issue 17):

@@ -1,6 +1,11 @@
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
-import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments';
-import { openTopupUpdate, topupStateQuery, topupWorkflowId, type OpenTopupRequest } from '../../src/contracts/topups';
+import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments-contract';
+import {
+  openTopupUpdate,
+  topupStateQuery,
+  topupWorkflowId,
+  type OpenTopupRequest,
+} from '../../src/contracts/topups-contract';
 import { uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // topupWorkflow's state table with stubbed activities (spec 3.3, issue 17): opened by a local

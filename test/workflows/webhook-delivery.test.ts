@@ -4,7 +4,7 @@ import {
   retryNowSignal,
   type DeliveryAttemptInput,
   type DeliveryOutcome,
-} from '../../src/contracts/webhooks';
+} from '../../src/contracts/webhooks-contract';
 import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // webhookDeliveryWorkflow's state table with a stubbed attempt (spec 6, issue 17): the backoff

@@ -2,9 +2,9 @@ import type { HDKey } from '@scure/bip32';
 import type { Logger } from 'pino';
 import type { Config } from '../../config';
 import { depositAddress, receivingKey } from './addresses';
-import type { Checkout, CheckoutRequest, PaymentCallback, PaymentProvider, PaymentStatus } from '../payments';
+import type { Checkout, CheckoutRequest, PaymentCallback, PaymentProvider, PaymentStatus } from '../payment-provider';
 import { ChainRpc, ChainUnavailableError, type ChainHealth } from './rpc';
-import type { ChainSettings } from './settings';
+import type { ChainSettings } from './evm-settings';
 
 // PAYMENT_PROVIDER=evm: the hosted checkout is ours. This adapter is its chain client (the chains'
 // nodes, the tokens' decimals, the deposit addresses from the operator's xpub) and the payment

@@ -11,7 +11,7 @@ import {
   TRANSFER_EVENT,
   type RpcNode,
 } from './node';
-import { settingName, type ChainSettings, type TokenSymbol } from './settings';
+import { settingName, type ChainSettings, type TokenSymbol } from './evm-settings';
 import { SecondWitness } from './verify';
 
 // One chain's JSON-RPC nodes, asked in the operator's order. A read runs on one node from start to

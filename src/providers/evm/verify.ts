@@ -12,7 +12,7 @@ import {
   RawLog,
   type RpcNode,
 } from './node';
-import type { ChainSettings } from './settings';
+import type { ChainSettings } from './evm-settings';
 
 // A chain's second witness (`verifyWith`): a node of another provider, asked about each transfer
 // the chain's own nodes found deep enough, before it counts. One node, however honest it looks,

@@ -8,7 +8,7 @@ import {
   type PaymentCallback,
   type PaymentProvider,
   type PaymentStatus,
-} from '../payments';
+} from '../payment-provider';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 
 /**

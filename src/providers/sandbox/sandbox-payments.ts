@@ -10,7 +10,7 @@ import {
   sandboxCheckout,
   type SandboxCheckoutRow,
 } from './sandbox-store';
-import type { CheckoutRequest } from '../payments';
+import type { CheckoutRequest } from '../payment-provider';
 import { SIGNATURE_HEADER, sign, type CheckoutCreated, type CheckoutState } from './sandbox-payment-protocol';
 
 // The built-in sandbox crypto checkout itself: the provider's part, played for real by this

@@ -12,7 +12,7 @@ import { SupplierPermanentError, SupplierTransientError, type ProcureResult, typ
 //
 // Tests steer it in-process through `sandboxSupplierControl`; a separate worker process (and
 // `npm start` demos) are scripted by SANDBOX_SUPPLIER_SCRIPT, which the composition root
-// (src/providers/index.ts) loads at start, for example
+// (src/providers/all-providers.ts) loads at start, for example
 //   {"prod_robux_400": {"steps": [1, "transient", 1], "then": 0, "delayMs": 500}, "*": {"then": "all"}}
 
 /** What one call does: hand over at most N units, all asked, or fail. */
