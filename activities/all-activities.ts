@@ -2,7 +2,7 @@ import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { Providers } from '../src/providers/all-providers';
 import type { TemporalHandle } from '../src/temporal/client';
-import type { EvmCheckoutDeps } from '../src/services/evm-checkout-watch';
+import type { EvmCheckoutDeps } from '../src/services/payments/evm-checkout-watch';
 import { createEvmCheckoutActivities } from './evm-checkouts-activities';
 import { createOrderActivities } from './orders-activities';
 import { createPaymentActivities } from './payments-activities';

@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { BatchChunkResult, BatchWorkflowResult } from '../src/contracts/batches-contract';
-import { completeBatch, placeChunk } from '../src/services/batch-placement';
+import { completeBatch, placeChunk } from '../src/services/orders/batch-placement';
 
 /** The batch workflow's steps: ids and counts in, ids and counts out (the lines are in Postgres). */
 export function createBatchActivities(deps: { orm: Orm; config: Config }) {

@@ -2,7 +2,7 @@ import { Context, log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { EvmPaymentProvider } from '../src/providers/evm/provider';
-import { EvmCheckoutWatch, type EvmCheckoutDeps } from '../src/services/evm-checkout-watch';
+import { EvmCheckoutWatch, type EvmCheckoutDeps } from '../src/services/payments/evm-checkout-watch';
 import type { TemporalHandle } from '../src/temporal/client';
 import type { ChainScanTick, SettlePhase } from '../src/contracts/evm-checkouts-contract';
 

@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import type { ExportProgress } from '../src/contracts/exports-contract';
-import { expireExport, finishExport, writeNextPage, type ExportSettings } from '../src/services/export-writing';
+import { expireExport, finishExport, writeNextPage, type ExportSettings } from '../src/services/exports/export-writing';
 
 /**
  * The export workflow's steps: each reads the export's row, locked, and returns counts. Page size

@@ -9,8 +9,8 @@ import {
   recordStatusConfirmation,
   settlePayment,
   type SettleOutcome,
-} from '../src/services/payments';
-import { findTopupByWorkflowKey, openTopup } from '../src/services/topup-opening';
+} from '../src/services/payments/payments';
+import { findTopupByWorkflowKey, openTopup } from '../src/services/payments/topup-opening';
 import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups-contract';
 import { asRejection } from './activity-errors';
 import { paymentConfirmations, paymentNoticesUnverified, topupsCredited } from '../src/metrics/registry';

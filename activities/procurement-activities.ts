@@ -9,7 +9,7 @@ import {
   procureRound,
   refundUndelivered,
   resumeProcurement,
-} from '../src/services/procurement';
+} from '../src/services/supply/procurement';
 import type {
   DeliverRequest,
   OrderFacts,
@@ -20,7 +20,7 @@ import type {
 import { procurementTiming } from '../src/temporal/timing';
 import { businessErrors } from './activity-errors';
 import { procurementRounds, procurementUnits } from '../src/metrics/registry';
-import { checkSupplierPrice } from '../src/services/supplier-costs';
+import { checkSupplierPrice } from '../src/services/supply/supplier-costs';
 
 /** How often a supplier call in flight tells Temporal the worker is still alive. */
 const HEARTBEAT_EVERY_MS = 1000;

@@ -11,7 +11,7 @@ import {
   refreshUpstream,
   releaseAttemptResources,
   upstreamSubmission,
-} from '../src/services/redemption-attempts';
+} from '../src/services/redemptions/redemption-attempts';
 import type { AttemptOutcome, AttemptRef, DecisionRef, UpstreamState } from '../src/contracts/redemptions-contract';
 
 /** The redemption workflow's bridge to Postgres and the upstream; each step is idempotent. */

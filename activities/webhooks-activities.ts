@@ -15,8 +15,8 @@ import {
   type Resolver,
   type SendResult,
   type WebhookRequest,
-} from '../src/services/webhook-sender';
-import { findEndpoint, urlPolicy } from '../src/services/webhook-endpoints';
+} from '../src/services/webhooks/webhook-sender';
+import { findEndpoint, urlPolicy } from '../src/services/webhooks/webhook-endpoints';
 import type { DeliveryAttemptInput, DeliveryAttemptResult } from '../src/contracts/webhooks-contract';
 
 export interface WebhookActivityDeps {

@@ -16,8 +16,8 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { temporal } from '@temporalio/proto';
 import { loadConfig } from '../src/config';
 import { initOrm, type Orm } from '../src/db/orm';
-import { createAccount, createApiKey } from '../src/services/accounts';
-import { adjustBalance } from '../src/services/admin';
+import { createAccount, createApiKey } from '../src/services/accounts/accounts';
+import { adjustBalance } from '../src/services/payments/admin';
 import { orderWorkflowId } from '../src/contracts/orders-contract';
 import { workflowPolling } from '../src/temporal/temporal-worker';
 import { freeLoopbackPort } from '../src/temporal/runtime';

@@ -16,8 +16,8 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
-import { createAccount } from '../src/services/accounts';
-import { adjustBalance } from '../src/services/admin';
+import { createAccount } from '../src/services/accounts/accounts';
+import { adjustBalance } from '../src/services/payments/admin';
 import { TEST_PRODUCT_ID } from '../src/domain/test-product';
 import { workflowPolling } from '../src/temporal/temporal-worker';
 import { startTopology, type Proc, type Topology } from '../test/topology/harness';

@@ -25,8 +25,8 @@ import { startDevChain, type DevChain } from '../src/dev/evm-chain';
 import { freeLowPort } from '../src/dev/ports';
 import { startEmbeddedPostgres } from '../src/dev/postgres';
 import { startDevTemporal } from '../src/dev/temporal';
-import { createAccount } from '../src/services/accounts';
-import { scanCheckout } from '../src/services/evm-scan';
+import { createAccount } from '../src/services/accounts/accounts';
+import { scanCheckout } from '../src/services/payments/evm-scan';
 import { evmChainsEnv } from '../test/helpers/evm-chain';
 import { startRpcProxy, type RpcProxy } from '../test/helpers/evm-proxy';
 

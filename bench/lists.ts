@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../src/config';
 import { initOrm, type Orm } from '../src/db/orm';
-import { createAccount } from '../src/services/accounts';
+import { createAccount } from '../src/services/accounts/accounts';
 import { encodeCursor } from '../src/services/cursor';
 
 const SMALL = Number(process.argv[2] ?? 1000);

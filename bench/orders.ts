@@ -14,9 +14,9 @@ import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/clie
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
-import { createAccount, createApiKey } from '../src/services/accounts';
-import { adjustBalance } from '../src/services/admin';
-import { applyBalanceChange, lockAccount } from '../src/services/ledger';
+import { createAccount, createApiKey } from '../src/services/accounts/accounts';
+import { adjustBalance } from '../src/services/payments/admin';
+import { applyBalanceChange, lockAccount } from '../src/services/payments/ledger';
 import { benchUpdate } from './workflows';
 import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';

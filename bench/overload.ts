@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
-import { createAccount } from '../src/services/accounts';
-import { adjustBalance } from '../src/services/admin';
+import { createAccount } from '../src/services/accounts/accounts';
+import { adjustBalance } from '../src/services/payments/admin';
 import { startTopology, type Topology } from '../test/topology/harness';
 import { pct } from './pool';
 

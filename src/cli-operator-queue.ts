@@ -11,8 +11,8 @@ import {
   releaseQueued,
   type OperatorOutcome,
   type Who,
-} from './services/operator-queue';
-import { settledRedemption } from './services/redemptions';
+} from './services/redemptions/operator-queue';
+import { settledRedemption } from './services/redemptions/redemptions';
 import { connectTemporalFor } from './temporal/client';
 import { parseKeyRing } from './temporal/codec';
 import { auditedCommand, operatorOf, type Operator } from './cli-operator';

@@ -4,7 +4,7 @@
 // after), like a console or admin-API action; without a name it does not run.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from './domain/errors';
-import { audited, type AuditEntry } from './services/audit';
+import { audited, type AuditEntry } from './services/accounts/audit';
 
 /** The parseArgs options these read (--reason and --note are the main command's too). */
 export const OPERATOR_OPTIONS = {

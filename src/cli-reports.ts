@@ -1,9 +1,9 @@
 // `npx wholesale report margins --from YYYY-MM-DD --to YYYY-MM-DD [--json]`: the margin report
-// (src/services/margins.ts, also GET /admin/v1/reports/margins), as a table for people or as JSON.
+// (src/services/supply/margins.ts, also GET /admin/v1/reports/margins), as a table for people or as JSON.
 import type { Config } from './config';
 import type { Orm } from './db/orm';
 import { ApiError } from './domain/errors';
-import { marginReport, type MarginReport, type SupplierCost } from './services/margins';
+import { marginReport, type MarginReport, type SupplierCost } from './services/supply/margins';
 
 export const REPORT_USAGE = `  report margins --from YYYY-MM-DD --to YYYY-MM-DD [--json]
                                                       revenue, supplier cost and margin by product for the purchase

@@ -18,7 +18,7 @@ import {
   supportOrderDetail,
   type FulfillmentStatus,
   type SupportDeps,
-} from './services/support';
+} from './services/supply/support';
 import { connectTemporalFor } from './temporal/client';
 
 export const SUPPORT_USAGE = `  support orders [--status needs_attention] [--account ID] [--limit N]

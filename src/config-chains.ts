@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 // PAYMENT_PROVIDER=evm: how the chains' JSON-RPC nodes are asked, by the chain scanners
-// (src/services/evm-scan.ts) and the checkouts' closing rescans, and how long an address is watched.
+// (src/services/payments/evm-scan.ts) and the checkouts' closing rescans, and how long an address is watched.
 
 const int = (def: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number().int().min(min).max(max).default(def);

@@ -2,8 +2,14 @@ import type { Request, Response, Router } from 'express';
 import QRCode from 'qrcode';
 import type { AppContext } from '../http/context';
 import { ApiError } from '../domain/errors';
-import { recordAudit } from '../services/audit';
-import { activeStaff, completeSetup, setupDetails, signInStaff, STAFF_BAD_CREDENTIALS } from '../services/staff';
+import { recordAudit } from '../services/accounts/audit';
+import {
+  activeStaff,
+  completeSetup,
+  setupDetails,
+  signInStaff,
+  STAFF_BAD_CREDENTIALS,
+} from '../services/accounts/staff';
 import type { KeyRing } from '../temporal/codec';
 import { formError, noticeFrom } from '../pages/account/account-area';
 import { SetupForm, SetupQuery, SignInForm } from './console-forms';

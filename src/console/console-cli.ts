@@ -6,8 +6,8 @@ import type { Orm } from '../db/orm';
 import { STAFF_ROLES, type StaffRole } from '../db/staff-store';
 import { ApiError } from '../domain/errors';
 import { auditedCommand, operatorOf } from '../cli-operator';
-import { actorLabel } from '../services/audit';
-import { inviteStaff, setupUrl } from '../services/staff';
+import { actorLabel } from '../services/accounts/audit';
+import { inviteStaff, setupUrl } from '../services/accounts/staff';
 import { parseKeyRing } from '../temporal/codec';
 
 export const STAFF_USAGE = `  staff create --role viewer|support|admin --email EMAIL --name NAME --by NAME --reason TEXT

@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StaffRole, StaffRow } from '../db/staff-store';
 import type { AppContext } from '../http/context';
-import { audited, type Actor, type AuditContext, type AuditEntry } from '../services/audit';
+import { audited, type Actor, type AuditContext, type AuditEntry } from '../services/accounts/audit';
 import { allows, type Viewer } from './console-layout';
 
 // Who is asking, and what they may do. Every handler behind sign-in works with a Desk: the

@@ -4,9 +4,15 @@ import { supportActionsOf } from '../db/support-store';
 import { deliveriesOfOrder } from '../db/webhooks-store';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/account-area';
-import { actorLabel, listAudit, type AuditView } from '../services/audit';
-import { findOrder as findOrderById, orderSummary } from '../services/orders';
-import { deliverOrder, listSupportOrders, refundOrder, resumeOrder, supportOrderDetail } from '../services/support';
+import { actorLabel, listAudit, type AuditView } from '../services/accounts/audit';
+import { findOrder as findOrderById, orderSummary } from '../services/orders/orders';
+import {
+  deliverOrder,
+  listSupportOrders,
+  refundOrder,
+  resumeOrder,
+  supportOrderDetail,
+} from '../services/supply/support';
 import { act, desk, only, type Desk } from './console-guard';
 import { DeliverForm, IdParams, ReasonForm } from './console-forms';
 import {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../http/context';
 import { IdString } from '../http/hygiene';
 import { formError, noticeFrom } from '../pages/account/account-area';
-import { LEVELS, priceList, setProductPrice } from '../services/prices';
+import { LEVELS, priceList, setProductPrice } from '../services/supply/prices';
 import { act, desk, only, type Desk } from './console-guard';
 import { consolePage, csrfField, errorBox, html, noticeBox, plainMessage, reasonField, send } from './console-layout';
 

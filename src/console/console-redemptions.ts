@@ -1,15 +1,15 @@
 import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/account-area';
-import { actorLabel } from '../services/audit';
+import { actorLabel } from '../services/accounts/audit';
 import {
   claimRedemption,
   decideQueued,
   listQueue,
   type OperatorOutcome,
   type QueueDeps,
-} from '../services/operator-queue';
-import { settledRedemption } from '../services/redemptions';
+} from '../services/redemptions/operator-queue';
+import { settledRedemption } from '../services/redemptions/redemptions';
 import type { KeyRing } from '../temporal/codec';
 import { act, desk, only, type Desk } from './console-guard';
 import { FailForm, FulfilForm, IdParams } from './console-forms';

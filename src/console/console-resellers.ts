@@ -3,12 +3,12 @@ import { ApiError } from '../domain/errors';
 import { isUuid } from '../domain/redeem-info';
 import type { AppContext } from '../http/context';
 import { formError, noticeFrom } from '../pages/account/account-area';
-import { accountSummary } from '../services/account-views';
-import { listApiKeys, revokeApiKey } from '../services/accounts';
-import { adjustBalance } from '../services/admin';
-import { listAudit } from '../services/audit';
-import { listOrders, listTransactions } from '../services/order-queries';
-import { listDeliveries, retryDelivery } from '../services/webhooks';
+import { accountSummary } from '../services/accounts/account-views';
+import { listApiKeys, revokeApiKey } from '../services/accounts/accounts';
+import { adjustBalance } from '../services/payments/admin';
+import { listAudit } from '../services/accounts/audit';
+import { listOrders, listTransactions } from '../services/orders/order-queries';
+import { listDeliveries, retryDelivery } from '../services/webhooks/webhooks';
 import { act, desk, only, type Desk } from './console-guard';
 import { AccountItemParams, AdjustForm, IdParams, ReasonForm } from './console-forms';
 import {

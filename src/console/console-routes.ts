@@ -1,6 +1,6 @@
 import type { RequestHandler, Router } from 'express';
 import type { AppContext } from '../http/context';
-import { activeStaff } from '../services/staff';
+import { activeStaff } from '../services/accounts/staff';
 import { parseKeyRing } from '../temporal/codec';
 import { authRoutes } from './console-auth';
 import { Forbidden } from './console-guard';

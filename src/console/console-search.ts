@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../http/context';
-import { listAudit } from '../services/audit';
+import { listAudit } from '../services/accounts/audit';
 import { desk, only } from './console-guard';
 import { AuditQuery, SearchQuery } from './console-forms';
 import { consolePage, html, send } from './console-layout';

@@ -10,7 +10,7 @@ import {
   setupUrl,
   STAFF_ROLES,
   type Invitation,
-} from '../services/staff';
+} from '../services/accounts/staff';
 import type { KeyRing } from '../temporal/codec';
 import { act, desk, only, type Desk } from './console-guard';
 import { IdParams, InviteForm, ReasonForm, RoleForm } from './console-forms';

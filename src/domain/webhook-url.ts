@@ -1,5 +1,5 @@
 // Which webhook URLs may be stored and called (spec 4.5: "a public https:// URL"). Pure rules
-// only: the DNS step lives in src/services/webhook-sender.ts and applies these same checks to
+// only: the DNS step lives in src/services/webhooks/webhook-sender.ts and applies these same checks to
 // every resolved address, at configuration time and again on each delivery (DNS rebinding).
 
 export type AddressClass =

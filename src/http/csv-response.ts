@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import type { Logger } from 'pino';
-import type { CsvFile } from '../services/export-queries';
+import type { CsvFile } from '../services/exports/export-queries';
 
 /** Until the client has read what was written, or gone away (the listeners removed either way). */
 function drainedOrClosed(res: Response): Promise<void> {

@@ -6,8 +6,8 @@ import { ApiError, errorBody } from '../domain/errors';
 import { rateLimited } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import { PlacementRefused, type PlacementKind } from '../services/admission';
-import { authenticate, type Principal } from '../services/accounts';
-import { assertKeyUsable } from '../services/key-access';
+import { authenticate, type Principal } from '../services/accounts/accounts';
+import { assertKeyUsable } from '../services/accounts/key-access';
 import {
   hitRateLimit,
   pruneSometimes,

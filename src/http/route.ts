@@ -3,8 +3,8 @@ import type { NextFunction, Request, RequestHandler, Response, Router } from 'ex
 import type { ZodObject, ZodType, z } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors';
 import { KEY_SCOPES, type KeyScope } from '../domain/key-scopes';
-import type { Principal } from '../services/accounts';
-import { assertScope } from '../services/key-access';
+import type { Principal } from '../services/accounts/accounts';
+import { assertScope } from '../services/accounts/key-access';
 import { assertCleanInput } from './hygiene';
 import { ErrorBody, ERROR_MEANING, errorExample, HEADERS, type HeaderName } from './openapi';
 

@@ -24,14 +24,14 @@ import {
   Transaction,
 } from '../http/schemas';
 import type { KeyScope } from '../domain/key-scopes';
-import type { Principal } from '../services/accounts';
-import { assertScope } from '../services/key-access';
+import type { Principal } from '../services/accounts/accounts';
+import { assertScope } from '../services/accounts/key-access';
 import { PlacementRefused } from '../services/admission';
-import { checkAvailability, listProducts } from '../services/catalog';
-import { getBalance } from '../services/ledger';
-import { listOrders, listTransactions, orderDetail } from '../services/order-queries';
-import { submitOrder } from '../services/order-submission';
-import { submitTopup } from '../services/topup-submission';
+import { checkAvailability, listProducts } from '../services/supply/catalog';
+import { getBalance } from '../services/payments/ledger';
+import { listOrders, listTransactions, orderDetail } from '../services/orders/order-queries';
+import { submitOrder } from '../services/orders/order-submission';
+import { submitTopup } from '../services/payments/topup-submission';
 
 /** One MCP POST: the authenticated caller and the request id every error carries. */
 export interface McpCall {

@@ -1,6 +1,6 @@
 import { formatScaled, toScaled } from '../domain/token-amounts';
 import { COMPLIANCE_NOTICE } from '../providers/payment-provider';
-import type { CheckoutView } from '../services/evm-checkouts';
+import type { CheckoutView } from '../services/payments/evm-checkouts';
 import { html, page, SafeHtml } from './page-layout';
 
 // The EVM checkout's page, rendered from its CheckoutView: what to send where, and how far the

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import QRCode from 'qrcode';
 import type { AppContext } from '../http/context';
-import { checkoutView } from '../services/evm-checkouts';
+import { checkoutView } from '../services/payments/evm-checkouts';
 import { checkoutRateLimit } from './checkout-limit';
 import { checkoutPage, selectOption, type CheckoutOption } from './evm-checkout-view';
 import { html, page, sendPage } from './page-layout';

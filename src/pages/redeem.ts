@@ -13,7 +13,7 @@ import {
   siteRedemptionStatus,
   submitRedemption,
   type RedemptionView,
-} from '../services/redemptions';
+} from '../services/redemptions/redemptions';
 import { html, page, sendPage, SafeHtml } from './page-layout';
 
 // The public redemption site behind `redeemUrl` (spec 1, 4.4): an end customer enters a code,

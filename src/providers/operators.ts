@@ -9,7 +9,7 @@ import type {
 } from './redemption-upstream';
 
 // REDEMPTION_UPSTREAM=operators: the upstream is people working a durable queue in Postgres
-// (src/services/operator-queue.ts). A submission of any product becomes a queue row; its status
+// (src/services/redemptions/operator-queue.ts). A submission of any product becomes a queue row; its status
 // is whatever the claim holder decided there. The redemption workflow is signalled on each
 // decision, and its regular refresh reads the same row, so a lost signal only delays an outcome.
 

@@ -1,4 +1,4 @@
-import { EXPORT_COLUMNS } from '../../src/services/export-csv';
+import { EXPORT_COLUMNS } from '../../src/services/exports/export-csv';
 import { signedUp } from '../helpers/account-session';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

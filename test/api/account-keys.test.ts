@@ -1,4 +1,4 @@
-import { adjustBalance } from '../../src/services/admin';
+import { adjustBalance } from '../../src/services/payments/admin';
 import { AccountSession, shownKey, signedUp } from '../helpers/account-session';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client, eventually } from '../helpers/http';

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config';
 import { seedCatalog } from '../../src/db/seed';
 import { createLogger } from '../../src/logger';
 import { secureCookies } from '../../src/pages/account/account-session';
-import { createAccount } from '../../src/services/accounts';
+import { createAccount } from '../../src/services/accounts/accounts';
 import { AccountSession, signedUp } from '../helpers/account-session';
 import { createTestDatabase, freePort, startHarness, type Harness } from '../helpers/harness';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
-import { createAccount } from '../../src/services/accounts';
-import { adjustBalance } from '../../src/services/admin';
+import { createAccount } from '../../src/services/accounts/accounts';
+import { adjustBalance } from '../../src/services/payments/admin';
 import { redemptionWorkflowId } from '../../src/contracts/redemptions-contract';
 import { CONSOLE_COOKIE } from '../../src/console/console-session';
 import { signedUp, type AccountSession } from '../helpers/account-session';

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { isDeepStrictEqual } from 'node:util';
 import type { ChildProcess } from 'node:child_process';
 import { parseCsvWithHeader } from '../../src/domain/csv';
-import { EXPORT_COLUMNS } from '../../src/services/export-csv';
+import { EXPORT_COLUMNS } from '../../src/services/exports/export-csv';
 import { freePort, startApiProcess, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { call, client, eventually } from '../helpers/http';
 import { peakMiB, resetPeak } from '../helpers/process-memory';

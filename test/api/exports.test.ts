@@ -1,6 +1,6 @@
 import { exportWorkflowId } from '../../src/contracts/exports-contract';
 import { parseCsvWithHeader } from '../../src/domain/csv';
-import { EXPORT_COLUMNS } from '../../src/services/export-csv';
+import { EXPORT_COLUMNS } from '../../src/services/exports/export-csv';
 import { startHarness, type Harness } from '../helpers/harness';
 import { call, client, eventually } from '../helpers/http';
 import { decodedHistoryText } from '../helpers/history';

@@ -11,7 +11,7 @@ import {
   redemptionWorkflowId,
 } from '../../src/contracts/redemptions-contract';
 import { topupStateQuery, topupWorkflowId } from '../../src/contracts/topups-contract';
-import { decideRedemption } from '../../src/services/redemptions';
+import { decideRedemption } from '../../src/services/redemptions/redemptions';
 import {
   paymentNoticesUnverified,
   supportActionsUnverified,

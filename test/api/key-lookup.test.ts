@@ -1,6 +1,6 @@
 import { startServices, type Services } from '../../src/bootstrap';
 import { createLogger } from '../../src/logger';
-import { revokeApiKey } from '../../src/services/accounts';
+import { revokeApiKey } from '../../src/services/accounts/accounts';
 import { freePort, startHarness, type Harness } from '../helpers/harness';
 import { call } from '../helpers/http';
 

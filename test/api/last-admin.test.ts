@@ -1,4 +1,4 @@
-import { inviteStaff } from '../../src/services/staff';
+import { inviteStaff } from '../../src/services/accounts/staff';
 import { parseKeyRing } from '../../src/temporal/codec';
 import { auditRows, postFrom, signedIn, staffMember, type Member } from '../helpers/console';
 import { startHarness, type Harness } from '../helpers/harness';

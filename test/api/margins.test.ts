@@ -2,7 +2,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Runtime } from '@temporalio/worker';
 import { marginTable } from '../../src/cli-reports';
 import { payCheckout } from '../../src/providers/sandbox/sandbox-payments';
-import { syncSupplierCatalog } from '../../src/services/supplier-costs';
+import { syncSupplierCatalog } from '../../src/services/supply/supplier-costs';
 import { startHarness, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -1,5 +1,5 @@
 import { CODE_RE } from '../../src/codes';
-import { adjustBalance, importStock } from '../../src/services/admin';
+import { adjustBalance, importStock } from '../../src/services/payments/admin';
 import { orderStateQuery, orderWorkflowId } from '../../src/contracts/orders-contract';
 import {
   AccountIdKey,

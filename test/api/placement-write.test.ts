@@ -5,7 +5,7 @@ import {
   type BalanceOrderWrite,
 } from '../../src/db/placement-store';
 import { newId } from '../../src/codes';
-import { placeOrder } from '../../src/services/order-placement';
+import { placeOrder } from '../../src/services/orders/order-placement';
 import { startHarness, type Harness } from '../helpers/harness';
 import { expectLedgerMatchesBalance } from '../helpers/money';
 

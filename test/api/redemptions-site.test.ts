@@ -1,5 +1,5 @@
-import { importStock } from '../../src/services/admin';
-import { createApiKey } from '../../src/services/accounts';
+import { importStock } from '../../src/services/payments/admin';
+import { createApiKey } from '../../src/services/accounts/accounts';
 import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { buyCode, eventsOf, freshRateWindow, redemptionRowsOfCode, reseller, type Api } from '../helpers/redemption';

@@ -1,6 +1,6 @@
 import { demoCatalog, seedCatalog } from '../../src/db/seed';
 import { generateCode } from '../../src/codes';
-import { TEST_DELIVERABLE } from '../../src/services/redemptions';
+import { TEST_DELIVERABLE } from '../../src/services/redemptions/redemptions';
 import { redemptionStateQuery, redemptionWorkflowId } from '../../src/contracts/redemptions-contract';
 import { auditRows } from '../helpers/console';
 import { sandboxUpstreamOf, startHarness, type Harness } from '../helpers/harness';

@@ -1,6 +1,6 @@
 import { generateCode } from '../../src/codes';
-import { adjustBalance, importStock } from '../../src/services/admin';
-import { setProductPrice } from '../../src/services/prices';
+import { adjustBalance, importStock } from '../../src/services/payments/admin';
+import { setProductPrice } from '../../src/services/supply/prices';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Browser } from 'playwright-core';
-import { adjustBalance } from '../../src/services/admin';
-import { getBatch } from '../../src/services/batch-queries';
+import { adjustBalance } from '../../src/services/payments/admin';
+import { getBatch } from '../../src/services/orders/batch-queries';
 import { launchChromium } from '../helpers/browser';
 import { freePort, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';

@@ -1,7 +1,7 @@
 import { createWalletClient, defineChain, erc20Abi, http, encodeFunctionData } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { evmCheckout } from '../../src/db/evm-store';
-import { EvmCheckoutWatch } from '../../src/services/evm-checkout-watch';
+import { EvmCheckoutWatch } from '../../src/services/payments/evm-checkout-watch';
 import { notifyPaid } from '../../src/temporal/payment-notices';
 import { startDevChain, type DevChain } from '../helpers/evm-chain';
 import { depositAddressOf, evmEnv, transfersOf, units6 } from '../helpers/evm-checkout';

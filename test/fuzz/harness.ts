@@ -1,7 +1,7 @@
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
-import { createApiKey } from '../../src/services/accounts';
-import { keyLimits } from '../../src/services/key-access';
+import { createApiKey } from '../../src/services/accounts/accounts';
+import { keyLimits } from '../../src/services/accounts/key-access';
 
 // The service under fuzz: the real API, worker, Postgres and Temporal, with the request limits
 // raised out of the way (they are tested elsewhere) and nothing left to change in the background

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { StaffRole } from '../../src/db/staff-store';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
-import { completeSetup, inviteStaff, setupDetails } from '../../src/services/staff';
+import { completeSetup, inviteStaff, setupDetails } from '../../src/services/accounts/staff';
 import { parseKeyRing } from '../../src/temporal/codec';
 import { AccountSession, type PageResponse } from './account-session';
 import { eventually } from './eventually';

@@ -17,7 +17,7 @@ import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { startDevTemporal } from '../../src/dev/temporal';
 import { exportWorkflowId } from '../../src/contracts/exports-contract';
 import { insertExport } from '../../src/db/exports-store';
-import { exportWindow } from '../../src/services/export-csv';
+import { exportWindow } from '../../src/services/exports/export-csv';
 import { batchWorkflowId } from '../../src/contracts/batches-contract';
 import { reconcileWorkflowId } from '../../src/contracts/reconcile-contract';
 import type { exportWorkflow } from '../../workflows/export-workflow';

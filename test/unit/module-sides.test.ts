@@ -73,5 +73,5 @@ test('the worker factory composes no activities: the composition root does', () 
 
 test('the checks see the imports they are about', () => {
   expect(closure('activities/reconcile-activities.ts').has(STARTERS)).toBe(true);
-  expect(closure('src/http/routers/orders-router.ts').has('src/services/order-submission.ts')).toBe(true);
+  expect(closure('src/http/routers/orders-router.ts').has('src/services/orders/order-submission.ts')).toBe(true);
 });

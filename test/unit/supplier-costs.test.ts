@@ -1,5 +1,5 @@
 import { fromMicros, toMicros } from '../../src/domain/micros';
-import { comparableCurrency, supplierMappings } from '../../src/services/supplier-costs';
+import { comparableCurrency, supplierMappings } from '../../src/services/supply/supplier-costs';
 
 // Issue 26 item 2: the pieces of "what each product costs us" that need no database. Costs and
 // revenue are summed exactly in millionths; a cost is held against a price in another currency

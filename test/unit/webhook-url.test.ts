@@ -7,7 +7,7 @@ import {
   validateWebhookUrl,
   webhookBody,
   type Resolver,
-} from '../../src/services/webhook-sender';
+} from '../../src/services/webhooks/webhook-sender';
 import { backoffSeconds } from '../../src/contracts/webhooks-contract';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/webhook-receiver';
 

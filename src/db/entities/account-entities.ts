@@ -77,7 +77,7 @@ export interface User {
   accountId: string;
   /** Trimmed and lower-cased. */
   email: string;
-  /** `scrypt$N$r$p$salt$hash` (src/services/passwords.ts); the password itself is never stored. */
+  /** `scrypt$N$r$p$salt$hash` (src/services/accounts/passwords.ts); the password itself is never stored. */
   passwordHash: string;
   createdAt: Date & Opt;
   lastSignInAt?: Date | null;

@@ -1,13 +1,13 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { marginReport } from '../../services/margins';
+import { marginReport } from '../../services/supply/margins';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { addRoute } from '../route';
 import { Decimal } from '../schemas';
 
 // The margin report's admin route, mounted by the admin router under its token: revenue,
-// supplier cost and margin by product for the orders paid in a period (src/services/margins.ts).
+// supplier cost and margin by product for the orders paid in a period (src/services/supply/margins.ts).
 
 const Day = z
   .string()

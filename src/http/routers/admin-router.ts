@@ -9,7 +9,7 @@ import {
   resumeOrder,
   supportOrderDetail,
   type SupportDeps,
-} from '../../services/support';
+} from '../../services/supply/support';
 import type { AppContext } from '../context';
 import { notFound } from '../middleware';
 import { createRegistry, openApiDocument, z } from '../openapi';
@@ -17,13 +17,13 @@ import { FreeText, IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { marginRoutes } from './admin-margins-router';
 import { operatorQueueRoutes } from './operator-queue-router';
-import { auditedByToken } from '../../services/audit';
+import { auditedByToken } from '../../services/accounts/audit';
 import { Decimal } from '../schemas';
 
 // The admin API for support and ops, under /admin/v1, outside the resellers' bearer keys. It is
 // off unless ADMIN_TOKEN is set (every path is then 404), and takes `Authorization: Bearer
 // <ADMIN_TOKEN>`. Errors use the spec's error body. Codes never appear in its answers. Every action
-// is an audit row recorded as "token" (src/services/audit.ts).
+// is an audit row recorded as "token" (src/services/accounts/audit.ts).
 
 export const ADMIN_PREFIX = '/admin/v1';
 

@@ -1,8 +1,8 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import express, { type Router } from 'express';
 import { MAX_BATCH_LINES } from '../../contracts/batches-contract';
-import { getBatch, listBatchLines } from '../../services/batch-queries';
-import { submitBatch } from '../../services/batch-submission';
+import { getBatch, listBatchLines } from '../../services/orders/batch-queries';
+import { submitBatch } from '../../services/orders/batch-submission';
 import type { AppContext } from '../context';
 import { ErrorBody, z } from '../openapi';
 import { IdString } from '../hygiene';

@@ -1,12 +1,12 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { checkAvailability, getProduct, listProducts } from '../../services/catalog';
+import { checkAvailability, getProduct, listProducts } from '../../services/supply/catalog';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { Availability, Balance, Product, Qty } from '../schemas';
-import { getBalance } from '../../services/ledger';
+import { getBalance } from '../../services/payments/ledger';
 
 const ProductParams = z.object({ id: IdString(128) });
 

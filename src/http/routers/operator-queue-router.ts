@@ -1,8 +1,14 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { claimRedemption, decideQueued, listQueue, releaseQueued, type QueueDeps } from '../../services/operator-queue';
-import { settledRedemption } from '../../services/redemptions';
-import { auditedByToken } from '../../services/audit';
+import {
+  claimRedemption,
+  decideQueued,
+  listQueue,
+  releaseQueued,
+  type QueueDeps,
+} from '../../services/redemptions/operator-queue';
+import { settledRedemption } from '../../services/redemptions/redemptions';
+import { auditedByToken } from '../../services/accounts/audit';
 import { parseKeyRing } from '../../temporal/codec';
 import type { AppContext } from '../context';
 import { FreeText, IdString } from '../hygiene';

@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { listOrders, listTransactions, orderDetail } from '../../services/order-queries';
-import { submitOrder } from '../../services/order-submission';
+import { listOrders, listTransactions, orderDetail } from '../../services/orders/order-queries';
+import { submitOrder } from '../../services/orders/order-submission';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { IdString } from '../hygiene';

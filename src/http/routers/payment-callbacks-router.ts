@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import type { AppContext } from '../context';
 import { ApiError } from '../../domain/errors';
-import { acceptCallback } from '../../services/payments';
+import { acceptCallback } from '../../services/payments/payments';
 import { notifyPaid } from '../../temporal/payment-notices';
 import { assertCleanInput } from '../hygiene';
 

@@ -1,6 +1,6 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
-import { redemptionByCode, redemptionById, submitRedemption } from '../../services/redemptions';
+import { redemptionByCode, redemptionById, submitRedemption } from '../../services/redemptions/redemptions';
 import type { AppContext } from '../context';
 import { rateLimit } from '../middleware';
 import { z } from '../openapi';

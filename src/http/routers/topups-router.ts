@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
 import { ApiError } from '../../domain/errors';
-import { submitTopup } from '../../services/topup-submission';
+import { submitTopup } from '../../services/payments/topup-submission';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { IdString } from '../hygiene';

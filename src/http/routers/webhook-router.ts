@@ -1,8 +1,14 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { Router } from 'express';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../domain/webhook-url';
-import { urlPolicy } from '../../services/webhook-endpoints';
-import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent } from '../../services/webhooks';
+import { urlPolicy } from '../../services/webhooks/webhook-endpoints';
+import {
+  configureWebhook,
+  getWebhook,
+  listDeliveries,
+  retryDelivery,
+  sendTestEvent,
+} from '../../services/webhooks/webhooks';
 import type { AppContext } from '../context';
 import { z } from '../openapi';
 import { isCleanId } from '../../domain/text';
@@ -10,7 +16,7 @@ import { IdString } from '../hygiene';
 import { addRoute } from '../route';
 import { Cursor, Decimal, Limit } from '../schemas';
 import { SUBSCRIBABLE_EVENTS } from '../../domain/event-types';
-import { resendDeliveries } from '../../services/webhook-resend';
+import { resendDeliveries } from '../../services/webhooks/webhook-resend';
 
 const EventName = z.enum(SUBSCRIBABLE_EVENTS as [string, ...string[]]);
 

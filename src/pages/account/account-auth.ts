@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import { ApiError } from '../../domain/errors';
 import type { AppContext } from '../../http/context';
-import { BAD_CREDENTIALS, checkSignUpBudget, signIn, signUp } from '../../services/users';
+import { BAD_CREDENTIALS, checkSignUpBudget, signIn, signUp } from '../../services/accounts/users';
 import { html } from '../page-layout';
 import { formError, noticeFrom } from './account-area';
 import { SignInForm, SignUpForm } from './account-forms';

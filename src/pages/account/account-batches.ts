@@ -12,8 +12,8 @@ import {
   listBatches,
   type BatchLineView,
   type BatchView,
-} from '../../services/batch-queries';
-import { submitBatch } from '../../services/batch-submission';
+} from '../../services/orders/batch-queries';
+import { submitBatch } from '../../services/orders/batch-submission';
 import { html } from '../page-layout';
 import { area, formError, type Area } from './account-area';
 import { BatchForm, IdParams, ListQuery } from './account-forms';

@@ -1,8 +1,14 @@
 import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../../http/context';
 import { KEY_SCOPES } from '../../domain/key-scopes';
-import { createNamedApiKey, listApiKeys, revokeApiKey, rotateApiKey, type KeyView } from '../../services/accounts';
-import { keyLimits, NO_LIMITS } from '../../services/key-access';
+import {
+  createNamedApiKey,
+  listApiKeys,
+  revokeApiKey,
+  rotateApiKey,
+  type KeyView,
+} from '../../services/accounts/accounts';
+import { keyLimits, NO_LIMITS } from '../../services/accounts/key-access';
 import { html, type SafeHtml } from '../page-layout';
 import { area, formError, noticeFrom, type Area } from './account-area';
 import { COPY_SCRIPT, copyButton } from './account-copy';

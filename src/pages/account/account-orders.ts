@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../http/context';
 import { COMPLIANCE_NOTICE } from '../../providers/payment-provider';
-import { listOrders, orderDetail } from '../../services/order-queries';
+import { listOrders, orderDetail } from '../../services/orders/order-queries';
 import { html } from '../page-layout';
 import { area, type Area } from './account-area';
 import { IdParams, ListQuery } from './account-forms';

@@ -1,6 +1,6 @@
 import type { RequestHandler, Router } from 'express';
 import type { AppContext } from '../../http/context';
-import { findUser } from '../../services/users';
+import { findUser } from '../../services/accounts/users';
 import { authRoutes } from './account-auth';
 import { copyScriptRoute } from './account-copy';
 import { keyRoutes } from './account-keys';

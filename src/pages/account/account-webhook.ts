@@ -1,10 +1,16 @@
 import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../../http/context';
 import { DEFAULT_EVENTS, SUBSCRIBABLE_EVENTS } from '../../domain/event-types';
-import { findDelivery } from '../../services/account-views';
-import { urlPolicy } from '../../services/webhook-endpoints';
-import { resendDeliveries } from '../../services/webhook-resend';
-import { configureWebhook, getWebhook, listDeliveries, retryDelivery, sendTestEvent } from '../../services/webhooks';
+import { findDelivery } from '../../services/accounts/account-views';
+import { urlPolicy } from '../../services/webhooks/webhook-endpoints';
+import { resendDeliveries } from '../../services/webhooks/webhook-resend';
+import {
+  configureWebhook,
+  getWebhook,
+  listDeliveries,
+  retryDelivery,
+  sendTestEvent,
+} from '../../services/webhooks/webhooks';
 import { html, type SafeHtml } from '../page-layout';
 import { area, formError, noticeFrom, type Area } from './account-area';
 import { COPY_SCRIPT, copyButton } from './account-copy';

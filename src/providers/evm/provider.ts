@@ -9,7 +9,7 @@ import type { ChainSettings } from './evm-settings';
 // PAYMENT_PROVIDER=evm: the hosted checkout is ours. This adapter is its chain client (the chains'
 // nodes, the tokens' decimals, the deposit addresses from the operator's xpub) and the payment
 // port; the checkout's lifecycle (opening it with its watch, the chain scanners' ticks, the
-// watch's steps) is src/services/evm-checkout-watch.ts, handed to the port as its `book`. The
+// watch's steps) is src/services/payments/evm-checkout-watch.ts, handed to the port as its `book`. The
 // payer pays on the page at /checkout/<id> (src/pages/evm-checkout.ts). No callback ever arrives:
 // the watch tells the order's workflow itself, and a status sync reads what the watch recorded.
 
