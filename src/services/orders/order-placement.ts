@@ -1,14 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { generateCode, newId } from '../../codes';
-import { decrementLimitedRemaining, lockProductRow, takeStockCodes } from '../../db/catalog-store';
+import { lockProductRow } from '../../db/catalog-store';
 import { OrderSchema, ProductSchema, type Order, type Product } from '../../db/entities/all-entities';
-import { insertPlatformCodes } from '../../db/orders-store';
 import { currentBalanceAndLevel, readPlacement, writeBalanceOrder } from '../../db/placement-store';
 import { ApiError } from '../../domain/errors';
 import { raisedLevel, type Level } from '../../domain/levels';
 import { fromDb, parseDecimal, toDecimal, type Cents } from '../../domain/money';
 import { findActiveProduct, listingBlock, priceAt, priceTable, sellableUnits } from '../supply/catalog';
-import { recordEvent } from '../webhooks/events';
 import { lockAccount, type LockedAccount } from '../payments/ledger';
 import {
   assertSameRequest,
@@ -19,8 +17,8 @@ import {
 } from './orders';
 
 // The worker's side of an order: the placement the order workflow's local activity runs (check,
-// debit, issue codes, or open the checkout of an intent order), the fulfilment of a paid order,
-// and the outbox event of a delivery.
+// debit, issue codes, or open the checkout of an intent order). What happens once an order is paid
+// is its delivery (order-delivery.ts).
 
 /** True unless the order was placed by this very request (a retry of it after a lost reply). */
 export const isReplay = (order: Pick<Order, 'placementId'>, placementId: string | undefined) =>
@@ -58,47 +56,6 @@ async function reserveStock(em: EntityManager, product: Product, qty: number): P
   const sellable = (await sellableUnits(em, [product])).get(product.id) ?? 0;
   if (sellable <= 0) throw new ApiError('out_of_stock', `Product ${product.id} is currently out of stock`);
   if (sellable < qty) throw new ApiError('insufficient_stock', `Only part of the requested qty is available`, {});
-}
-
-/** Issues the codes of a delivered order: imported stock for inventory products, new platform codes otherwise. */
-async function issueCodes(em: EntityManager, order: Order, product: Product): Promise<string[]> {
-  if (product.deliveryType === 'direct_code') return [];
-  if (product.stockMode === 'inventory') {
-    const rows = await takeStockCodes(em, order.id, product.id, order.qty);
-    if (rows.length !== order.qty) throw new ApiError('insufficient_stock', 'Stock changed while placing the order');
-    const codes = rows.map((r) => r.code);
-    if ((await insertPlatformCodes(em, order, product, codes)).length !== codes.length) {
-      throw new ApiError(
-        'stock_unavailable',
-        'Imported stock holds a code that was already issued; support has to check the stock',
-      );
-    }
-    return codes;
-  }
-  const codes: string[] = [];
-  while (codes.length < order.qty) {
-    const batch = Array.from({ length: order.qty - codes.length }, generateCode);
-    codes.push(...(await insertPlatformCodes(em, order, product, batch)));
-  }
-  return codes;
-}
-
-/** `order.delivered` goes into the outbox in the same transaction as the delivery. */
-export async function recordDelivered(
-  em: EntityManager,
-  order: Order,
-  codes: string[],
-  baseUrl: string,
-): Promise<void> {
-  await recordEvent(em, order.accountId, 'order.delivered', {
-    orderId: order.id,
-    externalOrderId: order.externalOrderId ?? null,
-    productId: order.productId,
-    qty: order.qty,
-    codes,
-    redeemUrl: redeemUrlFor(baseUrl, order.deliveryType),
-    deliveryType: order.deliveryType,
-  });
 }
 
 interface Placement {
@@ -231,36 +188,6 @@ export async function placeOrder(
     await tx.flush();
     return { order, reused: false };
   });
-}
-
-/**
- * A paid order takes its stock and is delivered (ordinary products, codes issued now) or handed
- * to procurement (`paid`, fulfillmentStatus `processing`, direct-code products).
- */
-export async function fulfilPaidOrder(
-  em: EntityManager,
-  order: Order,
-  product: Product,
-  baseUrl: string,
-): Promise<void> {
-  const now = new Date();
-  order.paidAt = now;
-  order.updatedAt = now;
-  if (product.stockMode === 'limited') {
-    await decrementLimitedRemaining(em, product.id, order.qty);
-  }
-  if (product.deliveryType === 'direct_code') {
-    order.status = 'paid';
-    order.fulfillmentStatus = 'processing';
-    await em.flush();
-    return;
-  }
-  const codes = await issueCodes(em, order, product);
-  order.status = 'delivered';
-  order.deliveredAt = now;
-  order.fulfilledQuantity = order.qty;
-  await em.flush();
-  await recordDelivered(em, order, codes, baseUrl);
 }
 
 /**

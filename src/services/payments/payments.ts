@@ -8,7 +8,7 @@ import type { PaymentCallback } from '../../providers/payment-provider';
 import { fromDb, toDecimal, type Cents } from '../../domain/money';
 import { recordEvent } from '../webhooks/events';
 import { addSpending, applyBalanceChange, lockAccount } from './ledger';
-import { fulfilPaidOrder } from '../orders/order-placement';
+import { fulfilPaidOrder } from '../orders/order-delivery';
 
 // What happens to a hosted-checkout order (intent purchase or top-up) when its payment is
 // confirmed, when its window passes, or when the payer abandons the checkout. Every step is a

@@ -34,7 +34,7 @@ import {
 import { recordEvent } from '../webhooks/events';
 import { applyBalanceChange, lockAccount } from '../payments/ledger';
 import { cleanManualCodes, dropManualCodes, withCodes } from './manual-codes';
-import { recordDelivered } from '../orders/order-placement';
+import { recordDelivered } from '../orders/order-delivery';
 import { takeSupportRequest } from './support-requests';
 
 // Direct-code procurement (spec 2.4, 3.1, 3.2) and its support actions. Postgres holds the facts:
