@@ -90,24 +90,6 @@ export async function insertPlatformCodes(
 }
 
 /**
- * Inserts gift-card codes of an order, skipping any that already exist; returns the ones
- * inserted. A driver error quotes the codes: callers wrap this in `withCodes`.
- */
-export async function insertGiftCardCodes(
-  em: EntityManager,
-  order: Pick<Order, 'id' | 'accountId' | 'productId'>,
-  codes: string[],
-): Promise<string[]> {
-  const rows = await em.execute<{ code: string }[]>(
-    `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
-       values ${codes.map(() => "(?, ?, ?, ?, 'gift_card', false)").join(', ')}
-       on conflict (code) do nothing returning code`,
-    codes.flatMap((code) => [order.id, order.accountId, order.productId, code]),
-  );
-  return rows.map((r) => r.code);
-}
-
-/**
  * A purchase order's columns (as `orders` stores them, for `em.map`) with its codes (voided ones
  * aside, oldest first), by id or by the reseller's externalOrderId, in one statement.
  */
@@ -146,24 +128,6 @@ export async function checkoutAndCodes(
     [orderId],
   );
   return row && { checkoutUrl: row.checkout_url, codes: row.codes };
-}
-
-/** The codes stored for an order so far (voided ones aside), oldest first. */
-export async function orderCodes(em: EntityManager, orderId: string): Promise<string[]> {
-  const rows = await em.execute<{ code: string }[]>(
-    'select code from issued_codes where order_id = ? and voided = false order by id',
-    [orderId],
-  );
-  return rows.map((r) => r.code);
-}
-
-/** How many of these codes were issued already, to any order. */
-export async function countIssuedCodes(em: EntityManager, codes: string[]): Promise<number> {
-  const [row] = await em.execute<{ n: string }[]>(
-    `select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`,
-    codes,
-  );
-  return Number(row.n);
 }
 
 /** Orders (either kind) whose id or reseller's id (externalOrderId, externalTopupId) is `term`, newest first. */

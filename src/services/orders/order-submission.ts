@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProductSchema, type Order } from '../../db/entities/all-entities';
-import { checkoutAndCodes } from '../../db/orders-store';
+import { OrderSchema, ProductSchema, type Order } from '../../db/entities/all-entities';
+import { fromDb, toDecimal } from '../../domain/money';
+import { checkoutAndCodes, purchaseWithCodes } from '../../db/orders-store';
 import { codeLabel, ordersPlaced } from '../../metrics/registry';
 import { ApiError } from '../../domain/errors';
 import type { TemporalHandle } from '../../temporal/client';
@@ -20,14 +21,30 @@ import type { PlacementGate } from '../admission';
 import {
   assertSameRequest,
   checkTestProductRules,
-  createResponse,
+  deliveredCodes,
   findByExternalId,
-  findPurchaseWithCodes,
   redeemUrlFor,
   showsCodes,
-  type OrderCreateResponse,
   type PlaceOrderInput,
 } from './orders';
+
+/** The create response of spec 2.4. */
+export interface OrderCreateResponse {
+  orderId: string;
+  externalOrderId: string;
+  amount: string;
+  status: Order['status'];
+  codes: string[];
+  checkoutUrl?: string;
+  paymentUrl?: string;
+  redeemUrl: string | null;
+  deliveryType: 'redemption' | 'direct_code';
+  fulfillmentStatus: string | null;
+  fulfilledQuantity: number;
+  errorCode: string | null;
+  resolution: string | null;
+  reused: boolean;
+}
 
 export interface SubmitDeps {
   em: EntityManager;
@@ -194,4 +211,47 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput, pl
           )
         : undefined,
   });
+}
+
+/**
+ * A purchase by id or externalOrderId with its codes as `deliveredCodes` shows them, in one
+ * statement (the create response's read).
+ */
+async function findPurchaseWithCodes(
+  em: EntityManager,
+  where: { id: string } | { accountId: string; externalOrderId: string },
+): Promise<{ order: Order; codes: string[] } | undefined> {
+  const found = await purchaseWithCodes(em, where);
+  if (!found) return undefined;
+  const order = em.map(OrderSchema, found.columns);
+  return { order, codes: showsCodes(order) ? found.codes : [] };
+}
+
+async function createResponse(
+  em: EntityManager,
+  order: Order,
+  opts: {
+    baseUrl: string;
+    reused: boolean;
+    withCheckout: boolean;
+    /** The codes read alongside the order, as `deliveredCodes` reads them for status `codesFor`. */
+    prefetched?: { codesFor: string; codes: string[] };
+  },
+): Promise<OrderCreateResponse> {
+  const showCheckout = opts.withCheckout && order.status === 'pending' && !!order.checkoutUrl;
+  return {
+    orderId: order.id,
+    externalOrderId: order.externalOrderId!,
+    amount: toDecimal(fromDb(order.amount)),
+    status: order.status,
+    codes: opts.prefetched?.codesFor === order.status ? opts.prefetched.codes : await deliveredCodes(em, order),
+    ...(showCheckout ? { checkoutUrl: order.checkoutUrl!, paymentUrl: order.checkoutUrl! } : {}),
+    redeemUrl: redeemUrlFor(opts.baseUrl, order.deliveryType),
+    deliveryType: order.deliveryType as 'redemption' | 'direct_code',
+    fulfillmentStatus: order.fulfillmentStatus ?? null,
+    fulfilledQuantity: order.fulfilledQuantity,
+    errorCode: order.errorCode ?? null,
+    resolution: order.resolution ?? null,
+    reused: opts.reused,
+  };
 }

@@ -1,7 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PaymentMode } from '../../contracts/orders-contract';
 import { IssuedCodeSchema, OrderSchema, type Order } from '../../db/entities/all-entities';
-import { purchaseWithCodes } from '../../db/orders-store';
 import { ApiError } from '../../domain/errors';
 import { fromDb, toDecimal } from '../../domain/money';
 import { TEST_PRODUCT_ID } from '../../domain/test-product';
@@ -20,24 +19,6 @@ export interface PlaceOrderInput {
   source: 'rest' | 'mcp';
   /** The API request placing it: its own retries find the order and are not told `reused`. */
   placementId?: string;
-}
-
-/** The create response of spec 2.4. */
-export interface OrderCreateResponse {
-  orderId: string;
-  externalOrderId: string;
-  amount: string;
-  status: Order['status'];
-  codes: string[];
-  checkoutUrl?: string;
-  paymentUrl?: string;
-  redeemUrl: string | null;
-  deliveryType: 'redemption' | 'direct_code';
-  fulfillmentStatus: string | null;
-  fulfilledQuantity: number;
-  errorCode: string | null;
-  resolution: string | null;
-  reused: boolean;
 }
 
 /** Unix seconds, as the API gives times (spec 2). */
@@ -102,49 +83,6 @@ export async function deliveredCodes(
 /** Whether an order in this state shows its codes (see deliveredCodes). */
 export function showsCodes(order: Pick<Order, 'status' | 'deliveryType'>): boolean {
   return order.status === 'delivered' || (order.status === 'refunded' && order.deliveryType === 'direct_code');
-}
-
-/**
- * A purchase by id or externalOrderId with its codes as `deliveredCodes` shows them, in one
- * statement (the create response's read).
- */
-export async function findPurchaseWithCodes(
-  em: EntityManager,
-  where: { id: string } | { accountId: string; externalOrderId: string },
-): Promise<{ order: Order; codes: string[] } | undefined> {
-  const found = await purchaseWithCodes(em, where);
-  if (!found) return undefined;
-  const order = em.map(OrderSchema, found.columns);
-  return { order, codes: showsCodes(order) ? found.codes : [] };
-}
-
-export async function createResponse(
-  em: EntityManager,
-  order: Order,
-  opts: {
-    baseUrl: string;
-    reused: boolean;
-    withCheckout: boolean;
-    /** The codes read alongside the order, as `deliveredCodes` reads them for status `codesFor`. */
-    prefetched?: { codesFor: string; codes: string[] };
-  },
-): Promise<OrderCreateResponse> {
-  const showCheckout = opts.withCheckout && order.status === 'pending' && !!order.checkoutUrl;
-  return {
-    orderId: order.id,
-    externalOrderId: order.externalOrderId!,
-    amount: toDecimal(fromDb(order.amount)),
-    status: order.status,
-    codes: opts.prefetched?.codesFor === order.status ? opts.prefetched.codes : await deliveredCodes(em, order),
-    ...(showCheckout ? { checkoutUrl: order.checkoutUrl!, paymentUrl: order.checkoutUrl! } : {}),
-    redeemUrl: redeemUrlFor(opts.baseUrl, order.deliveryType),
-    deliveryType: order.deliveryType as 'redemption' | 'direct_code',
-    fulfillmentStatus: order.fulfillmentStatus ?? null,
-    fulfilledQuantity: order.fulfilledQuantity,
-    errorCode: order.errorCode ?? null,
-    resolution: order.resolution ?? null,
-    reused: opts.reused,
-  };
 }
 
 /** Rules of spec 4.3 that need no database: the test product's channel, payment and qty. */

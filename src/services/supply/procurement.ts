@@ -1,18 +1,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../../db/entities/all-entities';
 import { ledgerAmountOf } from '../../db/ledger-store';
+import { lockOrderRow } from '../../db/orders-store';
 import {
   countIssuedCodes,
   insertGiftCardCodes as insertGiftCardRows,
-  lockOrderRow,
-  orderCodes,
-} from '../../db/orders-store';
-import {
   openPurchaseKey,
+  orderCodes,
   recordSupplierPurchase,
   supplierPurchasesOf,
   type SupplierPurchaseRow,
-} from '../../db/supplier-purchases-store';
+} from '../../db/procurement-store';
 import { codeBatchOf, insertSupportAction } from '../../db/support-store';
 import { ApiError } from '../../domain/errors';
 import { fromDb, toDecimal, type Cents } from '../../domain/money';

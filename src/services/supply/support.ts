@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { OrderSchema, type Order } from '../../db/entities/all-entities';
 import { ledgerAmountOf } from '../../db/ledger-store';
-import { supplierPurchasesOf, type SupplierPurchaseRow } from '../../db/supplier-purchases-store';
+import { supplierPurchasesOf, type SupplierPurchaseRow } from '../../db/procurement-store';
 import { supportActionsOf } from '../../db/support-store';
 import { ApiError } from '../../domain/errors';
 import { fromDb, toDecimal } from '../../domain/money';

@@ -1,8 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SupplierPurchase } from '../domain/supplier-purchase';
+import type { Order } from './entities/all-entities';
 
-// What each direct-code order bought from a real supplier (supplier_purchases): one row per
-// purchase, keyed by our idempotency key, with the supplier's transaction id and what it cost.
+// Procurement's queries: what each direct-code order bought from a real supplier
+// (supplier_purchases: one row per purchase, keyed by our idempotency key, with the supplier's
+// transaction id and what it cost), and the gift card codes it stored for the order.
 
 /**
  * `open`: the purchase exists or may exist at the supplier and has not ended (ask again under its
@@ -107,4 +109,40 @@ export async function supplierPurchasesOf(em: EntityManager, orderId: string): P
        from supplier_purchases where order_id = ? order by id`,
     [orderId],
   );
+}
+
+/**
+ * Inserts gift-card codes of an order, skipping any that already exist; returns the ones
+ * inserted. A driver error quotes the codes: callers wrap this in `withCodes`.
+ */
+export async function insertGiftCardCodes(
+  em: EntityManager,
+  order: Pick<Order, 'id' | 'accountId' | 'productId'>,
+  codes: string[],
+): Promise<string[]> {
+  const rows = await em.execute<{ code: string }[]>(
+    `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
+       values ${codes.map(() => "(?, ?, ?, ?, 'gift_card', false)").join(', ')}
+       on conflict (code) do nothing returning code`,
+    codes.flatMap((code) => [order.id, order.accountId, order.productId, code]),
+  );
+  return rows.map((r) => r.code);
+}
+
+/** The codes stored for an order so far (voided ones aside), oldest first. */
+export async function orderCodes(em: EntityManager, orderId: string): Promise<string[]> {
+  const rows = await em.execute<{ code: string }[]>(
+    'select code from issued_codes where order_id = ? and voided = false order by id',
+    [orderId],
+  );
+  return rows.map((r) => r.code);
+}
+
+/** How many of these codes were issued already, to any order. */
+export async function countIssuedCodes(em: EntityManager, codes: string[]): Promise<number> {
+  const [row] = await em.execute<{ n: string }[]>(
+    `select count(*) as n from issued_codes where code in (${codes.map(() => '?').join(', ')})`,
+    codes,
+  );
+  return Number(row.n);
 }
