@@ -88,11 +88,6 @@ function keyForm(csrf: string, v: KeyFormValues) {
 
 const KEY_STYLE = html`<style>
 fieldset.scopes { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; padding: .25rem .75rem .5rem; }
-label.check { display: flex; gap: .5rem; align-items: baseline; font-weight: 400; margin: .35rem 0; }
-label.check input { width: auto; }
-.secret-row { display: flex; gap: .5rem; align-items: center; }
-.secret-row .secret { flex: 1; margin: 0; }
-.secret-row button { margin: 0; }
 @media (min-width: 641px) {
   table.keys th { white-space: nowrap; }
   table.keys td { overflow-wrap: normal; }

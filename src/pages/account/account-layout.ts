@@ -27,6 +27,12 @@ button.danger { background: var(--bad); }
 .inline-form > div { flex: 1 1 12rem; }
 .inline-form button { margin-top: 0; }
 .secret { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; overflow-wrap: anywhere; padding: .6rem .7rem; background: #f4f6fa; border: 1px dashed var(--accent); border-radius: 8px; user-select: all; }
+/* A secret shown once with its copy button (a new key, the webhook's secret); checkbox lists. */
+label.check { display: flex; gap: .5rem; align-items: baseline; font-weight: 400; margin: .35rem 0; }
+label.check input { width: auto; }
+.secret-row { display: flex; gap: .5rem; align-items: center; }
+.secret-row .secret { flex: 1; margin: 0; }
+.secret-row button { margin: 0; }
 .big { font-size: 2rem; font-weight: 700; font-variant-numeric: tabular-nums; }
 .pager { display: flex; gap: 1rem; margin-top: 1rem; }
 .muted { color: var(--muted); }

@@ -71,11 +71,6 @@ const resendForm = (
 
 const WEBHOOK_STYLE = html`<style>
 fieldset.events { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; padding: .25rem .75rem .75rem; }
-label.check { display: flex; gap: .5rem; align-items: baseline; font-weight: 400; margin: .35rem 0; }
-label.check input { width: auto; }
-.secret-row { display: flex; gap: .5rem; align-items: center; }
-.secret-row .secret { flex: 1; margin: 0; }
-.secret-row button { margin: 0; }
 </style>`;
 
 async function webhookPage(
