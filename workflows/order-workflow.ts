@@ -10,7 +10,7 @@ import type { PaymentWorkflowState } from '../src/contracts/payments-contract';
 import { placementOptions, untilPostgresAnswers } from './activity-options';
 import { awaitPayment, PaymentLifecycle, runPaymentLifecycle } from './payment';
 import { awaitInFlightPatch } from './placement';
-import { handOffToProcurement } from './procurement-handoff';
+import { handedOffStatusPatch, handOffToProcurement } from './procurement-handoff';
 import {
   AccountIdKey,
   ExternalOrderIdKey,
@@ -158,9 +158,13 @@ class Order extends PaymentLifecycle {
   private track(status: string, fulfillmentStatus: string | null): void {
     this.state.status = status;
     this.state.fulfillmentStatus = fulfillmentStatus;
+    // A paid direct-code order is procurement's (handOff), whose workflow alone carries
+    // FulfillmentStatus; a replayed placement or a late notice re-running this workflow must not
+    // list the order a second time. Runs before the patch put it here and cleared it at hand-off.
+    const shown = status === 'paid' && patched(handedOffStatusPatch) ? null : fulfillmentStatus;
     upsertSearchAttributes([
       { key: OrderStatusKey, value: status },
-      ...(fulfillmentStatus ? [{ key: FulfillmentStatusKey, value: fulfillmentStatus }] : []),
+      ...(shown ? [{ key: FulfillmentStatusKey, value: shown }] : []),
     ]);
   }
 }

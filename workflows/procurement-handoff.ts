@@ -32,6 +32,9 @@ export async function startProcurement(order: {
   }
 }
 
+/** Since this patch, the order workflow never sets FulfillmentStatus on a paid order (see handOffToProcurement). */
+export const handedOffStatusPatch = 'paid-order-status-left-to-procurement';
+
 /**
  * The order workflow hands its paid direct-code order to procurement (startProcurement). From
  * here on only the procurement workflow carries FulfillmentStatus, so a query for stuck orders in

@@ -5,6 +5,7 @@ import { paymentNotifiedSignal } from '../../src/contracts/payments-contract';
 import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
 import { FulfillmentStatusKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { startHarness, type Harness } from '../helpers/harness';
+import { rawHistory, searchAttributePayloadsOf } from '../helpers/history';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance, ledgerOf } from '../helpers/money';
 import { checkoutIdOf, PAYMENT_ENV } from '../helpers/payments';
@@ -213,8 +214,7 @@ describe('needs_attention (spec 3.2)', () => {
       attentionSince: expect.any(Number),
     });
     await orderUntil(api, fine.body.orderId, (o) => o.status === 'delivered');
-    // Visibility is eventually consistent, and the replayed placement above may have started a new
-    // order run that lists the order for a moment, until it hands off again and clears the attribute.
+    // Visibility is eventually consistent.
     const listed = await eventually(async () => {
       const ids = await workflowIds(h, `FulfillmentStatus = "needs_attention" AND AccountId = "${accountId}"`);
       return ids.length === 1 ? ids : undefined;
@@ -280,6 +280,38 @@ describe('one procurement per order', () => {
     const l = await expectLedgerMatchesBalance(h, accountId);
     expect(l.rows.filter((r) => r.type === 'purchase')).toHaveLength(1);
   });
+});
+
+test('a replayed placement of a handed-off order re-runs the order workflow without listing it under FulfillmentStatus', async () => {
+  sandboxSupplierControl.script('prod_apple_gift_card_us_25', { then: 'permanent' });
+  const { api, accountId } = await reseller(h, '60.00');
+  const placed = await api.post('/orders', order('handed-off', 'prod_apple_gift_card_us_25', 1));
+  const orderId = placed.body.orderId;
+  await orderUntil(api, orderId, fulfillmentIs('needs_attention'));
+  const first = h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'handed-off'));
+  await first.result();
+  const firstRun = (await first.describe()).runId;
+
+  const replay = await api.post('/orders', order('handed-off', 'prod_apple_gift_card_us_25', 1));
+  expect(replay.body).toMatchObject({ orderId, reused: true, status: 'paid', fulfillmentStatus: 'needs_attention' });
+  const rerun = h.services.temporal.client.workflow.getHandle(orderWorkflowId(accountId, 'handed-off'));
+  await rerun.result();
+  const { runId } = await rerun.describe();
+  expect(runId).not.toBe(firstRun);
+  // Every value this run gave FulfillmentStatus, in its history: none but the hand-off's clearing.
+  const set = (
+    searchAttributePayloadsOf(await rawHistory(h.services.temporal.client, rerun.workflowId, runId)).get(
+      FulfillmentStatusKey.name,
+    ) ?? []
+  ).map((p) => (p.data && p.data.length > 0 ? JSON.parse(Buffer.from(p.data).toString('utf8')) : null));
+  expect(set.filter((v) => v !== null && !(Array.isArray(v) && v.length === 0))).toEqual([]);
+  const listed = await eventually(async () => {
+    const ids = await workflowIds(h, `FulfillmentStatus = "needs_attention" AND AccountId = "${accountId}"`);
+    return ids.length === 1 ? ids : undefined;
+  });
+  expect(listed).toEqual([procurementWorkflowId(orderId)]);
+  const l = await expectLedgerMatchesBalance(h, accountId);
+  expect(l.rows.filter((r) => r.type === 'purchase')).toHaveLength(1);
 });
 
 describe('intent mode (spec 3.1: pending → paid → procured → delivered)', () => {
