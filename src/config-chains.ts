@@ -14,6 +14,11 @@ export const chainReadVariables = {
   // array in topics[2]): N open checkouts cost ceil(N / this) calls per block range. java-tron and
   // most hosted providers take up to 1,000.
   EVM_SCAN_ADDRESSES_PER_CALL: int(500, 1, 1000),
+  // Each checkout's watch counts what is confirmed when its chain's scanner wakes it (a transfer of
+  // its address recorded, confirmed or dropped), and on its own this often in the payment window (at
+  // least PAYMENT_SYNC_SECONDS), in case a wake-up was lost: each count is two activities per open
+  // checkout, the worker's main load with thousands open.
+  EVM_WATCH_FALLBACK_SECONDS: int(60, 1),
   // A node whose head has not moved for this long is lagging: the next URL is asked instead.
   EVM_HEAD_STALL_SECONDS: int(180, 1),
   // After the late-payment watch, a deposit address is still watched this long, this often: what

@@ -29,8 +29,8 @@ const always = proxyActivities<EvmCheckoutActivities>(untilPostgresAnswers);
  * Watches one deposit address, keyed `checkout-watch:<orderId>:<depositIndex>`. The chains are read
  * for every open checkout at once by each chain's scanner (./chain-scan-workflow.ts), which
  * records and confirms transfers in Postgres and wakes the watch when its checkout's move. Within
- * the payment window and the late-payment watch it counts what is confirmed (when woken, and at
- * the sync cadence, then the late one): when the amount is reached it tells the order's (or
+ * the payment window and the late-payment watch it counts what is confirmed (when woken, and on its
+ * own at the fallback cadence, then the late one): when the amount is reached it tells the order's (or
  * top-up's) workflow, as a provider's callback would, and money beyond it is credited to the
  * account's balance. After the
  * late watch the address is still watched for a while: whatever arrives then, or arrived and never
@@ -77,7 +77,11 @@ export async function evmCheckoutWorkflow(input: EvmCheckoutWorkflowInput): Prom
     // given this address, so there is nothing to wait for once its window is over.
     if (!settled.orderId && now >= expiresAt && waiting === 0) break;
     const cadence =
-      now < expiresAt ? timing.syncSeconds : now < lateUntil ? timing.latePollSeconds : timing.addressPollSeconds;
+      now < expiresAt
+        ? (timing.fallbackSeconds ?? timing.syncSeconds)
+        : now < lateUntil
+          ? timing.latePollSeconds
+          : timing.addressPollSeconds;
     const next = now < expiresAt ? expiresAt : now < lateUntil ? lateUntil : watchUntil;
     // A timer like a sleep's; a signal from the scanner during the step or the wait ends it early.
     await condition(() => scanned, Math.max(1000, Math.min(cadence * 1000, next - now)));

@@ -10,8 +10,14 @@ export const evmCheckoutWorkflowId = (orderId: string, depositIndex: number) =>
   `checkout-watch:${orderId}:${depositIndex}`;
 
 export interface EvmCheckoutTiming {
-  /** How often the chains are asked while the checkout can be paid (PAYMENT_SYNC_SECONDS). */
+  /** How often the chains' scanners read them (PAYMENT_SYNC_SECONDS). */
   syncSeconds: number;
+  /**
+   * How often the watch counts on its own while the checkout can be paid, the scanners waking it
+   * whenever its transfers move (EVM_WATCH_FALLBACK_SECONDS). Absent in runs started before it:
+   * they count at syncSeconds.
+   */
+  fallbackSeconds?: number;
   /** The payment window (PAYMENT_WINDOW_SECONDS), then the late watch and its cadence. */
   windowSeconds: number;
   lateWatchSeconds: number;

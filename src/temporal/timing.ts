@@ -18,6 +18,7 @@ export type TimingConfig = Pick<
   | 'PAYMENT_WINDOW_SECONDS'
   | 'EVM_ADDRESS_WATCH_SECONDS'
   | 'EVM_ADDRESS_POLL_SECONDS'
+  | 'EVM_WATCH_FALLBACK_SECONDS'
   | 'LATE_PAYMENT_WATCH_SECONDS'
   | 'LATE_PAYMENT_POLL_SECONDS'
   | 'PLACEMENT_RECOVERY_SECONDS'
@@ -42,10 +43,11 @@ export function paymentTiming(c: TimingConfig): Required<PaymentTiming> {
   };
 }
 
-/** An EVM checkout's watch: the chains asked at the sync cadence in the window, then at the late one. */
+/** An EVM checkout's watch: woken by the scanners, counting on its own at the fallback cadence in the window, then at the late one. */
 export function evmCheckoutTiming(c: TimingConfig): EvmCheckoutTiming {
   return {
     syncSeconds: c.PAYMENT_SYNC_SECONDS,
+    fallbackSeconds: Math.max(c.EVM_WATCH_FALLBACK_SECONDS, c.PAYMENT_SYNC_SECONDS),
     windowSeconds: c.PAYMENT_WINDOW_SECONDS,
     lateWatchSeconds: c.LATE_PAYMENT_WATCH_SECONDS,
     latePollSeconds: c.LATE_PAYMENT_POLL_SECONDS,

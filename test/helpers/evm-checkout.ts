@@ -15,6 +15,8 @@ export function evmEnv(
     PAYMENT_PROVIDER: 'evm',
     EVM_CHAINS: evmChainsEnv(chain, { confirmations: opts.confirmations ?? 2, rpcUrls: opts.rpcUrls }),
     EVM_RPC_TIMEOUT_MS: '1500',
+    // Each watch counts every second on its own too: several tests use its steps as their clock.
+    EVM_WATCH_FALLBACK_SECONDS: '1',
   };
 }
 
@@ -45,7 +47,13 @@ export function tronEnv(chain: DevChain, rpcUrl: string, opts: { apiKey?: string
     apiKey: opts.apiKey ?? 'test-trongrid-key',
     tokens: { USDT: { address: tronAddress(chain.tokens.USDT.address), decimals: 6 } },
   };
-  return { ...PAYMENT_ENV, PAYMENT_PROVIDER: 'evm', EVM_CHAINS: JSON.stringify([tron]), EVM_RPC_TIMEOUT_MS: '1500' };
+  return {
+    ...PAYMENT_ENV,
+    PAYMENT_PROVIDER: 'evm',
+    EVM_CHAINS: JSON.stringify([tron]),
+    EVM_RPC_TIMEOUT_MS: '1500',
+    EVM_WATCH_FALLBACK_SECONDS: '1',
+  };
 }
 
 /** A checkout's TRON deposit address, in the hex the chain (and Hardhat behind the fake) takes. */

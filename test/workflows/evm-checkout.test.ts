@@ -164,3 +164,42 @@ test.concurrent(
   },
   60_000,
 );
+
+test.concurrent(
+  'with a fallback cadence the watch counts on its own only that often, though the scanners read every second',
+  async () => {
+    const q = env.taskQueue();
+    let settles = 0;
+    const woken: EvmCheckoutTiming = { ...TIMING, syncSeconds: 1, fallbackSeconds: 3600, windowSeconds: 7200 };
+    await env.withWorker(
+      q,
+      {
+        scanEvmCheckout: async () => ({ unavailable: [] }),
+        settleEvmCheckout: async () => {
+          settles++;
+          return { state: 'pending', notify: false, waiting: 0, orderId: 'ord_4' };
+        },
+        notifyEvmCheckoutPaid: async () => undefined,
+      },
+      async () => {
+        const depositIndex = Math.floor(Math.random() * 1e9);
+        const handle = await env.client.workflow.start('evmCheckoutWorkflow', {
+          workflowId: evmCheckoutWorkflowId(uniqueId('ord'), depositIndex),
+          taskQueue: q,
+          args: [{ depositIndex, timing: woken }],
+        });
+        try {
+          await until(() => settles === 1, 'the first step');
+          // Three sync periods: a watch counting at the sync cadence would have stepped again.
+          await new Promise((resolve) => setTimeout(resolve, 3000));
+          expect(settles).toBe(1);
+          await handle.signal(evmCheckoutScannedSignal);
+          await until(() => settles === 2, 'a step on the signal');
+        } finally {
+          await handle.terminate('test done');
+        }
+      },
+    );
+  },
+  60_000,
+);
