@@ -12,7 +12,7 @@
 //
 //   npm run bench:chain-scan                               1,000 and 5,000 checkouts
 //   BENCH_CHAIN_SCAN_CHECKOUTS=200 npm run bench:chain-scan
-//   PAYMENT_SYNC_SECONDS=10 (default) EVM_SCAN_ADDRESSES_PER_CALL=500 (default)
+//   PAYMENT_SYNC_SECONDS=10 (default) EVM_SCAN_ADDRESSES_PER_CALL=500 (default) EVM_WATCH_FALLBACK_SECONDS=60 (default)
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +33,7 @@ import { startRpcProxy, type RpcProxy } from '../test/helpers/evm-proxy';
 const SIZES = (process.env.BENCH_CHAIN_SCAN_CHECKOUTS ?? '1000,5000').split(',').map(Number);
 const SYNC_SECONDS = Number(process.env.PAYMENT_SYNC_SECONDS ?? 10);
 const PER_CALL = process.env.EVM_SCAN_ADDRESSES_PER_CALL ?? '500';
+const FALLBACK_SECONDS = process.env.EVM_WATCH_FALLBACK_SECONDS ?? '60';
 const CONFIRMATIONS = 2;
 /** Ticks of the scanner whose calls are counted. */
 const TICKS = 3;
@@ -91,6 +92,7 @@ async function measure(
     PAYMENT_PROVIDER: 'evm',
     EVM_CHAINS: evmChainsEnv(ctx.chain, { confirmations: CONFIRMATIONS, rpcUrls: [ctx.proxy.url] }),
     EVM_SCAN_ADDRESSES_PER_CALL: PER_CALL,
+    EVM_WATCH_FALLBACK_SECONDS: FALLBACK_SECONDS,
     PAYMENT_SYNC_SECONDS: String(SYNC_SECONDS),
     PAYMENT_WINDOW_SECONDS: '3600',
     // One account opens all the top-ups: the reseller limits stay out of the way.
@@ -233,7 +235,7 @@ async function connectPg(url: string) {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'wholesale-bench-chain-scan-'));
   console.log(
-    `bench/chain-scan: ${SIZES.map(fmt).join(' and ')} open checkouts, 10% paid; PAYMENT_SYNC_SECONDS=${SYNC_SECONDS}, EVM_SCAN_ADDRESSES_PER_CALL=${PER_CALL}`,
+    `bench/chain-scan: ${SIZES.map(fmt).join(' and ')} open checkouts, 10% paid; PAYMENT_SYNC_SECONDS=${SYNC_SECONDS}, EVM_SCAN_ADDRESSES_PER_CALL=${PER_CALL}, EVM_WATCH_FALLBACK_SECONDS=${FALLBACK_SECONDS}`,
   );
   const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freeLowPort(), database: 'postgres' });
   const temporal = await startDevTemporal({ port: await freeLowPort(), uiPort: 0, namespace: 'default' });
