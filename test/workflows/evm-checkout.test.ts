@@ -4,6 +4,7 @@ import {
   type EvmCheckoutTiming,
   type SettlePhase,
 } from '../../src/contracts/evm-checkouts-contract';
+import type { WorkflowHandle } from '@temporalio/client';
 import { uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // evmCheckoutWorkflow with stubbed activities (issue 25): the phases it settles in (open within
@@ -127,79 +128,65 @@ test.concurrent(
   60_000,
 );
 
+/**
+ * A watch that stays pending with `timing`, its settles counted, running `body` with its handle
+ * (terminated afterwards).
+ */
+async function pendingWatch(
+  timing: EvmCheckoutTiming,
+  body: (handle: WorkflowHandle, settles: () => number) => Promise<void>,
+): Promise<void> {
+  const q = env.taskQueue();
+  let settles = 0;
+  await env.withWorker(
+    q,
+    {
+      scanEvmCheckout: async () => ({ unavailable: [] }),
+      settleEvmCheckout: async () => {
+        settles++;
+        return { state: 'pending', notify: false, waiting: 0, orderId: 'ord_pending' };
+      },
+      notifyEvmCheckoutPaid: async () => undefined,
+    },
+    async () => {
+      const depositIndex = Math.floor(Math.random() * 1e9);
+      const handle = await env.client.workflow.start('evmCheckoutWorkflow', {
+        workflowId: evmCheckoutWorkflowId(uniqueId('ord'), depositIndex),
+        taskQueue: q,
+        args: [{ depositIndex, timing }],
+      });
+      try {
+        await body(handle, () => settles);
+      } finally {
+        await handle.terminate('test done');
+      }
+    },
+  );
+}
+
 test.concurrent(
   "the chain scanner's signal wakes the watch to settle at once, not at its next sync",
-  async () => {
-    const q = env.taskQueue();
-    let settles = 0;
-    const slow: EvmCheckoutTiming = { ...TIMING, syncSeconds: 3600, windowSeconds: 7200 };
-    await env.withWorker(
-      q,
-      {
-        scanEvmCheckout: async () => ({ unavailable: [] }),
-        settleEvmCheckout: async () => {
-          settles++;
-          return { state: 'pending', notify: false, waiting: 0, orderId: 'ord_3' };
-        },
-        notifyEvmCheckoutPaid: async () => undefined,
-      },
-      async () => {
-        const depositIndex = Math.floor(Math.random() * 1e9);
-        const handle = await env.client.workflow.start('evmCheckoutWorkflow', {
-          workflowId: evmCheckoutWorkflowId(uniqueId('ord'), depositIndex),
-          taskQueue: q,
-          args: [{ depositIndex, timing: slow }],
-        });
-        try {
-          await until(() => settles === 1, 'the first step');
-          await handle.signal(evmCheckoutScannedSignal);
-          await until(() => settles === 2, 'a step on the signal');
-          await handle.signal(evmCheckoutScannedSignal);
-          await until(() => settles === 3, 'another');
-        } finally {
-          await handle.terminate('test done');
-        }
-      },
-    );
-  },
+  () =>
+    pendingWatch({ ...TIMING, syncSeconds: 3600, windowSeconds: 7200 }, async (handle, settles) => {
+      await until(() => settles() === 1, 'the first step');
+      await handle.signal(evmCheckoutScannedSignal);
+      await until(() => settles() === 2, 'a step on the signal');
+      await handle.signal(evmCheckoutScannedSignal);
+      await until(() => settles() === 3, 'another');
+    }),
   60_000,
 );
 
 test.concurrent(
   'with a fallback cadence the watch counts on its own only that often, though the scanners read every second',
-  async () => {
-    const q = env.taskQueue();
-    let settles = 0;
-    const woken: EvmCheckoutTiming = { ...TIMING, syncSeconds: 1, fallbackSeconds: 3600, windowSeconds: 7200 };
-    await env.withWorker(
-      q,
-      {
-        scanEvmCheckout: async () => ({ unavailable: [] }),
-        settleEvmCheckout: async () => {
-          settles++;
-          return { state: 'pending', notify: false, waiting: 0, orderId: 'ord_4' };
-        },
-        notifyEvmCheckoutPaid: async () => undefined,
-      },
-      async () => {
-        const depositIndex = Math.floor(Math.random() * 1e9);
-        const handle = await env.client.workflow.start('evmCheckoutWorkflow', {
-          workflowId: evmCheckoutWorkflowId(uniqueId('ord'), depositIndex),
-          taskQueue: q,
-          args: [{ depositIndex, timing: woken }],
-        });
-        try {
-          await until(() => settles === 1, 'the first step');
-          // Three sync periods: a watch counting at the sync cadence would have stepped again.
-          await new Promise((resolve) => setTimeout(resolve, 3000));
-          expect(settles).toBe(1);
-          await handle.signal(evmCheckoutScannedSignal);
-          await until(() => settles === 2, 'a step on the signal');
-        } finally {
-          await handle.terminate('test done');
-        }
-      },
-    );
-  },
+  () =>
+    pendingWatch({ ...TIMING, syncSeconds: 1, fallbackSeconds: 3600, windowSeconds: 7200 }, async (handle, settles) => {
+      await until(() => settles() === 1, 'the first step');
+      // Three sync periods: a watch counting at the sync cadence would have stepped again.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      expect(settles()).toBe(1);
+      await handle.signal(evmCheckoutScannedSignal);
+      await until(() => settles() === 2, 'a step on the signal');
+    }),
   60_000,
 );
