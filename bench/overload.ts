@@ -172,11 +172,19 @@ interface LevelResult {
   shedP99: number;
   failed: number;
   limit: string;
+  loop: string;
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
-function summarize(level: number, offered: number, seconds: number, answers: Answer[], limit: string): LevelResult {
+function summarize(
+  level: number,
+  offered: number,
+  seconds: number,
+  answers: Answer[],
+  limit: string,
+  loop: string,
+): LevelResult {
   const admitted = answers.filter((a) => a.status === 200);
   const shed = answers.filter(
     (a) => a.status === 503 && a.reason && a.reason !== 'deadline' && a.reason !== 'unparsed',
@@ -217,33 +225,49 @@ function summarize(level: number, offered: number, seconds: number, answers: Ans
     shedP99: pct(sorted(shed.map((a) => a.ms)), 99) ?? NaN,
     failed: answers.length - admitted.length - shed.length,
     limit,
+    loop,
   };
 }
 
-/** The admission limit of each API process now, from its /metrics. */
-async function admissionLimits(t: Topology): Promise<string> {
-  const limits = await Promise.all(
+/** One value of each API process's /metrics now, by the metric's name. */
+async function apiMetric(t: Topology, name: string): Promise<string[]> {
+  return Promise.all(
     t.apis.map(async (p) => {
       const text = await fetch(`${p.baseUrl}/metrics`).then(
         (r) => r.text(),
         () => '',
       );
-      const line = text.split('\n').find((l) => /^wholesale_admission_limit[ {]/.test(l));
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
       return line?.split(' ').at(-1) ?? '?';
     }),
   );
-  return limits.join('/');
+}
+
+/** The admission limit of each API process now. */
+const admissionLimits = async (t: Topology) => (await apiMetric(t, 'wholesale_admission_limit')).join('/');
+
+/**
+ * Each API process's event-loop delay p99 / max in ms since the last scrape (prom-client resets it
+ * at every collect): how long a request that has arrived may wait before the process runs it.
+ */
+async function loopDelays(t: Topology): Promise<string> {
+  const [p99, max] = await Promise.all([
+    apiMetric(t, 'wholesale_nodejs_eventloop_lag_p99_seconds'),
+    apiMetric(t, 'wholesale_nodejs_eventloop_lag_max_seconds'),
+  ]);
+  const ms = (v: string) => (Number.isFinite(Number(v)) ? (Number(v) * 1000).toFixed(0) : '?');
+  return p99.map((v, i) => `${ms(v)}/${ms(max[i])}`).join(' ');
 }
 
 function print(results: LevelResult[], peak: number) {
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   console.log(`\nbench/overload  peak ${f(peak)} orders/s  (${new Date().toISOString()})\n`);
   console.log(
-    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  shed by reason',
+    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  API loop p99/max ms  shed by reason',
   );
   for (const r of results) {
     console.log(
-      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${JSON.stringify(r.byReason)}`,
+      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(19)}  ${JSON.stringify(r.byReason)}`,
     );
   }
   const base = results.find((r) => r.level === 1);
@@ -290,13 +314,14 @@ async function main() {
       console.log(
         `${level}x: heavy ${heavyRate.toFixed(1)}/s, ${nLight} light at ${lightRate.toFixed(1)}/s each, ${seconds} s ...`,
       );
+      await loopDelays(t);
       const answers = (
         await Promise.all([
           offer(apiUrls, 'heavy', heavy, heavyRate, seconds, `h${level}-${runId}`),
           ...light.map((a, i) => offer(apiUrls, 'light', a, lightRate, seconds, `l${level}-${i}-${runId}`)),
         ])
       ).flat();
-      results.push(summarize(level, level * peak, seconds, answers, await admissionLimits(t)));
+      results.push(summarize(level, level * peak, seconds, answers, await admissionLimits(t), await loopDelays(t)));
       print(results, peak);
     }
   } finally {

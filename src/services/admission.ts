@@ -15,8 +15,11 @@ import type { WorkersView } from './worker-watch';
 // - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever another
 //   account has a placement in flight or asked for one within the last second, so one reseller's
 //   burst cannot take every place while others wait. An account alone may use the whole limit;
-//   with others about, the room it cannot take is what their placements find free (and the limit
-//   grows while latency allows, so the busy account still gets the throughput the engine has).
+// - past its fair part (the limit split evenly among the accounts about), an account also leaves
+//   free the room the other accounts held at once lately (their peak over the last few seconds,
+//   and one more): it borrows what they do not use, up to its share, and gives way before they
+//   come back for it. So the busy account gets the throughput the others leave, and theirs is
+//   refused only when they ask for more than they just had.
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
 // REST placements meet the limit, and a key's account over its share, before the key is even
@@ -50,6 +53,8 @@ const MIN_LIMIT = 4;
 const RETRY_AFTER_SECONDS = 1;
 /** Another account that asked for a placement this recently counts as waiting for room. */
 const RECENT_MS = 1000;
+/** How long the most the other accounts held at once is kept free for them (in one-second steps). */
+const OTHERS_PEAK_SECONDS = 5;
 /** Keys whose account this process remembers for refusing early (the oldest is forgotten first). */
 const KEY_ACCOUNTS_KEPT = 10_000;
 
@@ -75,6 +80,12 @@ export class PlacementGate {
   /** When each account last asked for a placement (admitted or refused), for about a second. */
   private readonly seen = new Map<string, number>();
   private seenPrunedAt: number;
+  /**
+   * Per second of the last OTHERS_PEAK_SECONDS, the most placements held at once by every account
+   * but the one holding most (newest first): the room a borrowing account leaves free.
+   */
+  private readonly restPeaks: number[] = Array<number>(OTHERS_PEAK_SECONDS).fill(0);
+  private restPeakSecond = 0;
   /** Key digest → the account it placed for, most recent last (at most KEY_ACCOUNTS_KEPT). */
   private readonly keyAccounts = new Map<string, string>();
 
@@ -140,10 +151,46 @@ export class PlacementGate {
 
   private overShare(accountId: string, now: number): boolean {
     const mine = this.byAccount.get(accountId) ?? 0;
-    return (
-      this.othersAbout(accountId, now) &&
-      mine >= Math.max(1, Math.ceil(this.limiter.limit * this.settings.accountShare))
-    );
+    if (!this.othersAbout(accountId, now)) return false;
+    const limit = this.limiter.limit;
+    if (mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) return true;
+    // Past its fair part it borrows only what leaves the others their recent peak and one place more.
+    const fairPart = Math.ceil(limit / this.accountsAbout(now));
+    return mine >= fairPart && mine + 1 + this.restPeak(now) + 1 > limit;
+  }
+
+  /** The accounts that hold a placement or asked for one within the last second (two at least). */
+  private accountsAbout(now: number): number {
+    const about = new Set(this.byAccount.keys());
+    for (const [account, at] of this.seen) if (now - at <= RECENT_MS) about.add(account);
+    return Math.max(2, about.size);
+  }
+
+  /** The most the accounts but the biggest held at once over the last OTHERS_PEAK_SECONDS. */
+  private restPeak(now: number): number {
+    this.rollRestPeaks(now);
+    return Math.max(...this.restPeaks);
+  }
+
+  /** What every account but the one holding most holds now. */
+  private rest(): number {
+    let biggest = 0;
+    for (const n of this.byAccount.values()) biggest = Math.max(biggest, n);
+    return this.inFlight - biggest;
+  }
+
+  private noteRest(now: number): void {
+    this.rollRestPeaks(now);
+    this.restPeaks[0] = Math.max(this.restPeaks[0], this.rest());
+  }
+
+  private rollRestPeaks(now: number): void {
+    const second = Math.floor(now / 1000);
+    const steps = Math.min(OTHERS_PEAK_SECONDS, second - this.restPeakSecond);
+    if (steps <= 0) return;
+    this.restPeaks.splice(OTHERS_PEAK_SECONDS - steps, steps);
+    this.restPeaks.unshift(...Array<number>(steps).fill(this.rest()));
+    this.restPeakSecond = second;
   }
 
   private admit(kind: PlacementKind, accountId: string, now: number): void {
@@ -159,6 +206,7 @@ export class PlacementGate {
     const mine = this.byAccount.get(accountId) ?? 0;
     this.inFlight++;
     this.byAccount.set(accountId, mine + 1);
+    this.noteRest(now);
     admissionInFlight.set(this.inFlight);
     this.limiter.started(this.inFlight, now);
     placementsAdmitted.inc({ kind });

@@ -53,3 +53,53 @@ test('with admission control off, nothing is remembered or refused', () => {
   gate.remember('digest', 'acc');
   expect(refusal(() => gate.refuseEarly('order', 'digest'))).toBeUndefined();
 });
+
+test('past its fair part an account borrows what the others leave, keeping free their recent peak and one place more', async () => {
+  let now = 1_000_000;
+  const gate = new PlacementGate(
+    { ...settings, initialLimit: 10, maxLimit: 10, accountShare: 0.8 },
+    workers,
+    () => now,
+  );
+  const heavy = held();
+  const light = held();
+  const running: Promise<unknown>[] = [];
+  /** Asks for one placement held until `hold` is released: its refusal, or undefined while it runs. */
+  const place = (account: string, hold: { done: Promise<void> }): Promise<string | undefined> => {
+    const placing = gate.run('order', account, true, () => hold.done);
+    running.push(placing.catch(() => undefined));
+    return Promise.race([
+      placing.then(
+        () => 'answered',
+        (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
+      ),
+      new Promise<undefined>((r) => setImmediate(() => r(undefined))),
+    ]);
+  };
+  const placeEach = async (n: number, account: string, hold: { done: Promise<void> }) => {
+    const outcomes = [];
+    for (let i = 0; i < n; i++) outcomes.push(await place(account, hold));
+    return outcomes;
+  };
+
+  expect(await placeEach(2, 'acc_light', light)).toEqual([undefined, undefined]);
+  // The light account holds 2: the heavy one may hold 10 - 2 - 1 = 7, under its share of 8.
+  expect(await placeEach(8, 'acc_heavy', heavy)).toEqual([...Array(7).fill(undefined), 'account_share']);
+  // The room left is the light account's: it comes back to its peak, and one more.
+  expect(await place('acc_light', light)).toBeUndefined();
+  expect(await place('acc_other', light)).toBe('limit');
+
+  light.release();
+  await Promise.all(running.slice(0, 2));
+  // For the next seconds the light account's peak (3) stays free for it when it asks again...
+  now += 2_000;
+  expect(await place('acc_light', { done: Promise.resolve() })).toBe('answered');
+  expect(await place('acc_heavy', heavy)).toBe('account_share');
+  // ...and once that is older than a few seconds, the heavy account borrows up to its share of 8.
+  now += 5_000;
+  expect(await place('acc_light', { done: Promise.resolve() })).toBe('answered');
+  expect(await placeEach(2, 'acc_heavy', heavy)).toEqual([undefined, 'account_share']);
+
+  heavy.release();
+  await Promise.all(running);
+});
