@@ -10,10 +10,12 @@
 //
 //   node --import tsx bench/overload.ts [--temporal server|dev] [--apis 1] [--workers 1]
 //        [--seconds 60] [--levels 1,2,4] [--light 4] [--light-share 0.2]
-//        [--peak RATE | --peak-concurrency 16 --peak-seconds 20] [--settle-seconds 10]
+//        [--peak RATE | --peak-concurrency 16 --peak-seconds 20] [--settle-seconds 10] [--api-nice 0]
 // ADMISSION_* and WORKER_HEARTBEAT_* set in the environment are passed to the service processes.
 import { Agent, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { setPriority } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
@@ -35,11 +37,15 @@ const { values: args } = parseArgs({
     'peak-concurrency': { type: 'string', default: '16' },
     'peak-seconds': { type: 'string', default: '20' },
     'settle-seconds': { type: 'string', default: '10' },
+    'api-nice': { type: 'string', default: '0' },
   },
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+/** The bench's own event-loop delay: a late client adds it to every answer time it measures. */
+const clientLoop = monitorEventLoopDelay({ resolution: 10 });
+clientLoop.enable();
 const runId = randomBytes(3).toString('hex');
 
 interface Answer {
@@ -229,45 +235,52 @@ function summarize(
   };
 }
 
-/** One value of each API process's /metrics now, by the metric's name. */
-async function apiMetric(t: Topology, name: string): Promise<string[]> {
+/** Each API process's /metrics now (one scrape each), as metric name → value. */
+async function apiMetrics(t: Topology): Promise<Map<string, number>[]> {
   return Promise.all(
     t.apis.map(async (p) => {
       const text = await fetch(`${p.baseUrl}/metrics`).then(
         (r) => r.text(),
         () => '',
       );
-      const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
-      return line?.split(' ').at(-1) ?? '?';
+      const values = new Map<string, number>();
+      for (const line of text.split('\n')) {
+        const m = /^([a-zA-Z0-9_:]+)(?:\{[^}]*\})? (\S+)$/.exec(line);
+        if (m && !values.has(m[1])) values.set(m[1], Number(m[2]));
+      }
+      return values;
     }),
   );
 }
 
-/** The admission limit of each API process now. */
-const admissionLimits = async (t: Topology) => (await apiMetric(t, 'wholesale_admission_limit')).join('/');
-
 /**
- * Each API process's event-loop delay p99 / max in ms since the last scrape (prom-client resets it
- * at every collect): how long a request that has arrived may wait before the process runs it.
+ * The admission limit of each API process now, and its event-loop delay p99 / max in ms since the
+ * last scrape (prom-client resets that at every collect): how long a request that has arrived may
+ * wait before the process runs it.
  */
-async function loopDelays(t: Topology): Promise<string> {
-  const [p99, max] = await Promise.all([
-    apiMetric(t, 'wholesale_nodejs_eventloop_lag_p99_seconds'),
-    apiMetric(t, 'wholesale_nodejs_eventloop_lag_max_seconds'),
-  ]);
-  const ms = (v: string) => (Number.isFinite(Number(v)) ? (Number(v) * 1000).toFixed(0) : '?');
-  return p99.map((v, i) => `${ms(v)}/${ms(max[i])}`).join(' ');
+async function apiState(t: Topology): Promise<{ limit: string; loop: string }> {
+  const all = await apiMetrics(t);
+  const ms = (v: number | undefined) => (v === undefined ? '?' : (v * 1000).toFixed(0));
+  return {
+    limit: all.map((m) => m.get('wholesale_admission_limit') ?? '?').join('/'),
+    loop: all
+      .map(
+        (m) =>
+          `${ms(m.get('wholesale_nodejs_eventloop_lag_p99_seconds'))}/${ms(m.get('wholesale_nodejs_eventloop_lag_max_seconds'))}`,
+      )
+      .join(' '),
+  };
 }
 
 function print(results: LevelResult[], peak: number) {
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   console.log(`\nbench/overload  peak ${f(peak)} orders/s  (${new Date().toISOString()})\n`);
   console.log(
-    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  API loop p99/max ms  shed by reason',
+    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  loop p99/max ms: API, bench  shed by reason',
   );
   for (const r of results) {
     console.log(
-      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(19)}  ${JSON.stringify(r.byReason)}`,
+      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(28)}  ${JSON.stringify(r.byReason)}`,
     );
   }
   const base = results.find((r) => r.level === 1);
@@ -301,6 +314,13 @@ async function main() {
   });
   try {
     const apiUrls = t.apis.map((p) => p.apiUrl);
+    const apiNice = Number(args['api-nice']);
+    if (apiNice !== 0) {
+      // The API processes and this client ahead of the rest in the CPU's queue: what an API on
+      // cores of its own sees, on a machine where one pair of cores runs the whole stack.
+      for (const p of t.apis) setPriority(p.child!.pid!, apiNice);
+      setPriority(apiNice);
+    }
     const [heavy, ...light] = await fundedAccounts(t.databaseUrl, 1 + nLight);
     const peak = args.peak
       ? Number(args.peak)
@@ -314,14 +334,17 @@ async function main() {
       console.log(
         `${level}x: heavy ${heavyRate.toFixed(1)}/s, ${nLight} light at ${lightRate.toFixed(1)}/s each, ${seconds} s ...`,
       );
-      await loopDelays(t);
+      await apiState(t);
+      clientLoop.reset();
       const answers = (
         await Promise.all([
           offer(apiUrls, 'heavy', heavy, heavyRate, seconds, `h${level}-${runId}`),
           ...light.map((a, i) => offer(apiUrls, 'light', a, lightRate, seconds, `l${level}-${i}-${runId}`)),
         ])
       ).flat();
-      results.push(summarize(level, level * peak, seconds, answers, await admissionLimits(t), await loopDelays(t)));
+      const api = await apiState(t);
+      const client = `${(clientLoop.percentile(99) / 1e6).toFixed(0)}/${(clientLoop.max / 1e6).toFixed(0)}`;
+      results.push(summarize(level, level * peak, seconds, answers, api.limit, `${api.loop} ${client}`));
       print(results, peak);
     }
   } finally {

@@ -13,11 +13,12 @@ export const admissionVariables = {
     .transform((v) => v === 'true' || v === '1' || v === 'yes'),
   // Placements should finish within this (the 90th percentile of each window of this length):
   // the limit grows while they do and shrinks when they do not.
-  ADMISSION_LATENCY_TARGET_MS: int(1000, 10),
+  ADMISSION_LATENCY_TARGET_MS: int(600, 10),
   ADMISSION_INITIAL_LIMIT: int(100, 4),
   ADMISSION_MAX_LIMIT: int(1000, 4),
-  // The share of the limit one account may hold in flight while other accounts place too.
-  ADMISSION_ACCOUNT_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
+  // The share of the limit one account may hold in flight while other accounts place too (past its
+  // fair part it also leaves the others the room they held lately).
+  ADMISSION_ACCOUNT_SHARE: z.coerce.number().gt(0).max(1).default(0.8),
   // Workers reporting their workflow tasks waiting longer than this make every API process back off.
   ADMISSION_WORKER_QUEUE_MS: int(500, 1),
   // Each worker process beats this often; a beat older than WORKER_HEARTBEAT_STALE_MS means gone.

@@ -15,8 +15,8 @@ import type { WorkersView } from './worker-watch';
 // - the account runs fewer than its share of that limit (ADMISSION_ACCOUNT_SHARE) whenever another
 //   account has a placement in flight or asked for one within the last second, so one reseller's
 //   burst cannot take every place while others wait. An account alone may use the whole limit;
-// - past its fair part (the limit split evenly among the accounts about), an account also leaves
-//   free the room the other accounts held at once lately (their peak over the last few seconds,
+// - past its fair part (the limit split evenly among the accounts placing), an account also leaves
+//   free the room the other accounts held at once lately (their peak over the last two seconds,
 //   and one more): it borrows what they do not use, up to its share, and gives way before they
 //   come back for it. So the busy account gets the throughput the others leave, and theirs is
 //   refused only when they ask for more than they just had.
@@ -54,7 +54,7 @@ const RETRY_AFTER_SECONDS = 1;
 /** Another account that asked for a placement this recently counts as waiting for room. */
 const RECENT_MS = 1000;
 /** How long the most the other accounts held at once is kept free for them (in one-second steps). */
-const OTHERS_PEAK_SECONDS = 5;
+const OTHERS_PEAK_SECONDS = 2;
 /** Keys whose account this process remembers for refusing early (the oldest is forgotten first). */
 const KEY_ACCOUNTS_KEPT = 10_000;
 
@@ -155,15 +155,13 @@ export class PlacementGate {
     const limit = this.limiter.limit;
     if (mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) return true;
     // Past its fair part it borrows only what leaves the others their recent peak and one place more.
-    const fairPart = Math.ceil(limit / this.accountsAbout(now));
+    const fairPart = Math.ceil(limit / this.accountsPlacing(accountId));
     return mine >= fairPart && mine + 1 + this.restPeak(now) + 1 > limit;
   }
 
-  /** The accounts that hold a placement or asked for one within the last second (two at least). */
-  private accountsAbout(now: number): number {
-    const about = new Set(this.byAccount.keys());
-    for (const [account, at] of this.seen) if (now - at <= RECENT_MS) about.add(account);
-    return Math.max(2, about.size);
+  /** The accounts with placements in flight, this one among them (two at least). */
+  private accountsPlacing(accountId: string): number {
+    return Math.max(2, this.byAccount.size + (this.byAccount.has(accountId) ? 0 : 1));
   }
 
   /** The most the accounts but the biggest held at once over the last OTHERS_PEAK_SECONDS. */

@@ -91,11 +91,11 @@ test('past its fair part an account borrows what the others leave, keeping free 
 
   light.release();
   await Promise.all(running.slice(0, 2));
-  // For the next seconds the light account's peak (3) stays free for it when it asks again...
-  now += 2_000;
+  // In the next second the light account's peak (3) stays free for it when it asks again...
+  now += 1_000;
   expect(await place('acc_light', { done: Promise.resolve() })).toBe('answered');
   expect(await place('acc_heavy', heavy)).toBe('account_share');
-  // ...and once that is older than a few seconds, the heavy account borrows up to its share of 8.
+  // ...and once that is older than two seconds, the heavy account borrows up to its share of 8.
   now += 5_000;
   expect(await place('acc_light', { done: Promise.resolve() })).toBe('answered');
   expect(await placeEach(2, 'acc_heavy', heavy)).toEqual([undefined, 'account_share']);
