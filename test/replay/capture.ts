@@ -5,8 +5,9 @@
 //
 //   node --import tsx test/replay/capture.ts [--seed N] [--add]
 //
-// --add keeps the fixtures there are and adds the new histories after them (numbered on): a
-// refactor of a workflow is checked against the histories of the code before it and after it.
+// --add keeps the fixtures there are and adds the histories of shapes they do not have after them
+// (numbered on): a refactor of a workflow is checked against the histories of the code before it
+// and after it.
 //
 // The server stores every payload encrypted with the run's own key; the fixtures hold them decoded
 // (plain JSON payloads), so they need no key and the replay test uses the plain data converter.
@@ -98,6 +99,44 @@ async function main() {
 
 type IndexEntry = { file: string; workflowType: string; events: number; shape: string };
 
+type HistoryLike = { events?: temporal.api.history.v1.IHistoryEvent[] | null };
+
+/**
+ * Histories of one type differ in shape by the kinds of events in them (signals, timers, failed
+ * activities, updates, child handoffs), not by how many timer rounds they ran, and by the patches
+ * they took: a history that took one is what later code must still replay.
+ */
+function shapeOf(history: HistoryLike): { events: string[]; shape: string } {
+  const events = (history.events ?? []).map((e) => EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
+  const patches = patchesOf(history);
+  return {
+    events,
+    shape: [...new Set(events)].sort().join(',') + (patches.length ? `;patches:${patches.join(',')}` : ''),
+  };
+}
+
+/** A committed fixture's history. */
+function fixtureHistory(file: string): HistoryLike {
+  const { historyProtobufBase64 } = JSON.parse(readFileSync(join(FIXTURE_DIR, file), 'utf8')) as {
+    historyProtobufBase64: string;
+  };
+  return temporal.api.history.v1.History.decode(Buffer.from(historyProtobufBase64, 'base64'));
+}
+
+/** The ids of the patches a history took (the SDK's `core_patch` markers), sorted. */
+export function patchesOf(history: HistoryLike): string[] {
+  const ids = new Set<string>();
+  for (const e of history.events ?? []) {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_patch') continue;
+    for (const p of marker.details?.['patch-data']?.payloads ?? []) {
+      const { id } = JSON.parse(Buffer.from(p.data ?? new Uint8Array()).toString('utf8')) as { id?: string };
+      if (id) ids.add(id);
+    }
+  }
+  return [...ids].sort();
+}
+
 /**
  * For each of `types`, the completed histories of distinct shapes, longest first, at most
  * MAX_PER_TYPE, written as fixtures (replacing that type's earlier ones, or with `add` after them;
@@ -121,6 +160,13 @@ export async function writeFixtures(
     for (const f of readdirSync(FIXTURE_DIR))
       if (types.some((t) => f.startsWith(`${t}-`)) && f.endsWith('.json')) rmSync(join(FIXTURE_DIR, f));
   for (const type of types) {
+    // With `add`, only shapes no fixture of the type has yet (read again from the fixtures, so a
+    // shape rule added since counts for them too).
+    const known = new Set<string>();
+    for (const entry of index.filter((e) => e.workflowType === type)) {
+      entry.shape = shapeOf(fixtureHistory(entry.file)).shape;
+      known.add(entry.shape);
+    }
     const candidates: { id: string; events: number; shape: string; json: string }[] = [];
     for (const w of closed.filter((x) => x.type === type)) {
       const history = await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys);
@@ -130,10 +176,8 @@ export async function writeFixtures(
         throw new Error(
           `${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`,
         );
-      const events = (history.events ?? []).map((e) => EventType[e.eventType ?? 0].replace(/^EVENT_TYPE_/, ''));
-      // Histories of one type differ in shape by the kinds of events in them (signals, timers,
-      // failed activities, updates, child handoffs), not by how many timer rounds they ran.
-      const shape = [...new Set(events)].sort().join(',');
+      const { events, shape } = shapeOf(history);
+      if (known.has(shape)) continue;
       const encoded = Buffer.from(
         temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish(),
       ).toString('base64');
@@ -149,6 +193,12 @@ export async function writeFixtures(
     const chosen: typeof candidates = [];
     for (const c of candidates.sort((a, b) => b.events - a.events)) {
       if (chosen.length < MAX_PER_TYPE && !chosen.some((x) => x.shape === c.shape)) chosen.push(c);
+    }
+    if (!chosen.length && opts.add) {
+      console.log(
+        `${type}: no shape the fixtures do not have, in ${closed.filter((x) => x.type === type).length} closed`,
+      );
+      continue;
     }
     if (!chosen.length) throw new Error(`no completed ${type} to capture`);
     const first =

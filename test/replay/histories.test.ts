@@ -11,7 +11,10 @@ import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio
 import { failureConverterPath } from '../../src/temporal/codec';
 import { bundleWorkflows } from '../../src/temporal/temporal-worker';
 import * as workflows from '../../workflows';
-import { FIXTURE_DIR, SECRET_PATTERNS, WORKFLOW_TYPES } from './capture';
+import { jobChecksPatch } from '../../src/contracts/reconcile-contract';
+import { awaitInFlightPatch } from '../../workflows/placement';
+import { handedOffStatusPatch } from '../../workflows/procurement-handoff';
+import { FIXTURE_DIR, patchesOf, SECRET_PATTERNS, WORKFLOW_TYPES } from './capture';
 
 interface Fixture {
   file: string;
@@ -55,6 +58,23 @@ test('there is a captured history of every workflow type the worker runs', () =>
     const { historyProtobufBase64, ...readable } = JSON.parse(f.raw) as { historyProtobufBase64: string };
     const text = `${JSON.stringify(readable)}${Buffer.from(historyProtobufBase64, 'base64').toString('latin1')}`;
     for (const p of SECRET_PATTERNS) expect([f.file, p.test(text)]).toEqual([f.file, false]);
+  }
+});
+
+test('the fixtures hold histories that took the patches of the common paths, and the code before each', () => {
+  const took = (patch: string) => fixtures.filter((f) => patchesOf(f.history).includes(patch)).map((f) => f.file);
+  const without = (patch: string, type: string) =>
+    fixtures.filter((f) => f.workflowType === type && !patchesOf(f.history).includes(patch)).map((f) => f.file);
+  // The rarer branches (a placement answered late, the operator queue's outcome) have no soak
+  // history yet; these are the ones every order, top-up or reconciler run goes through.
+  for (const [patch, type] of [
+    [awaitInFlightPatch, 'orderWorkflow'],
+    [handedOffStatusPatch, 'orderWorkflow'],
+    ['placement-recovery', 'topupWorkflow'],
+    [jobChecksPatch, 'reconcileWorkflow'],
+  ]) {
+    expect([patch, took(patch).length > 0]).toEqual([patch, true]);
+    expect([patch, without(patch, type).length > 0]).toEqual([patch, true]);
   }
 });
 
