@@ -26,9 +26,9 @@ export const REDACT_PATHS = [
 
 // Paths only catch a secret under its own name. A failure's text can carry one anywhere: MikroORM
 // inlines a statement's parameters into the SQL a Postgres error quotes, and the SDK logs a failed
-// activity's message. So free text (messages, error messages and stacks) loses every value shaped
-// like one of ours: a checkout id (the secret part of its link), an API key, a webhook secret, a
-// platform code.
+// activity's message, and any field can hold such text. So every string of a line (its message,
+// its fields at any depth, an error's message and stack) loses every value shaped like one of
+// ours: a checkout id (the secret part of its link), an API key, a webhook secret, a platform code.
 const SECRET_IDS = /\b(chk|wsk|whsec)_[A-Za-z0-9_-]{16,}/g;
 const PLATFORM_CODE = new RegExp(`\\b[${CODE_ALPHABET}]{4}(?:-[${CODE_ALPHABET}]{4}){3}\\b`, 'g');
 
@@ -44,7 +44,8 @@ function scrubbedError(err: unknown): unknown {
 
 function scrubStrings(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return scrubSecrets(value);
-  if (!value || typeof value !== 'object' || depth > 4) return value;
+  // Errors are the `err` serializer's (it keeps their message and stack, which are not enumerable).
+  if (!value || typeof value !== 'object' || value instanceof Error || depth > 4) return value;
   if (Array.isArray(value)) return value.map((v) => scrubStrings(v, depth + 1));
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubStrings(v, depth + 1)]));
 }
@@ -56,6 +57,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       base: { service: 'wholesale' },
       serializers: { err: scrubbedError },
+      formatters: { log: (fields) => scrubStrings(fields, 0) as Record<string, unknown> },
       hooks: {
         logMethod(args, method) {
           method.apply(

@@ -71,6 +71,31 @@ test('a Postgres error quoting secrets is logged without them, by the service an
   for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
 });
 
+test('a secret in any logged field, at any depth, is scrubbed; the fields around it are kept', () => {
+  const { lines, sink } = capture();
+  const orderId = newId('ord');
+  createLogger('info', sink).warn(
+    {
+      orderId,
+      note: `retrying ${secrets.checkout}`,
+      upstream: { response: { body: `{"key":"${secrets.apiKey}","secret":"${secrets.webhookSecret}"}` } },
+      lines: [`delivered ${secrets.code}`],
+      err: new Error(`declined ${secrets.checkout}`),
+    },
+    'an upstream answer',
+  );
+  const out = lines.join('');
+  for (const value of Object.values(secrets)) expect(out).not.toContain(value);
+  const line = JSON.parse(out) as Record<string, any>;
+  expect(line).toMatchObject({
+    orderId,
+    note: 'retrying chk_[redacted]',
+    upstream: { response: { body: '{"key":"wsk_[redacted]","secret":"whsec_[redacted]"}' } },
+    lines: ['delivered [redacted]'],
+    err: { message: 'declined chk_[redacted]', type: 'Error' },
+  });
+});
+
 test('ids that are not secrets are kept as they are', () => {
   const { lines, sink } = capture();
   const orderId = newId('ord');
