@@ -44,9 +44,11 @@ function scrubbedError(err: unknown): unknown {
 
 function scrubStrings(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return scrubSecrets(value);
-  // Errors are the `err` serializer's (it keeps their message and stack, which are not enumerable).
-  if (!value || typeof value !== 'object' || value instanceof Error || depth > 4) return value;
+  if (!value || typeof value !== 'object' || depth > 4) return value;
   if (Array.isArray(value)) return value.map((v) => scrubStrings(v, depth + 1));
+  // An Error is the `err` serializer's (it keeps the message and stack, which are not enumerable);
+  // a value with its own JSON form (a Date, a Buffer) keeps it.
+  if (value instanceof Error || typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubStrings(v, depth + 1)]));
 }
 

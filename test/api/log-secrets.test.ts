@@ -81,6 +81,7 @@ test('a secret in any logged field, at any depth, is scrubbed; the fields around
       upstream: { response: { body: `{"key":"${secrets.apiKey}","secret":"${secrets.webhookSecret}"}` } },
       lines: [`delivered ${secrets.code}`],
       err: new Error(`declined ${secrets.checkout}`),
+      at: new Date(0),
     },
     'an upstream answer',
   );
@@ -93,6 +94,7 @@ test('a secret in any logged field, at any depth, is scrubbed; the fields around
     upstream: { response: { body: '{"key":"wsk_[redacted]","secret":"whsec_[redacted]"}' } },
     lines: ['delivered [redacted]'],
     err: { message: 'declined chk_[redacted]', type: 'Error' },
+    at: '1970-01-01T00:00:00.000Z',
   });
 });
 
