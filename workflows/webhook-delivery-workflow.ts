@@ -1,4 +1,4 @@
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks-activities';
 import {
   backoffSeconds,
@@ -7,6 +7,9 @@ import {
   type DeliveryWorkflowResult,
 } from '../src/contracts/webhooks-contract';
 import { untilPostgresAnswers } from './activity-options';
+
+/** A manual retry that arrived while the attempt that ended the delivery was in flight is sent. */
+const retryAfterEndPatch = 'retry-after-end';
 
 /**
  * One webhook delivery, keyed by `delivery:<deliveryId>` (spec part 6). Each attempt is one
@@ -37,6 +40,15 @@ export async function webhookDeliveryWorkflow(input: DeliveryWorkflowInput): Pro
     const result = await attemptDelivery({ deliveryId: input.deliveryId, retryInSeconds: wait });
     usedThisRun++;
 
+    // The retry reset the row after this attempt read it (a succeeded delivery sent again, a
+    // cancelled one whose webhook is set again): ending here would leave the row pending with no
+    // workflow until the reconciler's sweep.
+    if (
+      retryRequested &&
+      (result.outcome === 'succeeded' || result.outcome === 'cancelled') &&
+      patched(retryAfterEndPatch)
+    )
+      continue;
     if (result.outcome === 'succeeded' || result.outcome === 'cancelled' || result.outcome === 'gone') {
       return { outcome: result.outcome, attempts: result.attempts };
     }

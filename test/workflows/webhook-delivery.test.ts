@@ -9,8 +9,8 @@ import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // webhookDeliveryWorkflow's state table with a stubbed attempt (spec 6, issue 17): the backoff
 // schedule, the attempt budget, a manual retry that cuts the wait and grants a fresh budget (and
-// one that arrives during an attempt), a reconfigured webhook read by the next attempt, and the
-// endings (succeeded, cancelled by a cleared webhook, gone).
+// one that arrives during an attempt, even the attempt that ends the delivery), a reconfigured
+// webhook read by the next attempt, and the endings (succeeded, cancelled by a cleared webhook, gone).
 let env: WorkflowEnv;
 beforeAll(async () => {
   env = await workflowEnv();
@@ -160,6 +160,33 @@ test.concurrent(
       expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
     });
     expect(await timers(deliveryWorkflowId(id))).toEqual([]);
+  },
+);
+
+test.concurrent.each<[DeliveryOutcome]>([['succeeded'], ['cancelled']])(
+  'a manual retry that arrives while the attempt that ends the delivery (%s) is in flight sends again',
+  async (ending) => {
+    const tq = env.taskQueue();
+    const id = uniqueId('dlv');
+    let signalled!: () => void;
+    const retried = new Promise<void>((r) => (signalled = r));
+    const scripted = attempts([ending, 'succeeded']);
+    const attemptDelivery = jest.fn(async (i: DeliveryAttemptInput) => {
+      if (attemptDelivery.mock.calls.length === 1) await retried;
+      return scripted(i);
+    });
+    await env.withWorker(tq, { attemptDelivery }, async () => {
+      const handle = await env.client.workflow.start('webhookDeliveryWorkflow', {
+        workflowId: deliveryWorkflowId(id),
+        taskQueue: tq,
+        args: [input(id)],
+      });
+      while (attemptDelivery.mock.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
+      await handle.signal(retryNowSignal);
+      signalled();
+      expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
+    });
+    expect(attemptDelivery).toHaveBeenCalledTimes(2);
   },
 );
 
