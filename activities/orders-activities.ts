@@ -2,10 +2,17 @@ import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
 import { fromDb, toDecimal } from '../src/domain/money';
 import { paymentCallbackUrl, type PaymentProvider } from '../src/providers/payment-provider';
-import { findByExternalId, orderStatuses } from '../src/services/orders/orders';
+import { findByExternalId, orderStatuses, showsCodes } from '../src/services/orders/orders';
+import { sealAnswer } from '../src/temporal/sealed-answer';
 import { placeOrder, type OpenCheckout } from '../src/services/orders/order-placement';
 import { attachCheckout } from '../src/services/payments/payments';
-import type { OrderWorkflowInput, PlacedView, Placement, PlaceOrderRequest } from '../src/contracts/orders-contract';
+import type {
+  OrderWorkflowInput,
+  PlacedView,
+  Placement,
+  PlaceOrderRequest,
+  SealedSecrets,
+} from '../src/contracts/orders-contract';
 import { placementDuration } from '../src/metrics/registry';
 import { asRejection } from './activity-errors';
 
@@ -59,12 +66,17 @@ export function createOrderActivities(deps: { orm: Orm; config: Config; payments
           fulfillmentStatus: order.fulfillmentStatus ?? null,
         };
         if (reused) return placed;
+        // Sealed only when every secret the response shows is known here; else the API reads them.
+        const codesKnown = !showsCodes(order) || order.issuedCodes !== undefined;
+        const secrets: SealedSecrets = { codes: order.issuedCodes ?? [], checkoutUrl: order.checkoutUrl ?? null };
+        const sealed = input.sealTo && codesKnown ? sealAnswer(input.sealTo, input.placementId, secrets) : undefined;
         return {
           ...placed,
           shown: {
             amount: toDecimal(fromDb(order.amount)),
             deliveryType: order.deliveryType as PlacedView['deliveryType'],
             fulfilledQuantity: order.fulfilledQuantity,
+            ...(sealed ? { sealed } : {}),
           },
         };
       }).finally(() => {

@@ -1,9 +1,8 @@
 // bench/anatomy: where an order's time goes, phase by phase, on each engine. Starts a fresh
 // `npm start` stack per engine (SERVER_TIMING on), places N balance orders at C=1, and lines up
 // three clocks for each: the client's (request out, response in), the API's Server-Timing steps
-// (the key and its rate limit in one statement, the update-with-start, the read of the codes the
-// answer shows), and the
-// event times Temporal wrote into the workflow's history (started, task scheduled, task started,
+// (the key and its rate limit in one statement, the update-with-start, and a read of the codes
+// where the answer does not carry them sealed), and the event times Temporal wrote into the workflow's history (started, task scheduled, task started,
 // task completed). The same for N empty update-with-starts sent from this process to a worker in
 // it. The worker's own view comes from the SDK's metrics (schedule-to-start, task execution, local
 // activity), scraped before and after. Then it places a load of orders and measures again, to show

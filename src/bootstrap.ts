@@ -20,6 +20,7 @@ import { syncSupplierCatalog } from './services/supply/supplier-costs';
 import { accountLoginWorks, setAccountLogin } from './services/accounts/users';
 import { WebhookDispatcher } from './services/webhooks/webhook-dispatcher';
 import { admissionSettingsOf, PlacementGate } from './services/admission';
+import { AnswerKey } from './temporal/sealed-answer';
 import { WorkerHeartbeat } from './services/worker-heartbeat';
 import { WorkerWatch } from './services/worker-watch';
 import { connectTemporal, type TemporalHandle } from './temporal/client';
@@ -176,7 +177,16 @@ export async function startServices(opts: {
     });
     await watch.start();
     const admission = new PlacementGate(admissionSettingsOf(config), () => watch!.current);
-    const app = createApp({ orm, temporal, providers, config, logger, worker: supervisor, admission });
+    const app = createApp({
+      orm,
+      temporal,
+      providers,
+      config,
+      logger,
+      worker: supervisor,
+      admission,
+      answerKey: AnswerKey.create(),
+    });
     server = await new Promise<Server>((ok) => {
       const s = app.listen(config.PORT, config.HOST, () => ok(s));
     });

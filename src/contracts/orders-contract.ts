@@ -24,6 +24,8 @@ export interface PlaceOrderRequest {
   source: 'rest' | 'mcp';
   /** One per API request (also its update id): the request that places an order is told `reused: false`. */
   placementId: string;
+  /** The asking API process's public key (src/temporal/sealed-answer.ts): a new order's codes and checkout link come back sealed to it. */
+  sealTo?: string;
 }
 
 /** An expected business outcome of a placement that is not an order: the spec's code and our words. */
@@ -34,11 +36,11 @@ export interface Rejection {
 }
 
 /**
- * What a placement answers (the update's result, and its local activity's). Ids, statuses and
- * amounts only: codes and checkout links stay in Postgres, where the API reads them by the order's
- * id when its response shows them. A new placement also carries the rest of what the response
- * shows (`shown`), so the API does not read the order back; a replay (`reused`) does not, since the
- * order may have moved on since it was placed.
+ * What a placement answers (the update's result, and its local activity's). A new placement
+ * carries what the create response shows (`shown`), so the API does not read the order back: its
+ * codes and checkout link only sealed to the asking process (`sealed`), never in the clear, even
+ * to the codec server. A replay (`reused`) carries none of it, since the order may have moved on
+ * since it was placed: the API reads it.
  */
 export type Placement =
   | {
@@ -51,12 +53,20 @@ export type Placement =
     }
   | Rejected;
 
-/** The placed order as its create response shows it, bar the codes and the checkout link. */
+/** The placed order as its create response shows it; its codes and checkout link sealed. */
 export interface PlacedView {
   /** Decimal string. */
   amount: string;
   deliveryType: 'redemption' | 'direct_code';
   fulfilledQuantity: number;
+  /** `SealedSecrets` sealed to the request's `sealTo` for its `placementId`; absent without a key. */
+  sealed?: string;
+}
+
+/** What `PlacedView.sealed` holds: the codes the response shows and the checkout link. */
+export interface SealedSecrets {
+  codes: string[];
+  checkoutUrl: string | null;
 }
 
 /** A placement or top-up that an expected business rule refused. */

@@ -115,8 +115,9 @@ export async function purchaseWithCodes(
 }
 
 /**
- * What an order's create response shows that never travels through Temporal: its checkout link and
- * its codes (voided ones aside, oldest first), in one statement.
+ * What an order's create response shows that travels through Temporal only sealed: its checkout
+ * link and its codes (voided ones aside, oldest first), in one statement, for an answer without a
+ * seal the API can open.
  */
 export async function checkoutAndCodes(
   em: EntityManager,

@@ -4,6 +4,7 @@ import type { Orm } from '../db/orm';
 import type { Providers } from '../providers/all-providers';
 import type { PlacementGate } from '../services/admission';
 import type { TemporalHandle } from '../temporal/client';
+import type { AnswerKey } from '../temporal/sealed-answer';
 import type { WorkerHealth } from '../temporal/worker-supervisor';
 
 /**
@@ -18,6 +19,8 @@ export interface AppContext {
   logger: Logger;
   /** Admission control of placements (absent: every placement is let through). */
   admission?: PlacementGate;
+  /** This process's key for placements' sealed answers (absent: their secrets are read from Postgres). */
+  answerKey?: AnswerKey;
   /** The in-process Temporal worker, where this process runs one (for /healthz). */
   worker?: { health(): WorkerHealth };
 }

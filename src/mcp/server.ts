@@ -214,6 +214,7 @@ const TOOLS: Tool[] = [
           baseUrl: ctx.config.publicBaseUrl,
           config: ctx.config,
           admission: ctx.admission,
+          answerKey: ctx.answerKey,
         },
         { ...args, accountId: principal.account.id, source: 'mcp' },
       ),

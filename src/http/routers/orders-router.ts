@@ -60,7 +60,14 @@ export function orderRoutes(router: Router, registry: OpenAPIRegistry, mount: st
     },
     async ({ body, principal }) =>
       submitOrder(
-        { em: ctx.orm.em.fork(), temporal: ctx.temporal, baseUrl, config: ctx.config, admission: ctx.admission },
+        {
+          em: ctx.orm.em.fork(),
+          temporal: ctx.temporal,
+          baseUrl,
+          config: ctx.config,
+          admission: ctx.admission,
+          answerKey: ctx.answerKey,
+        },
         { ...body, accountId: principal.account.id, source: 'rest' },
       ),
   );

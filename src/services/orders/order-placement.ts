@@ -36,7 +36,10 @@ export type PlacedOrder = Pick<
   | 'checkoutUrl'
   | 'deliveryType'
   | 'fulfilledQuantity'
->;
+> & {
+  /** The codes this placement issued, in the order the response lists them (a new balance order's write). */
+  issuedCodes?: string[];
+};
 
 export interface OrderSettings {
   levelThresholds: readonly Cents[];
@@ -325,6 +328,7 @@ async function checkAndWrite(
       checkoutUrl: null,
       deliveryType: product.deliveryType,
       fulfilledQuantity: direct ? 0 : input.qty,
+      issuedCodes: written.codes,
     },
     reused: false,
   };

@@ -11,12 +11,14 @@ import {
   type PlacedView,
   type Placement,
   type PlaceOrderRequest,
+  type SealedSecrets,
 } from '../../contracts/orders-contract';
 import { orderStarter } from '../../temporal/starters';
 import type { TimingConfig } from '../../temporal/timing';
 import { isTemporalUnavailable } from '../../temporal/temporal-errors';
 import { updateWithStart } from '../../temporal/update-with-start';
 import { timed, timedAt } from '../../metrics/server-timing';
+import type { AnswerKey } from '../../temporal/sealed-answer';
 import type { PlacementGate } from '../admission';
 import {
   assertSameRequest,
@@ -54,14 +56,16 @@ export interface SubmitDeps {
   config: TimingConfig;
   /** Admission control of this API process (absent: the placement is let through). */
   admission?: PlacementGate;
+  /** This API process's key for sealed answers (absent: a new order's codes and link are read from Postgres). */
+  answerKey?: AnswerKey;
 }
 
 /**
  * POST /orders and MCP purchase_codes: the order workflow through update-with-start, where
  * concurrent retries of one externalOrderId meet and are placed once, and where a replay is
  * answered (the placement finds the order in Postgres). A new placement's answer carries what the
- * response shows but its codes and checkout link, which never travel through Temporal: they are
- * read by the order's id when the response shows them. A replay's order is read as it is now.
+ * response shows, its codes and checkout link sealed to this process (src/temporal/sealed-answer.ts);
+ * without a key they are read by the order's id. A replay's order is read as it is now.
  */
 export async function submitOrder(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCreateResponse> {
   try {
@@ -117,7 +121,7 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
     throw new ApiError(placement.rejection.code, placement.rejection.message, placement.rejection.details);
   }
   if (!placement.reused && placement.shown)
-    return newOrderResponse(deps, input, { ...placement, shown: placement.shown });
+    return newOrderResponse(deps, input, placementId, { ...placement, shown: placement.shown });
   // A replay: the order and its codes as they are now, in one statement.
   const placed = await timed('read', () => findPurchaseWithCodes(deps.em.fork(), { id: placement.orderId }));
   if (!placed) throw new Error(`placed order ${placement.orderId} is not in Postgres`);
@@ -133,13 +137,17 @@ async function submit(deps: SubmitDeps, input: PlaceOrderInput): Promise<OrderCr
 async function newOrderResponse(
   deps: SubmitDeps,
   input: PlaceOrderInput,
+  placementId: string,
   placed: Extract<Placement, { outcome: 'placed' }> & { shown: PlacedView },
 ): Promise<OrderCreateResponse> {
   const { status, shown } = placed;
   const withCodes = showsCodes({ status: status as Order['status'], deliveryType: shown.deliveryType });
   const withCheckout = input.payment === 'intent' && status === 'pending';
   const secrets =
-    withCodes || withCheckout ? await timed('read', () => checkoutAndCodes(deps.em.fork(), placed.orderId)) : undefined;
+    withCodes || withCheckout
+      ? (secretsOf(deps.answerKey?.open(shown.sealed, placementId)) ??
+        (await timed('read', () => checkoutAndCodes(deps.em.fork(), placed.orderId))))
+      : undefined;
   const checkoutUrl = withCheckout ? secrets?.checkoutUrl : null;
   return {
     orderId: placed.orderId,
@@ -157,6 +165,15 @@ async function newOrderResponse(
     resolution: null,
     reused: false,
   };
+}
+
+/** What a sealed answer opened to, if it has the shape the placement sealed. */
+function secretsOf(opened: unknown): SealedSecrets | undefined {
+  if (typeof opened !== 'object' || opened === null) return undefined;
+  const { codes, checkoutUrl } = opened as Partial<SealedSecrets>;
+  if (!Array.isArray(codes) || !codes.every((c) => typeof c === 'string')) return undefined;
+  if (checkoutUrl !== null && typeof checkoutUrl !== 'string') return undefined;
+  return { codes, checkoutUrl };
 }
 
 const isUnavailable = (err: unknown) =>
@@ -195,6 +212,7 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput, pl
     expectedUnitPrice: input.expectedUnitPrice,
     source: input.source,
     placementId,
+    ...(deps.answerKey ? { sealTo: deps.answerKey.publicKey } : {}),
   };
   timedAt('sent');
   return updateWithStart(deps.temporal, orderStarter(deps.temporal, deps.config, input), placeOrderUpdate, {

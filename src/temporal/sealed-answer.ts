@@ -1,0 +1,112 @@
+import {
+  createCipheriv,
+  createDecipheriv,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
+
+// A placement's secrets (an order's codes, its checkout link) travel back to the API process that
+// asked for them in the update's result, sealed to a key pair that process made at its start and
+// holds in memory only. The history keeps the sealed bytes (under the payload codec as well),
+// which no stored key opens: an operator decoding histories through the codec server sees none of
+// them, and once the process has exited nobody can. The API process is spared reading them back.
+//
+// The seal: a fresh X25519 key per answer, its shared secret with the API's key through
+// HKDF-SHA256 (salted with both public keys) into an AES-256-GCM key, the request's id bound in as
+// associated data so one request's answer cannot stand for another's. @hpke/core (RFC 9180) does
+// the same through WebCrypto, measured at 3–4 ms a seal or an open on this machine's cores against
+// 0.3 ms here: more than the Postgres read it saves.
+
+const VERSION = 1;
+const INFO = 'wholesale placement answer v1';
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+/** The longest sealed answer opened: a placement's codes and link are far below it. */
+const MAX_SEALED_CHARS = 64 * 1024;
+
+const rawOf = (key: KeyObject) => Buffer.from(key.export({ format: 'jwk' }).x as string, 'base64url');
+
+/** The X25519 public key of 32 raw bytes in base64url, or undefined when it is not one. */
+function publicKeyOf(encoded: unknown): { key: KeyObject; raw: Buffer } | undefined {
+  if (typeof encoded !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(encoded)) return undefined;
+  const raw = Buffer.from(encoded, 'base64url');
+  if (raw.length !== KEY_BYTES) return undefined;
+  try {
+    return { key: createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x: encoded }, format: 'jwk' }), raw };
+  } catch {
+    return undefined;
+  }
+}
+
+const keyFor = (shared: Buffer, ephemeral: Buffer, recipient: Buffer) =>
+  Buffer.from(hkdfSync('sha256', shared, Buffer.concat([ephemeral, recipient]), INFO, KEY_BYTES));
+
+/**
+ * `value` as JSON sealed to `recipient` (an `AnswerKey`'s `publicKey`) for the request `context`,
+ * in base64url: version ‖ ephemeral public key ‖ iv ‖ ciphertext ‖ tag. Undefined when `recipient`
+ * is not a key: the answer then goes without its secrets and the API reads them.
+ */
+export function sealAnswer(recipient: unknown, context: string, value: unknown): string | undefined {
+  const to = publicKeyOf(recipient);
+  if (!to) return undefined;
+  const ephemeral = generateKeyPairSync('x25519');
+  const ephemeralRaw = rawOf(ephemeral.publicKey);
+  let shared: Buffer;
+  try {
+    shared = diffieHellman({ privateKey: ephemeral.privateKey, publicKey: to.key });
+  } catch {
+    return undefined; // a point of small order: no secret to share
+  }
+  const key = keyFor(shared, ephemeralRaw, to.raw);
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(context, 'utf8'));
+  const body = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
+  return Buffer.concat([Buffer.of(VERSION), ephemeralRaw, iv, body, cipher.getAuthTag()]).toString('base64url');
+}
+
+/** An API process's key pair for sealed answers: made at start, never stored, never sent but its public half. */
+export class AnswerKey {
+  private constructor(
+    private readonly privateKey: KeyObject,
+    private readonly raw: Buffer,
+    /** What a placement request carries (`sealTo`). */
+    readonly publicKey: string,
+  ) {}
+
+  static create(): AnswerKey {
+    const { privateKey, publicKey } = generateKeyPairSync('x25519');
+    const raw = rawOf(publicKey);
+    return new AnswerKey(privateKey, raw, raw.toString('base64url'));
+  }
+
+  /** The value sealed to this key for `context`, or undefined when the bytes do not open under both. */
+  open(sealed: unknown, context: string): unknown {
+    if (typeof sealed !== 'string' || sealed.length > MAX_SEALED_CHARS) return undefined;
+    const data = Buffer.from(sealed, 'base64url');
+    if (data.length < 1 + KEY_BYTES + IV_BYTES + TAG_BYTES || data[0] !== VERSION) return undefined;
+    const ephemeralRaw = data.subarray(1, 1 + KEY_BYTES);
+    const ephemeral = publicKeyOf(ephemeralRaw.toString('base64url'));
+    if (!ephemeral) return undefined;
+    try {
+      const key = keyFor(
+        diffieHellman({ privateKey: this.privateKey, publicKey: ephemeral.key }),
+        ephemeral.raw,
+        this.raw,
+      );
+      const ivEnd = 1 + KEY_BYTES + IV_BYTES;
+      const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(1 + KEY_BYTES, ivEnd));
+      decipher.setAAD(Buffer.from(context, 'utf8'));
+      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+      const plain = Buffer.concat([decipher.update(data.subarray(ivEnd, data.length - TAG_BYTES)), decipher.final()]);
+      return JSON.parse(plain.toString('utf8')) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+}
