@@ -1,6 +1,7 @@
 import { log } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { Orm } from '../src/db/orm';
+import { fromDb, toDecimal } from '../src/domain/money';
 import { paymentCallbackUrl, type PaymentProvider, type PaymentStatus } from '../src/providers/payment-provider';
 import {
   expirePayment,
@@ -12,6 +13,8 @@ import {
 } from '../src/services/payments/payments';
 import { findTopupByWorkflowKey, openTopup } from '../src/services/payments/topup-opening';
 import type { OpenTopupRequest, TopupOpening } from '../src/contracts/topups-contract';
+import type { SealedSecrets } from '../src/contracts/orders-contract';
+import { sealAnswer } from '../src/temporal/sealed-answer';
 import { asRejection } from './activity-errors';
 import { paymentConfirmations, paymentNoticesUnverified, topupsCredited } from '../src/metrics/registry';
 
@@ -37,7 +40,18 @@ export function createPaymentActivities(deps: { orm: Orm; config: Config; paymen
           paymentWindowSeconds: config.PAYMENT_WINDOW_SECONDS,
           callbackUrl: paymentCallbackUrl(config),
         });
-        return { outcome: 'opened', orderId: order.id, reused, status: order.status };
+        const opened = { outcome: 'opened' as const, orderId: order.id, reused, status: order.status };
+        if (reused) return opened;
+        const secrets: SealedSecrets = { codes: [], checkoutUrl: order.checkoutUrl ?? null };
+        const sealed = req.sealTo ? sealAnswer(req.sealTo, req.placementId, secrets) : undefined;
+        return {
+          ...opened,
+          shown: {
+            amount: toDecimal(fromDb(order.amount)),
+            idempotencyWarning: order.idempotencyWarning,
+            ...(sealed ? { sealed } : {}),
+          },
+        };
       });
     },
 

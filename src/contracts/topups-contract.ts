@@ -22,10 +22,33 @@ export interface OpenTopupRequest {
   source: 'rest' | 'mcp';
   /** One per API request (also its update id): the request that opens a top-up is told `reused: false`. */
   placementId: string;
+  /** The asking API process's public key (src/temporal/sealed-answer.ts): a new top-up's checkout link comes back sealed to it. */
+  sealTo?: string;
 }
 
-/** What opening a top-up answers: the top-up's id, or the rejection (ids only, never the checkout link). */
-export type TopupOpening = { outcome: 'opened'; orderId: string; reused: boolean; status: string } | Rejected;
+/**
+ * What opening a top-up answers: the top-up's id, or the rejection. A new top-up also carries what
+ * its create response shows (`shown`), its checkout link only sealed to the asking process, so
+ * the API does not read it back; a replay carries none of it.
+ */
+export type TopupOpening =
+  | {
+      outcome: 'opened';
+      orderId: string;
+      reused: boolean;
+      status: string;
+      shown?: TopupView;
+    }
+  | Rejected;
+
+/** A new top-up as its create response shows it. */
+export interface TopupView {
+  /** Decimal string. */
+  amount: string;
+  idempotencyWarning: boolean;
+  /** `SealedSecrets` (no codes) sealed to the request's `sealTo` for its `placementId`; absent without a key. */
+  sealed?: string;
+}
 
 export interface TopupCreateResponse {
   orderId: string;

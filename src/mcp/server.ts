@@ -162,6 +162,7 @@ const TOOLS: Tool[] = [
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
           admission: ctx.admission,
+          answerKey: ctx.answerKey,
         },
         {
           accountId: principal.account.id,

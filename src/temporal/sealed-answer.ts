@@ -8,6 +8,7 @@ import {
   randomBytes,
   type KeyObject,
 } from 'node:crypto';
+import type { SealedSecrets } from '../contracts/orders-contract';
 
 // A placement's secrets (an order's codes, its checkout link) travel back to the API process that
 // asked for them in the update's result, sealed to a key pair that process made at its start and
@@ -109,4 +110,14 @@ export class AnswerKey {
       return undefined;
     }
   }
+}
+
+/** A placement's `SealedSecrets` opened with `key`, or undefined without a key, a seal that opens, or their shape. */
+export function openSecrets(key: AnswerKey | undefined, sealed: unknown, context: string): SealedSecrets | undefined {
+  const opened = key?.open(sealed, context);
+  if (typeof opened !== 'object' || opened === null) return undefined;
+  const { codes, checkoutUrl } = opened as Partial<SealedSecrets>;
+  if (!Array.isArray(codes) || !codes.every((c) => typeof c === 'string')) return undefined;
+  if (checkoutUrl !== null && typeof checkoutUrl !== 'string') return undefined;
+  return { codes, checkoutUrl };
 }

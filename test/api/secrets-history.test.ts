@@ -371,6 +371,21 @@ test('the same histories decode with TEMPORAL_PAYLOAD_KEYS, show their ids, and 
   }
 }, 120_000);
 
+test("a new order's codes and a new checkout link travel in the placement's answer only sealed to the API process", async () => {
+  const answered = executions.filter((e) => /^(order:.*:sh-(balance|intent)|topup:.*:sh-topup)$/.test(e.workflowId));
+  expect(answered.map((e) => e.workflowId.replace(/:.*:/, ':')).sort()).toEqual([
+    'order:sh-balance',
+    'order:sh-intent',
+    'topup:sh-topup',
+  ]);
+  for (const e of answered) {
+    const text = historyAsText(
+      await decodeHistory(await rawHistory(plain, e.workflowId, e.runId), h.config.TEMPORAL_PAYLOAD_KEYS),
+    );
+    expect([e.workflowId, /\\?"sealed\\?":\\?"[A-Za-z0-9_-]{80,}/.test(text)]).toEqual([e.workflowId, true]);
+  }
+});
+
 test("control: a non-secret update argument (support's reason) is found by the same search in the decoded history only", async () => {
   const procure = executions.filter((e) => e.workflowId === `procure:${manualOrderId}`);
   expect(procure.length).toBeGreaterThanOrEqual(1);

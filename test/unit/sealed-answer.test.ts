@@ -1,4 +1,4 @@
-import { AnswerKey, sealAnswer } from '../../src/temporal/sealed-answer';
+import { AnswerKey, openSecrets, sealAnswer } from '../../src/temporal/sealed-answer';
 
 // A placement's codes and checkout link come back to the asking API process sealed to its key
 // (src/temporal/sealed-answer.ts): only that key opens them, only for that request, and nothing a
@@ -57,4 +57,22 @@ test.each<[string, unknown]>([
   ['a point of small order (zero)', Buffer.alloc(32).toString('base64url')],
 ])('sealing to %s answers undefined (the API then reads the secrets), never throws', (_, to) => {
   expect(sealAnswer(to, 'p', secrets)).toBeUndefined();
+});
+
+test.each<[string, unknown]>([
+  ['codes that are not a list', { codes: 'ABCD', checkoutUrl: null }],
+  ['a code that is not a string', { codes: [1], checkoutUrl: null }],
+  ['a checkout link that is not a string', { codes: [], checkoutUrl: 5 }],
+  ['no checkout link at all', { codes: [] }],
+  ['not an object', ['ABCD']],
+])('a seal that opens to %s is no answer: the API reads the secrets instead', (_, value) => {
+  const key = AnswerKey.create();
+  expect(openSecrets(key, sealAnswer(key.publicKey, 'p', value), 'p')).toBeUndefined();
+});
+
+test('secrets of the right shape open; without a key there is nothing to open', () => {
+  const key = AnswerKey.create();
+  const withLink = { codes: [], checkoutUrl: 'https://pay.example.com/checkout/chk_1' };
+  expect(openSecrets(key, sealAnswer(key.publicKey, 'p', withLink), 'p')).toEqual(withLink);
+  expect(openSecrets(undefined, sealAnswer(key.publicKey, 'p', withLink), 'p')).toBeUndefined();
 });

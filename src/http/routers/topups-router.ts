@@ -64,6 +64,7 @@ export function topupRoutes(router: Router, registry: OpenAPIRegistry, mount: st
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
           admission: ctx.admission,
+          answerKey: ctx.answerKey,
         },
         {
           accountId: principal.account.id,

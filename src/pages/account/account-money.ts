@@ -110,6 +110,7 @@ export function moneyRoutes(router: Router, ctx: AppContext): void {
           limits: { perHour: ctx.config.TOPUP_RATE_LIMIT_PER_HOUR, maxPending: ctx.config.MAX_PENDING_TOPUPS },
           config: ctx.config,
           admission: ctx.admission,
+          answerKey: ctx.answerKey,
         },
         // Recorded as a REST top-up: the top-up services know the sources 'rest' and 'mcp' only.
         {

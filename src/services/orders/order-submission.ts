@@ -11,14 +11,13 @@ import {
   type PlacedView,
   type Placement,
   type PlaceOrderRequest,
-  type SealedSecrets,
 } from '../../contracts/orders-contract';
 import { orderStarter } from '../../temporal/starters';
 import type { TimingConfig } from '../../temporal/timing';
 import { isTemporalUnavailable } from '../../temporal/temporal-errors';
 import { updateWithStart } from '../../temporal/update-with-start';
 import { timed, timedAt } from '../../metrics/server-timing';
-import type { AnswerKey } from '../../temporal/sealed-answer';
+import { openSecrets, type AnswerKey } from '../../temporal/sealed-answer';
 import type { PlacementGate } from '../admission';
 import {
   assertSameRequest,
@@ -145,7 +144,7 @@ async function newOrderResponse(
   const withCheckout = input.payment === 'intent' && status === 'pending';
   const secrets =
     withCodes || withCheckout
-      ? (secretsOf(deps.answerKey?.open(shown.sealed, placementId)) ??
+      ? (openSecrets(deps.answerKey, shown.sealed, placementId) ??
         (await timed('read', () => checkoutAndCodes(deps.em.fork(), placed.orderId))))
       : undefined;
   const checkoutUrl = withCheckout ? secrets?.checkoutUrl : null;
@@ -165,15 +164,6 @@ async function newOrderResponse(
     resolution: null,
     reused: false,
   };
-}
-
-/** What a sealed answer opened to, if it has the shape the placement sealed. */
-function secretsOf(opened: unknown): SealedSecrets | undefined {
-  if (typeof opened !== 'object' || opened === null) return undefined;
-  const { codes, checkoutUrl } = opened as Partial<SealedSecrets>;
-  if (!Array.isArray(codes) || !codes.every((c) => typeof c === 'string')) return undefined;
-  if (checkoutUrl !== null && typeof checkoutUrl !== 'string') return undefined;
-  return { codes, checkoutUrl };
 }
 
 const isUnavailable = (err: unknown) =>

@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../codes';
-import { openTopupUpdate, type OpenTopupRequest, type TopupCreateResponse } from '../../contracts/topups-contract';
+import {
+  openTopupUpdate,
+  type OpenTopupRequest,
+  type TopupCreateResponse,
+  type TopupOpening,
+} from '../../contracts/topups-contract';
 import { OrderSchema, type Order } from '../../db/entities/all-entities';
 import { topupChecks } from '../../db/orders-store';
 import { ApiError } from '../../domain/errors';
 import { fromDb, parseDecimal, toDecimal } from '../../domain/money';
 import { rateLimited, topupsCreated } from '../../metrics/registry';
 import type { TemporalHandle } from '../../temporal/client';
+import { openSecrets, type AnswerKey } from '../../temporal/sealed-answer';
 import { topupStarter } from '../../temporal/starters';
 import type { TimingConfig } from '../../temporal/timing';
 import { updateWithStart } from '../../temporal/update-with-start';
@@ -61,6 +67,8 @@ export async function submitTopup(
     limits: TopupLimits;
     config: TimingConfig;
     admission?: PlacementGate;
+    /** This API process's key for sealed answers (absent: a new top-up is read back from Postgres). */
+    answerKey?: AnswerKey;
   },
   input: TopupInput,
 ): Promise<TopupCreateResponse> {
@@ -78,7 +86,13 @@ export async function submitTopup(
 }
 
 async function openThroughWorkflow(
-  deps: { em: EntityManager; temporal: TemporalHandle; limits: TopupLimits; config: TimingConfig },
+  deps: {
+    em: EntityManager;
+    temporal: TemporalHandle;
+    limits: TopupLimits;
+    config: TimingConfig;
+    answerKey?: AnswerKey;
+  },
   input: TopupInput,
 ): Promise<TopupCreateResponse> {
   // The hourly quota, a replay and the unpaid limit: one statement.
@@ -112,6 +126,7 @@ async function openThroughWorkflow(
     currency: input.currency,
     source: input.source,
     placementId,
+    ...(deps.answerKey ? { sealTo: deps.answerKey.publicKey } : {}),
   };
   // Bounded like an order's placement: no worker polling is a retryable 503, not a hang.
   const opening = await updateWithStart(
@@ -128,5 +143,30 @@ async function openThroughWorkflow(
   if (opening.outcome === 'rejected')
     throw new ApiError(opening.rejection.code, opening.rejection.message, opening.rejection.details);
   if (!opening.reused) topupsCreated.inc({ currency: input.currency });
-  return topupResponse(await deps.em.fork().findOneOrFail(OrderSchema, { id: opening.orderId }), opening.reused);
+  const shown = opening.reused ? undefined : newTopupResponse(deps.answerKey, input, placementId, opening);
+  return (
+    shown ?? topupResponse(await deps.em.fork().findOneOrFail(OrderSchema, { id: opening.orderId }), opening.reused)
+  );
+}
+
+/** The create response of a top-up this request opened, from the opening's answer, if its seal opens. */
+function newTopupResponse(
+  answerKey: AnswerKey | undefined,
+  input: TopupInput,
+  placementId: string,
+  opening: Extract<TopupOpening, { outcome: 'opened' }>,
+): TopupCreateResponse | undefined {
+  const opened = opening.shown && openSecrets(answerKey, opening.shown.sealed, placementId);
+  if (!opening.shown || !opened) return undefined;
+  const pendingUrl = opening.status === 'pending' ? opened.checkoutUrl : null;
+  return {
+    orderId: opening.orderId,
+    externalTopupId: input.externalTopupId,
+    amount: opening.shown.amount,
+    status: opening.status as TopupCreateResponse['status'],
+    checkoutUrl: pendingUrl,
+    paymentUrl: pendingUrl,
+    reused: false,
+    ...(opening.shown.idempotencyWarning ? { idempotencyWarning: IDEMPOTENCY_WARNING } : {}),
+  };
 }
