@@ -136,29 +136,43 @@ test.concurrent(
   60_000,
 );
 
+/**
+ * A delivery whose first attempt ends `first` while a manual retry arrives during it; the second
+ * attempt succeeds. Answers the workflow's result and the attempt stub.
+ */
+async function retriedDuringFirstAttempt(id: string, first: DeliveryOutcome, over: Record<string, number> = {}) {
+  const tq = env.taskQueue();
+  let signalled!: () => void;
+  const retried = new Promise<void>((r) => (signalled = r));
+  const scripted = attempts([first, 'succeeded']);
+  const attemptDelivery = jest.fn(async (i: DeliveryAttemptInput) => {
+    if (attemptDelivery.mock.calls.length === 1) await retried;
+    return scripted(i);
+  });
+  const result = await env.withWorker(tq, { attemptDelivery }, async () => {
+    const handle = await env.client.workflow.start('webhookDeliveryWorkflow', {
+      workflowId: deliveryWorkflowId(id),
+      taskQueue: tq,
+      args: [input(id, over)],
+    });
+    while (attemptDelivery.mock.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
+    await handle.signal(retryNowSignal);
+    signalled();
+    return handle.result();
+  });
+  return { result, attemptDelivery };
+}
+
 test.concurrent(
   'a manual retry that arrives while an attempt is in flight sends again at once, without waiting out the backoff',
   async () => {
-    const tq = env.taskQueue();
     const id = uniqueId('dlv');
-    let signalled!: () => void;
-    const retried = new Promise<void>((r) => (signalled = r));
-    const scripted = attempts(['retrying', 'succeeded']);
-    const attemptDelivery = jest.fn(async (i: DeliveryAttemptInput) => {
-      if (attemptDelivery.mock.calls.length === 1) await retried;
-      return scripted(i);
+    const { result } = await retriedDuringFirstAttempt(id, 'retrying', {
+      maxAttempts: 3,
+      retryBaseSeconds: 3600,
+      retryCapSeconds: 3600,
     });
-    await env.withWorker(tq, { attemptDelivery }, async () => {
-      const handle = await env.client.workflow.start('webhookDeliveryWorkflow', {
-        workflowId: deliveryWorkflowId(id),
-        taskQueue: tq,
-        args: [input(id, { maxAttempts: 3, retryBaseSeconds: 3600, retryCapSeconds: 3600 })],
-      });
-      while (attemptDelivery.mock.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
-      await handle.signal(retryNowSignal);
-      signalled();
-      expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
-    });
+    expect(result).toEqual({ outcome: 'succeeded', attempts: 2 });
     expect(await timers(deliveryWorkflowId(id))).toEqual([]);
   },
 );
@@ -166,26 +180,8 @@ test.concurrent(
 test.concurrent.each<[DeliveryOutcome]>([['succeeded'], ['cancelled']])(
   'a manual retry that arrives while the attempt that ends the delivery (%s) is in flight sends again',
   async (ending) => {
-    const tq = env.taskQueue();
-    const id = uniqueId('dlv');
-    let signalled!: () => void;
-    const retried = new Promise<void>((r) => (signalled = r));
-    const scripted = attempts([ending, 'succeeded']);
-    const attemptDelivery = jest.fn(async (i: DeliveryAttemptInput) => {
-      if (attemptDelivery.mock.calls.length === 1) await retried;
-      return scripted(i);
-    });
-    await env.withWorker(tq, { attemptDelivery }, async () => {
-      const handle = await env.client.workflow.start('webhookDeliveryWorkflow', {
-        workflowId: deliveryWorkflowId(id),
-        taskQueue: tq,
-        args: [input(id)],
-      });
-      while (attemptDelivery.mock.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
-      await handle.signal(retryNowSignal);
-      signalled();
-      expect(await handle.result()).toEqual({ outcome: 'succeeded', attempts: 2 });
-    });
+    const { result, attemptDelivery } = await retriedDuringFirstAttempt(uniqueId('dlv'), ending);
+    expect(result).toEqual({ outcome: 'succeeded', attempts: 2 });
     expect(attemptDelivery).toHaveBeenCalledTimes(2);
   },
 );
