@@ -30,6 +30,8 @@ import {
 // update completes in the first workflow task ("early return"); an intent order's checkout call
 // (bounded by PAYMENT_PROVIDER_TIMEOUT_MS) happens inside it. Only unexpected errors retry.
 const { placeOrder } = proxyLocalActivities<OrderActivities>(placementOptions);
+/** Runs that follow a payment notice that arrived while they read the order's status at the end (see noticeWhileFinishing). */
+const noticeWhileFinishingPatch = 'payment-notice-while-finishing';
 // Postgres reads (idempotent): retried until the database answers, so an outage never fails the order.
 const { orderStatus, findPlacedOrder } = proxyActivities<OrderActivities>(untilPostgresAnswers);
 
@@ -137,10 +139,23 @@ class Order extends PaymentLifecycle {
     if (!orderId) {
       this.track('rejected', null);
     } else if (this.state.status === 'pending' || this.state.status === 'expired' || this.notices.queue.length > 0) {
-      if (this.input.timing) await awaitPayment(orderId, this.input.timing, this.notices, this.payment);
-      const after = await orderStatus(orderId);
-      this.track(after.status, after.fulfillmentStatus);
+      do {
+        if (this.input.timing) await awaitPayment(orderId, this.input.timing, this.notices, this.payment);
+        const after = await orderStatus(orderId);
+        this.track(after.status, after.fulfillmentStatus);
+      } while (this.noticeWhileFinishing());
     }
+  }
+
+  /**
+   * A payment callback that arrived while the order's status was being read after its payment
+   * loop ended: the loop runs again for it, as a late payment (which settles only if Postgres
+   * shows the payment). Otherwise the run would end with the notice unread and the payment
+   * unsettled, and the reconciler looks only at pending orders.
+   */
+  private noticeWhileFinishing(): boolean {
+    const open = this.state.status === 'pending' || this.state.status === 'expired';
+    return !!this.input.timing && open && this.notices.queue.length > 0 && patched(noticeWhileFinishingPatch);
   }
 
   /** A paid direct-code order (balance, or intent once settled) is procured by its own workflow. */

@@ -292,6 +292,44 @@ test.concurrent('a payment that arrives after expiry is still settled, as late',
 });
 
 test.concurrent(
+  'a payment callback that arrives while the order is read after its late watch is settled, as late, not left unread',
+  async () => {
+    const tq = env.taskQueue();
+    const id = uniqueId('finish');
+    const stubs = paymentStubs(500);
+    const placeOrder = jest.fn(async () => ({
+      outcome: 'placed',
+      orderId: 'ord_f',
+      reused: false,
+      status: 'pending',
+      fulfillmentStatus: null,
+    }));
+    let notified!: () => void;
+    const callback = new Promise<void>((r) => (notified = r));
+    const orderStatus = jest.fn(async () => {
+      // The first read, at the end of the late watch, is still under way when the callback comes.
+      if (orderStatus.mock.calls.length === 1) {
+        await callback;
+        return { status: 'expired', fulfillmentStatus: null };
+      }
+      return { status: 'delivered', fulfillmentStatus: null };
+    });
+    await env.withWorker(tq, { placeOrder, orderStatus, ...stubs }, async () => {
+      await place(tq, id, request({ payment: 'intent' }), { ...TIMING, lateWatchSeconds: 0 });
+      const handle = env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, id));
+      const deadline = Date.now() + 15_000;
+      while (orderStatus.mock.calls.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await handle.signal(paymentNotifiedSignal, { orderId: 'ord_f', status: 'paid' });
+      notified();
+      expect(await outcome(id)).toMatchObject({ status: 'delivered', payment: { status: 'paid' } });
+      expect(patchesOf(await handle.fetchHistory())).toContain('payment-notice-while-finishing');
+    });
+    expect(stubs.settlePayment.mock.calls).toEqual([['ord_f', 'late']]);
+    expect(orderStatus).toHaveBeenCalledTimes(2);
+  },
+);
+
+test.concurrent(
   'a replay in intent mode of a pending order reaches the placement again (the checkout repair of rule 4)',
   async () => {
     const tq = env.taskQueue();
