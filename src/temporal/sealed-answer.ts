@@ -27,8 +27,8 @@ const INFO = 'wholesale placement answer v1';
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-/** The longest sealed answer opened: a placement's codes and link are far below it. */
-const MAX_SEALED_CHARS = 64 * 1024;
+/** The longest sealed answer opened: Temporal's own limit on a payload (2 MB); 1,000 codes are far below it. */
+const MAX_SEALED_CHARS = 2 * 1024 * 1024;
 
 const rawOf = (key: KeyObject) => Buffer.from(key.export({ format: 'jwk' }).x as string, 'base64url');
 
