@@ -51,25 +51,36 @@ export const newKeySpec = (id: string) => `${id}:${randomBytes(32).toString('bas
 const text = new TextEncoder();
 const str = (bytes: Uint8Array | null | undefined) => (bytes ? Buffer.from(bytes).toString('utf8') : undefined);
 
-/** AES-256-GCM under the ring's current key: `iv ‖ ciphertext ‖ tag`, with `aad` bound in. */
-export function seal(keys: KeyRing, aad: string, plain: Uint8Array): { keyId: string; data: Buffer } {
-  const { id, key } = keys.current;
+/** AES-256-GCM under `key` with a fresh iv: `iv ‖ ciphertext ‖ tag`, with `aad` bound in. */
+export function gcmSeal(key: Uint8Array, aad: string, plain: Uint8Array | string): Buffer {
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(text.encode(aad));
   const body = Buffer.concat([cipher.update(plain), cipher.final()]);
-  return { keyId: id, data: Buffer.concat([iv, body, cipher.getAuthTag()]) };
+  return Buffer.concat([iv, body, cipher.getAuthTag()]);
+}
+
+/** Opens what `gcmSeal` made; throws for bytes that do not authenticate under `key` and `aad`. */
+export function gcmOpen(key: Uint8Array, aad: string, sealed: Uint8Array): Buffer {
+  const data = Buffer.from(sealed);
+  if (data.length < IV_BYTES + TAG_BYTES) throw new Error('sealed bytes too short');
+  const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
+  decipher.setAAD(text.encode(aad));
+  decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+  return Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+}
+
+/** AES-256-GCM under the ring's current key (see gcmSeal). */
+export function seal(keys: KeyRing, aad: string, plain: Uint8Array): { keyId: string; data: Buffer } {
+  const { id, key } = keys.current;
+  return { keyId: id, data: gcmSeal(key, aad, plain) };
 }
 
 /** Opens what `seal` made; throws for an unknown key id or bytes that do not authenticate. */
 export function unseal(keys: KeyRing, keyId: string, aad: string, sealed: Uint8Array): Buffer {
   const key = keys.byId.get(keyId);
   if (!key) throw new Error(`no key "${keyId}" in TEMPORAL_PAYLOAD_KEYS`);
-  const data = Buffer.from(sealed);
-  const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
-  decipher.setAAD(text.encode(aad));
-  decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
-  return Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
+  return gcmOpen(key, aad, sealed);
 }
 
 export interface CodecOptions {
