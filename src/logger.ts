@@ -42,14 +42,27 @@ function scrubbedError(err: unknown): unknown {
   return scrubStrings(out, 0);
 }
 
+/** Below this depth a field is scrubbed as its JSON text, in one pass, instead of key by key. */
+const WALK_DEPTH = 4;
+
 function scrubStrings(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return scrubSecrets(value);
-  if (!value || typeof value !== 'object' || depth > 4) return value;
+  if (!value || typeof value !== 'object') return value;
+  if (depth > WALK_DEPTH) return scrubbedJson(value);
   if (Array.isArray(value)) return value.map((v) => scrubStrings(v, depth + 1));
   // An Error is the `err` serializer's (it keeps the message and stack, which are not enumerable);
   // a value with its own JSON form (a Date, a Buffer) keeps it.
   if (value instanceof Error || typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubStrings(v, depth + 1)]));
+}
+
+/** A deep value as the line would show it, scrubbed (the secrets' shapes hold no JSON escapes). */
+function scrubbedJson(value: object): unknown {
+  try {
+    return JSON.parse(scrubSecrets(JSON.stringify(value))) as unknown;
+  } catch {
+    return '[unserializable]';
+  }
 }
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

@@ -82,6 +82,7 @@ test('a secret in any logged field, at any depth, is scrubbed; the fields around
       lines: [`delivered ${secrets.code}`],
       err: new Error(`declined ${secrets.checkout}`),
       at: new Date(0),
+      deep: { a: { b: { c: { d: { e: { f: [`deep ${secrets.checkout}`] } } } } } },
     },
     'an upstream answer',
   );
@@ -95,6 +96,7 @@ test('a secret in any logged field, at any depth, is scrubbed; the fields around
     lines: ['delivered [redacted]'],
     err: { message: 'declined chk_[redacted]', type: 'Error' },
     at: '1970-01-01T00:00:00.000Z',
+    deep: { a: { b: { c: { d: { e: { f: ['deep chk_[redacted]'] } } } } } },
   });
 });
 
