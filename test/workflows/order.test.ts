@@ -77,6 +77,10 @@ async function outcome(externalOrderId: string) {
   return { ...state, payment: (await handle.query(orderStateQuery)).payment };
 }
 
+/** A placement stub answering a new intent order, pending its payment. */
+const pendingPlacement = (orderId: string) =>
+  jest.fn(async () => ({ outcome: 'placed', orderId, reused: false, status: 'pending', fulfillmentStatus: null }));
+
 /** Payment activities for an intent order whose window closes `windowMs` from now. */
 function paymentStubs(windowMs: number, paidBySync = false) {
   let expiresAt = 0;
@@ -188,13 +192,7 @@ test.concurrent(
 test.concurrent('the same placement id twice is answered once (a retry after a lost reply)', async () => {
   const tq = env.taskQueue();
   const id = uniqueId('dup');
-  const placeOrder = jest.fn(async () => ({
-    outcome: 'placed',
-    orderId: 'ord_d',
-    reused: false,
-    status: 'pending',
-    fulfillmentStatus: null,
-  }));
+  const placeOrder = pendingPlacement('ord_d');
   const stubs = paymentStubs(5_000);
   await env.withWorker(
     tq,
@@ -217,13 +215,7 @@ test.concurrent.each([
     const tq = env.taskQueue();
     const id = uniqueId('paid');
     const stubs = paymentStubs(20_000, paidBySync);
-    const placeOrder = jest.fn(async () => ({
-      outcome: 'placed',
-      orderId: 'ord_p',
-      reused: false,
-      status: 'pending',
-      fulfillmentStatus: null,
-    }));
+    const placeOrder = pendingPlacement('ord_p');
     const orderStatus = jest.fn(async () => ({ status: 'delivered', fulfillmentStatus: null }));
     await env.withWorker(tq, { placeOrder, orderStatus, ...stubs }, async () => {
       await place(tq, id, request({ payment: 'intent' }), TIMING);
@@ -244,13 +236,7 @@ test.concurrent(
     const id = uniqueId('exp');
     // Long enough for two sync intervals even when the machine is busy (the tests run side by side).
     const stubs = paymentStubs(4_500);
-    const placeOrder = jest.fn(async () => ({
-      outcome: 'placed',
-      orderId: 'ord_e',
-      reused: false,
-      status: 'pending',
-      fulfillmentStatus: null,
-    }));
+    const placeOrder = pendingPlacement('ord_e');
     const orderStatus = jest.fn(async () => ({ status: 'expired', fulfillmentStatus: null }));
     const started = Date.now();
     await env.withWorker(tq, { placeOrder, orderStatus, ...stubs }, async () => {
@@ -270,13 +256,7 @@ test.concurrent('a payment that arrives after expiry is still settled, as late',
   const tq = env.taskQueue();
   const id = uniqueId('late');
   const stubs = paymentStubs(1_000);
-  const placeOrder = jest.fn(async () => ({
-    outcome: 'placed',
-    orderId: 'ord_l',
-    reused: false,
-    status: 'pending',
-    fulfillmentStatus: null,
-  }));
+  const placeOrder = pendingPlacement('ord_l');
   const orderStatus = jest.fn(async () => ({ status: 'delivered', fulfillmentStatus: null }));
   await env.withWorker(tq, { placeOrder, orderStatus, ...stubs }, async () => {
     await place(tq, id, request({ payment: 'intent' }), { ...TIMING, lateWatchSeconds: 30 });
@@ -297,13 +277,7 @@ test.concurrent(
     const tq = env.taskQueue();
     const id = uniqueId('finish');
     const stubs = paymentStubs(500);
-    const placeOrder = jest.fn(async () => ({
-      outcome: 'placed',
-      orderId: 'ord_f',
-      reused: false,
-      status: 'pending',
-      fulfillmentStatus: null,
-    }));
+    const placeOrder = pendingPlacement('ord_f');
     let notified!: () => void;
     const callback = new Promise<void>((r) => (notified = r));
     const orderStatus = jest.fn(async () => {
@@ -418,13 +392,7 @@ test.concurrent(
       failed = true;
       throw ApplicationFailure.nonRetryable('provider status endpoint answered 502', 'ProviderDown');
     });
-    const placeOrder = jest.fn(async () => ({
-      outcome: 'placed',
-      orderId: 'ord_s',
-      reused: false,
-      status: 'pending',
-      fulfillmentStatus: null,
-    }));
+    const placeOrder = pendingPlacement('ord_s');
     await env.withWorker(
       tq,
       {
