@@ -3,20 +3,32 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 // The facts a hosted-checkout payment settles on (Migration20261210000000MoneyFromFacts and the
 // EVM checkout's own tables). Each read runs in the settling transaction, under the order's lock.
 
-export type ConfirmationSource = 'callback' | 'status';
+/** `chain`: an EVM checkout's watch marked it paid (its transfers are what it settles on). */
+export type ConfirmationSource = 'callback' | 'status' | 'chain';
 
 /**
  * The provider told the service itself that this checkout was paid: a callback whose signature
- * verified, or its status endpoint. Recorded once per checkout; a repeat changes nothing.
+ * verified, or its status endpoint (or the chain, for an EVM checkout). Recorded once per
+ * checkout; a repeat changes nothing. One for an order already settled is recorded settled, so
+ * only a payment still waiting for its order stays open for the reconciler (unsettledPayments).
  */
 export async function recordPaymentConfirmation(
   em: EntityManager,
   c: { checkoutId: string; orderId: string; source: ConfirmationSource },
 ): Promise<void> {
   await em.execute(
-    `insert into payment_confirmations (checkout_id, order_id, source) values (?, ?, ?) on conflict (checkout_id) do nothing`,
-    [c.checkoutId, c.orderId, c.source],
+    `insert into payment_confirmations (checkout_id, order_id, source, settled_at)
+       select ?, o.id, ?, case when o.status in ('pending', 'expired') then null else now() end from orders o where o.id = ?
+     on conflict (checkout_id) do nothing`,
+    [c.checkoutId, c.source, c.orderId],
   );
+}
+
+/** The order's payment was settled (in the settling transaction): its confirmations are closed. */
+export async function markPaymentSettled(em: EntityManager, orderId: string): Promise<void> {
+  await em.execute('update payment_confirmations set settled_at = now() where order_id = ? and settled_at is null', [
+    orderId,
+  ]);
 }
 
 /** Whether a verified confirmation of one of the order's checkouts is on record. */

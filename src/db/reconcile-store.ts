@@ -41,22 +41,32 @@ export interface UnsettledPaymentRow {
   kind: 'purchase' | 'topup';
   external_order_id: string | null;
   external_topup_id: string | null;
+  /** `expired`: its payment was confirmed and never settled (see pendingPayments). */
+  status: 'pending' | 'expired';
 }
 
-/** Orders and top-ups waiting for their payment (an order's workflow is named by its externalOrderId). */
+/**
+ * Orders and top-ups waiting for their payment (an order's workflow is named by its
+ * externalOrderId), and, in the same keyset, expired ones whose payment was confirmed but never
+ * settled: a run that ended before it read the notice leaves that, and nothing else would look at
+ * it again. The second half is found through the confirmations still open
+ * (`payment_confirmations_unsettled_index`), so it costs what the payments in flight cost.
+ */
 export const pendingPayments = (em: EntityManager, after: string, limit: number, graceSeconds: number) =>
-  unsettledPage<UnsettledPaymentRow>(
-    em,
-    {
-      select: 'id, account_id, kind, external_order_id, external_topup_id',
-      from: 'orders',
-      unsettled: `status = 'pending' and (kind = 'topup' or external_order_id is not null)`,
-      key: 'id',
-      changedAt: 'updated_at',
-    },
-    after,
-    limit,
-    graceSeconds,
+  em.execute<UnsettledPaymentRow[]>(
+    `(select id, account_id, kind, external_order_id, external_topup_id, status from orders
+       where status = 'pending' and (kind = 'topup' or external_order_id is not null)
+         and id > ? and updated_at < now() - make_interval(secs => ?)
+       order by id limit ?)
+     union all
+     (select o.id, o.account_id, o.kind, o.external_order_id, o.external_topup_id, o.status from orders o
+       where o.id in (select order_id from payment_confirmations
+                       where settled_at is null and order_id > ? and confirmed_at < now() - make_interval(secs => ?))
+         and o.status = 'expired' and (o.kind = 'topup' or o.external_order_id is not null)
+         and o.updated_at < now() - make_interval(secs => ?)
+       order by o.id limit ?)
+     order by id limit ?`,
+    [after, graceSeconds, limit, after, graceSeconds, graceSeconds, limit, limit],
   );
 
 /** Paid direct-code orders that procurement has not finished (processing, or waiting for support). */

@@ -11,7 +11,7 @@ import {
   unsettledExports,
 } from '../db/reconcile-store';
 import type { TemporalHandle } from '../temporal/client';
-import { followPayment, paymentStarter } from '../temporal/payment-notices';
+import { followPayment, notifyPaid, paymentStarter } from '../temporal/payment-notices';
 import {
   batchStarter,
   deliveryStarter,
@@ -65,11 +65,16 @@ export function lifecycles(deps: { temporal: TemporalHandle; config: ReconcileCo
           externalOrderId: r.external_order_id,
           externalTopupId: r.external_topup_id,
         };
+        // An expired one is here because its payment was confirmed and never settled: the new run
+        // is told it was paid, as the lost notice told the old one, and settles it as a late
+        // payment (only on the confirmation Postgres holds). A pending one is followed.
+        const paid = r.status === 'expired';
         return {
           kind: r.kind === 'topup' ? 'topup_payment' : 'order_payment',
           subjectId: r.id,
           workflowId: paymentStarter(temporal, config, order).workflowId,
-          restart: () => followPayment(temporal, config, order),
+          restart: () => (paid ? notifyPaid : followPayment)(temporal, config, order),
+          ...(paid ? { detail: { status: r.status, paymentConfirmed: true } } : {}),
         };
       },
     }),

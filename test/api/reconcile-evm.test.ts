@@ -98,4 +98,13 @@ test('a pending checkout whose watch was terminated: the watch is started again,
     .fork()
     .execute('select 1 from reconciler_repairs where subject_id = ?', [subjectId]);
   expect(repairs).toHaveLength(1);
+  // The chain's payment is on record beside the transfers, closed when the order settled, so no
+  // reconciler pass takes it for a payment still waiting for its order.
+  const confirmations = await h.services.orm.em
+    .fork()
+    .execute(
+      'select checkout_id, source, settled_at is not null as settled from payment_confirmations where order_id = ?',
+      [orderId],
+    );
+  expect(confirmations).toEqual([{ checkout_id: checkout.id, source: 'chain', settled: true }]);
 });

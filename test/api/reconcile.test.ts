@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { payCheckout, sandboxControl, resetSandboxControl } from '../../src/providers/sandbox/sandbox-payments';
 import { sandboxSupplierControl } from '../../src/providers/sandbox/sandbox-supplier';
+import { recordPaymentConfirmation } from '../../src/db/payment-facts-store';
 import { reconcileNow } from '../../src/services/reconcile';
 import { orderWorkflowId } from '../../src/contracts/orders-contract';
 import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
@@ -171,6 +172,49 @@ test('a pending top-up whose workflow was terminated: followed again, its paymen
       expect.objectContaining({ type: 'topup', amount: '12.50', order_id: opened.body.orderId }),
     ]);
     repairedSubjects.push(opened.body.orderId);
+  } finally {
+    resetSandboxControl();
+  }
+});
+
+test('an expired top-up whose payment was confirmed but never settled (its run ended first): a new run is told it was paid and credits it once', async () => {
+  const { api, accountId } = await reseller(h);
+  const externalTopupId = unique('rec-paid-expired');
+  sandboxControl.suppressCallback = true;
+  try {
+    const opened = await api.post('/topup', { externalTopupId, amount: '7.25', currency: 'USDT' });
+    const orderId: string = opened.body.orderId;
+    await waitForOrderStatus(api, orderId, 'expired');
+    // What a lost notice leaves: the callback route recorded the payer's payment, and the run
+    // ended without reading the signal that followed.
+    const workflowId = topupWorkflowId(accountId, externalTopupId);
+    await terminate(workflowId);
+    const checkoutId = checkoutIdOf(opened.body.checkoutUrl);
+    await payCheckout(h.services.orm.em.fork(), h.config.PAYMENT_CALLBACK_SECRET, checkoutId);
+    await recordPaymentConfirmation(h.services.orm.em.fork(), { checkoutId, orderId, source: 'callback' });
+    const lostAt = Date.now();
+    expect((await api.get('/balance')).body.balance).toBe('0.00');
+
+    expect(await repairOf(orderId, lostAt)).toMatchObject({
+      kind: 'topup_payment',
+      action: 'restarted',
+      workflow_id: workflowId,
+      detail: { previous: 'TERMINATED', status: 'expired', paymentConfirmed: true },
+    });
+    await waitForOrderStatus(api, orderId, 'delivered');
+    const money = await expectLedgerMatchesBalance(h, accountId);
+    expect(money.balance).toBe('7.25');
+    expect(money.rows).toEqual([expect.objectContaining({ type: 'topup', amount: '7.25', order_id: orderId })]);
+    // Settled, the confirmation is closed, and the reconciler has nothing more to do for it.
+    const confirmations = await h.services.orm.em
+      .fork()
+      .execute('select source, settled_at is not null as settled from payment_confirmations where order_id = ?', [
+        orderId,
+      ]);
+    expect(confirmations).toEqual([{ source: 'callback', settled: true }]);
+    const { findings } = await reconcileNow(deps(), { dryRun: true });
+    expect(findings.filter((f) => f.subjectId === orderId)).toEqual([]);
+    expect(await repairsOf(orderId)).toHaveLength(1);
   } finally {
     resetSandboxControl();
   }

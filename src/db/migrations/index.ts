@@ -24,6 +24,7 @@ import { Migration20261212010000EventSubscriptions } from './Migration2026121201
 import { Migration20261213000000ExportsAndBatches } from './Migration20261213000000ExportsAndBatches';
 import { Migration20261214000000TronAddresses } from './Migration20261214000000TronAddresses';
 import { Migration20261215000000ChainScans } from './Migration20261215000000ChainScans';
+import { Migration20261216000000UnsettledPayments } from './Migration20261216000000UnsettledPayments';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -51,4 +52,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261213000000ExportsAndBatches', class: Migration20261213000000ExportsAndBatches },
   { name: 'Migration20261214000000TronAddresses', class: Migration20261214000000TronAddresses },
   { name: 'Migration20261215000000ChainScans', class: Migration20261215000000ChainScans },
+  { name: 'Migration20261216000000UnsettledPayments', class: Migration20261216000000UnsettledPayments },
 ];

@@ -11,6 +11,7 @@ import {
   type EvmTransferRow,
 } from '../../db/evm-store';
 import { OrderSchema, type Order } from '../../db/entities/all-entities';
+import { recordPaymentConfirmation } from '../../db/payment-facts-store';
 import { fromDb, toDecimal, type Cents } from '../../domain/money';
 import { centsToScaled, centsToUnits, formatScaled, scaledToCents, toScaled } from '../../domain/token-amounts';
 import { TOKEN_SYMBOLS, type ChainKind, type ChainSettings, type TokenSymbol } from '../../providers/evm/evm-settings';
@@ -88,6 +89,8 @@ export async function settleCheckout(
         before = after;
       }
       await setEvmCheckoutState(tx, checkoutId, 'paid');
+      // Open until the order settles: the reconciler finds a paid order its workflow never settled.
+      await recordPaymentConfirmation(tx, { checkoutId, orderId: order.id, source: 'chain' });
       state = 'paid';
     } else if (settings.phase !== 'open') {
       for (const t of fresh) await credit(t, 'excess', wholeCents(t), 'after_expiry');

@@ -2,7 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { unsoldStockCount } from '../../db/catalog-store';
 import { OrderSchema, ProductSchema, type Order } from '../../db/entities/all-entities';
 import { attachCheckoutRow, clearCheckoutUrl, expireIfPending, lockOrderRow } from '../../db/orders-store';
-import { evmPaymentReached, hasPaymentConfirmation, recordPaymentConfirmation } from '../../db/payment-facts-store';
+import {
+  evmPaymentReached,
+  hasPaymentConfirmation,
+  markPaymentSettled,
+  recordPaymentConfirmation,
+} from '../../db/payment-facts-store';
 import { ApiError } from '../../domain/errors';
 import type { PaymentCallback } from '../../providers/payment-provider';
 import { fromDb, toDecimal, type Cents } from '../../domain/money';
@@ -86,8 +91,13 @@ export async function settlePayment(
     // Same lock order as placement: account first, then the order.
     const account = await lockAccount(tx, peek.accountId);
     const order = (await lockOrder(tx, orderId))!;
-    if (order.status !== 'pending' && order.status !== 'expired') return 'already_settled';
+    if (order.status !== 'pending' && order.status !== 'expired') {
+      // A confirmation recorded while the order was being settled stays open otherwise.
+      await markPaymentSettled(tx, order.id);
+      return 'already_settled';
+    }
     if (!(await settings.paid(tx, order.id))) return 'unverified';
+    await markPaymentSettled(tx, order.id);
     const amount = fromDb(order.amount);
     const now = new Date();
     if (order.kind === 'topup') {
