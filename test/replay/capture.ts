@@ -150,6 +150,30 @@ export async function writeFixtures(
   meta: Record<string, unknown>,
   opts: { add?: boolean } = {},
 ): Promise<void> {
+  const histories: DecodedRun[] = [];
+  for (const w of closed.filter((x) => types.includes(x.type)))
+    histories.push({
+      workflowId: w.workflowId,
+      type: w.type,
+      history: await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys),
+    });
+  writeHistories(types, histories, meta, opts);
+}
+
+/** A closed run's history, its payloads decoded. */
+export interface DecodedRun {
+  workflowId: string;
+  type: string;
+  history: temporal.api.history.v1.IHistory;
+}
+
+/** writeFixtures, for histories already fetched and decoded. */
+export function writeHistories(
+  types: string[],
+  closed: DecodedRun[],
+  meta: Record<string, unknown>,
+  opts: { add?: boolean } = {},
+): void {
   mkdirSync(FIXTURE_DIR, { recursive: true });
   const indexFile = join(FIXTURE_DIR, 'index.json');
   const prior = existsSync(indexFile)
@@ -168,13 +192,12 @@ export async function writeFixtures(
       known.add(entry.shape);
     }
     const candidates: { id: string; events: number; shape: string; json: string }[] = [];
-    for (const w of closed.filter((x) => x.type === type)) {
-      const history = await decodeHistory(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory(), keys);
+    for (const { workflowId, history } of closed.filter((x) => x.type === type)) {
       const text = historyAsText(history);
       const leaked = SECRET_PATTERNS.find((p) => p.test(text));
       if (leaked)
         throw new Error(
-          `${w.workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`,
+          `${workflowId}: its decoded history matches ${leaked} (…${text.slice(Math.max(0, text.search(leaked) - 200), text.search(leaked) + 60)}…); fix the workflow before capturing`,
         );
       const { events, shape } = shapeOf(history);
       if (known.has(shape)) continue;
@@ -182,13 +205,13 @@ export async function writeFixtures(
         temporal.api.history.v1.History.encode(temporal.api.history.v1.History.fromObject(history)).finish(),
       ).toString('base64');
       const fixture = {
-        workflowId: w.workflowId,
+        workflowId: workflowId,
         workflowType: type,
         events,
         payloads: payloadsOf(history).map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')),
         historyProtobufBase64: encoded,
       };
-      candidates.push({ id: w.workflowId, events: events.length, shape, json: JSON.stringify(fixture, null, 1) });
+      candidates.push({ id: workflowId, events: events.length, shape, json: JSON.stringify(fixture, null, 1) });
     }
     const chosen: typeof candidates = [];
     for (const c of candidates.sort((a, b) => b.events - a.events)) {

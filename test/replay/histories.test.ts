@@ -12,7 +12,7 @@ import { failureConverterPath } from '../../src/temporal/codec';
 import { bundleWorkflows } from '../../src/temporal/temporal-worker';
 import * as workflows from '../../workflows';
 import { jobChecksPatch } from '../../src/contracts/reconcile-contract';
-import { awaitInFlightPatch } from '../../workflows/placement';
+import { awaitInFlightPatch, latePlacementPatch } from '../../workflows/placement';
 import { handedOffStatusPatch } from '../../workflows/procurement-handoff';
 import { FIXTURE_DIR, patchesOf, SECRET_PATTERNS, WORKFLOW_TYPES } from './capture';
 
@@ -65,8 +65,8 @@ test('the fixtures hold histories that took the patches of the common paths, and
   const took = (patch: string) => fixtures.filter((f) => patchesOf(f.history).includes(patch)).map((f) => f.file);
   const without = (patch: string, type: string) =>
     fixtures.filter((f) => f.workflowType === type && !patchesOf(f.history).includes(patch)).map((f) => f.file);
-  // The rarer branches (a placement answered late, the operator queue's outcome) have no soak
-  // history yet; these are the ones every order, top-up or reconciler run goes through.
+  // These are the ones every order, top-up or reconciler run goes through; the rarer branches
+  // come from the workflow tests (the next test).
   for (const [patch, type] of [
     [awaitInFlightPatch, 'orderWorkflow'],
     [handedOffStatusPatch, 'orderWorkflow'],
@@ -76,6 +76,19 @@ test('the fixtures hold histories that took the patches of the common paths, and
     expect([patch, took(patch).length > 0]).toEqual([patch, true]);
     expect([patch, without(patch, type).length > 0]).toEqual([patch, true]);
   }
+});
+
+test('the fixtures hold a history of each rarer branch, under its patch (test/replay/capture-rare.ts)', () => {
+  const took = (patch: string, type: string) =>
+    fixtures.filter((f) => f.workflowType === type && patchesOf(f.history).includes(patch)).map((f) => f.file);
+  for (const [patch, type] of [
+    [latePlacementPatch, 'orderWorkflow'],
+    [latePlacementPatch, 'topupWorkflow'],
+    ['payment-notice-while-finishing', 'orderWorkflow'],
+    ['retry-after-end', 'webhookDeliveryWorkflow'],
+    ['operator-queue-outcome', 'redemptionWorkflow'],
+  ])
+    expect([patch, type, took(patch, type).length > 0]).toEqual([patch, type, true]);
 });
 
 test('every captured history replays without a nondeterminism error on the current workflow code', async () => {

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Context } from '@temporalio/activity';
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -8,6 +10,7 @@ import { DEV_SECRETS } from '../../src/config';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { bundleWorkflows } from '../../src/temporal/temporal-worker';
 import { eventually } from '../helpers/eventually';
+import { decodeHistory } from '../helpers/history';
 
 // Workflow-level tests: the real workflow code on the test run's Temporal dev server, with the
 // activities stubbed (jest.fn). No time skipping: its test server is a download this machine
@@ -153,4 +156,24 @@ export async function timersOf(handle: {
       const d = e.timerStartedEventAttributes!.startToFireTimeout!;
       return Number(d.seconds ?? 0) * 1000 + Math.round(Number(d.nanos ?? 0) / 1e6);
     });
+}
+
+/**
+ * With CAPTURE_HISTORIES_DIR set (test/replay/capture-rare.ts sets it), a run's history is kept
+ * there, its payloads decoded, for the replay fixtures: the rare branches only these tests provoke
+ * on purpose (each under its patch). Without it, nothing.
+ */
+export async function keepHistory(
+  workflowType: string,
+  workflowId: string,
+  history: temporal.api.history.v1.IHistory,
+): Promise<void> {
+  const dir = process.env.CAPTURE_HISTORIES_DIR;
+  if (!dir) return;
+  const History = temporal.api.history.v1.History;
+  // A copy: the caller may still replay what it fetched.
+  const copy = History.decode(History.encode(History.fromObject(history)).finish());
+  const decoded = await decodeHistory(copy, process.env.TEMPORAL_PAYLOAD_KEYS ?? DEV_SECRETS.TEMPORAL_PAYLOAD_KEYS);
+  const historyProtobufBase64 = Buffer.from(History.encode(decoded).finish()).toString('base64');
+  writeFileSync(join(dir, `${workflowId}.json`), JSON.stringify({ workflowId, workflowType, historyProtobufBase64 }));
 }

@@ -9,7 +9,7 @@ import {
 } from '../../src/contracts/orders-contract';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments-contract';
 import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
-import { timersOf, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
+import { keepHistory, timersOf, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),
 // rejection, payment by callback and by status sync (and a failing sync), expiry, late payment,
@@ -296,7 +296,9 @@ test.concurrent(
       await handle.signal(paymentNotifiedSignal, { orderId: 'ord_f', status: 'paid' });
       notified();
       expect(await outcome(id)).toMatchObject({ status: 'delivered', payment: { status: 'paid' } });
-      expect(patchesOf(await handle.fetchHistory())).toContain('payment-notice-while-finishing');
+      const history = await handle.fetchHistory();
+      expect(patchesOf(history)).toContain('payment-notice-while-finishing');
+      await keepHistory('orderWorkflow', handle.workflowId, history);
     });
     expect(stubs.settlePayment.mock.calls).toEqual([['ord_f', 'late']]);
     expect(orderStatus).toHaveBeenCalledTimes(2);
@@ -530,6 +532,7 @@ test.concurrent(
     const history = await handle.fetchHistory();
     expect(patchesOf(history)).toEqual(['placement-in-flight', 'late-placement-followed']);
     await env.replay(history, orderWorkflowId(ACCOUNT, id));
+    await keepHistory('orderWorkflow', orderWorkflowId(ACCOUNT, id), history);
   },
   30_000,
 );

@@ -8,7 +8,7 @@ import {
   type RedemptionWorkflowInput,
   type UpstreamState,
 } from '../../src/contracts/redemptions-contract';
-import { timersOf as timers, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
+import { keepHistory, timersOf as timers, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // redemptionWorkflow's state table with stubbed activities (spec 3.4 and 8, issue 17):
 //   start:     attempt not visible → abandoned; already finished → done; submit fails → failed
@@ -194,6 +194,33 @@ test.concurrent('an operator may decide an automatic redemption the upstream kee
     outcome: { status: 'fulfilled', deliverable: 'Fulfilled by an operator.' },
   });
 });
+
+test.concurrent.each([
+  ['fulfill', {}, { status: 'fulfilled' }],
+  [
+    'reject',
+    { failureCode: 'fulfillment_failed', holdsResources: true },
+    { status: 'failed', failureCode: 'fulfillment_failed', holdsResources: true },
+  ],
+] as const)(
+  "the operator queue's decision (%s): the deliverable stays in Postgres, a failure keeps its own code, under its patch",
+  async (decision, queue, outcome) => {
+    const tq = env.taskQueue();
+    const s = stubs({
+      manual: true,
+      upstream: [processing, processing, processing, processing, processing, processing],
+    });
+    await env.withWorker(tq, s.activities, async () => {
+      const handle = await start(tq, input());
+      await until(phaseIs(handle, 'waiting'), 'waiting');
+      await handle.signal(operatorDecisionSignal, { decision, reason: '', actor: 'operators', queue });
+      expect(await handle.result()).toMatchObject({ status: outcome.status, decision: { decision } });
+      await keepHistory('redemptionWorkflow', handle.workflowId, await handle.fetchHistory());
+    });
+    // Exactly the queue's outcome: no operator's note as the deliverable, the failure as the queue named it.
+    expect(s.activities.finishRedemptionAttempt.mock.calls[0][0].outcome).toEqual(outcome);
+  },
+);
 
 test.concurrent('an attempt already finished (a second start for it) ends at once without submitting', async () => {
   const tq = env.taskQueue();

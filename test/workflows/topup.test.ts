@@ -6,7 +6,7 @@ import {
   topupWorkflowId,
   type OpenTopupRequest,
 } from '../../src/contracts/topups-contract';
-import { uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
+import { keepHistory, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // topupWorkflow's state table with stubbed activities (spec 3.3, issue 17): opened by a local
 // activity in the update, paid (callback, or status sync) and credited once, expired unpaid, paid
@@ -274,7 +274,9 @@ test.concurrent(
     });
     expect(findOpenedTopup).toHaveBeenCalledTimes(1);
     expect(s.activities.expirePayment.mock.calls).toEqual([['ord_tl']]);
-    await env.replay(await handle.fetchHistory(), topupWorkflowId(ACCOUNT, key));
+    const history = await handle.fetchHistory();
+    await env.replay(history, topupWorkflowId(ACCOUNT, key));
+    await keepHistory('topupWorkflow', topupWorkflowId(ACCOUNT, key), history);
   },
   30_000,
 );

@@ -5,7 +5,7 @@ import {
   type DeliveryAttemptInput,
   type DeliveryOutcome,
 } from '../../src/contracts/webhooks-contract';
-import { uniqueId, workflowEnv, type WorkflowEnv } from './env';
+import { keepHistory, uniqueId, workflowEnv, type WorkflowEnv } from './env';
 
 // webhookDeliveryWorkflow's state table with a stubbed attempt (spec 6, issue 17): the backoff
 // schedule, the attempt budget, a manual retry that cuts the wait and grants a fresh budget (and
@@ -158,7 +158,9 @@ async function retriedDuringFirstAttempt(id: string, first: DeliveryOutcome, ove
     while (attemptDelivery.mock.calls.length === 0) await new Promise((r) => setTimeout(r, 50));
     await handle.signal(retryNowSignal);
     signalled();
-    return handle.result();
+    const ended = await handle.result();
+    await keepHistory('webhookDeliveryWorkflow', handle.workflowId, await handle.fetchHistory());
+    return ended;
   });
   return { result, attemptDelivery };
 }
