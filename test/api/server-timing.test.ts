@@ -1,5 +1,9 @@
+import type { Server } from 'node:http';
+import { createApp } from '../../src/app';
+import { OrderSchema } from '../../src/db/entities/all-entities';
 import { startHarness, type Harness } from '../helpers/harness';
 import { ledgerOf } from '../helpers/money';
+import { freePort } from '../helpers/ports';
 
 // SERVER_TIMING (bench/anatomy.ts reads it): an order's answer says how long each step took in
 // the API process, and when the update-with-start was sent, so the bench can line the API's clock
@@ -71,6 +75,69 @@ test('an order answers with each step of the API and the moment the update-with-
   const replay = steps((await order(on, apiKey, 'timing-1')).headers.get('server-timing') ?? '');
   expect(Object.keys(replay).sort()).toEqual(['app', 'auth', 'engine', 'read', 'sent']);
   expect((await ledgerOf(on, accountId)).rows.map((r) => r.type)).toEqual(['adjust', 'purchase']);
+});
+
+test('an API process without an answer key (answers unsealed, as from a worker before the seal): the codes and checkout links are read from Postgres, and are its own', async () => {
+  // A second API process on the same services, built without a key: its placements ask for no
+  // seal, so the workflow's answer carries no secrets and the fallback read supplies them.
+  const s = on.services;
+  const app = createApp({
+    orm: s.orm,
+    temporal: s.temporal,
+    providers: s.providers,
+    config: on.config,
+    logger: s.logger,
+    worker: s.supervisor,
+  });
+  const port = await freePort();
+  const server = await new Promise<Server>((ok) => {
+    const listening = app.listen(port, '127.0.0.1', () => ok(listening));
+  });
+  const keyless = `http://127.0.0.1:${port}/wholesale/v1`;
+  try {
+    const { accountId, apiKey } = await on.account('1.00');
+    const post = (path: string, body: Record<string, unknown>) =>
+      fetch(`${keyless}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const checkoutUrlOf = async (orderId: string) =>
+      (await on.services.orm.em.fork().findOneOrFail(OrderSchema, { id: orderId })).checkoutUrl;
+
+    const balance = await post('/orders', { externalOrderId: 'keyless-1', productId: 'prod_api_order_test', qty: 1 });
+    expect(balance.status).toBe(200);
+    expect(Object.keys(steps(balance.headers.get('server-timing') ?? ''))).toContain('read');
+    const { codes } = await balance.json();
+    expect(codes).toHaveLength(1);
+    expect(codes).toEqual(await issuedCodes(on, accountId));
+
+    const intent = await post('/orders', {
+      externalOrderId: 'keyless-2',
+      productId: 'prod_chatgpt_team_1m',
+      qty: 1,
+      payment: 'intent',
+    });
+    expect(intent.status).toBe(200);
+    expect(Object.keys(steps(intent.headers.get('server-timing') ?? ''))).toContain('read');
+    const pending = await intent.json();
+    expect(pending).toMatchObject({ status: 'pending', codes: [], paymentUrl: pending.checkoutUrl });
+    expect(pending.checkoutUrl).toEqual(await checkoutUrlOf(pending.orderId));
+
+    const topup = await post('/topup', { externalTopupId: 'keyless-3', amount: '5.00', currency: 'USDT' });
+    expect(topup.status).toBe(200);
+    const opened = await topup.json();
+    expect(opened).toMatchObject({ status: 'pending', amount: '5.00' });
+    expect(opened.checkoutUrl).toEqual(await checkoutUrlOf(opened.orderId));
+
+    // Only the balance order moved money: one purchase of the test product.
+    const money = await ledgerOf(on, accountId);
+    expect(money.balanceCents).toBe(99);
+    expect(money.sumCents).toBe(99);
+    expect(money.rows.map((r) => r.type)).toEqual(['adjust', 'purchase']);
+  } finally {
+    await new Promise((done) => server.close(done));
+  }
 });
 
 test('without SERVER_TIMING no answer carries the header, errors included', async () => {
