@@ -109,6 +109,21 @@ async function seed(em: EntityManager, grace: number): Promise<void> {
        from generate_series(1, ?) g`,
     [ORPHANS, LIVE],
   );
+  // Payments on record: every paid intent order's and credited top-up's confirmation, settled; and
+  // the orphans of that kind, expired intent orders whose confirmed payment was never settled.
+  await em.execute(
+    `insert into orders (id, account_id, kind, channel, source, external_order_id, product_id, qty, unit_price, amount, currency, payment, status,
+                         delivery_type, created_at, updated_at, expires_at)
+     select 'ord_orphan_paid_' || g, ${acct('g')}, 'purchase', 'wholesale_api', 'rest', 'orphan-paid-' || g, 'prod_chatgpt_plus_1m',
+            1, 1.00, 1.00, 'USDT', 'intent', 'expired', 'redemption', ${old}, ${old}, ${old}
+       from generate_series(1, ?) g`,
+    [ORPHANS],
+  );
+  await em.execute(
+    `insert into payment_confirmations (checkout_id, order_id, source, confirmed_at, settled_at)
+     select 'chk_paid_' || id, id, 'callback', coalesce(paid_at, ${old}), paid_at from orders
+      where payment = 'intent' and (status = 'delivered' or id like 'ord_orphan_paid_%')`,
+  );
 
   await em.execute(
     `insert into issued_codes (order_id, account_id, product_id, code, kind, is_test)
@@ -182,6 +197,7 @@ async function counts(em: EntityManager): Promise<Record<string, number>> {
     'events',
     'webhook_deliveries',
     'evm_checkouts',
+    'payment_confirmations',
   ]) {
     const [row] = await em.execute<{ n: number }[]>(`select count(*)::int as n from ${t}`);
     out[t] = row.n;
