@@ -10,7 +10,7 @@ export type ConfirmationSource = 'callback' | 'status' | 'chain';
  * The provider told the service itself that this checkout was paid: a callback whose signature
  * verified, or its status endpoint (or the chain, for an EVM checkout). Recorded once per
  * checkout; a repeat changes nothing. One for an order already settled is recorded settled, so
- * only a payment still waiting for its order stays open for the reconciler (unsettledPayments).
+ * only a payment still waiting for its order stays open for the reconciler (pendingPayments).
  */
 export async function recordPaymentConfirmation(
   em: EntityManager,
