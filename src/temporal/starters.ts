@@ -7,21 +7,26 @@
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateFailedError,
   type WorkflowHandle,
   type WorkflowHandleWithSignaledRunId,
   type WorkflowSignalWithStartOptions,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import type {
-  SearchAttributePair,
-  SignalDefinition,
-  WithWorkflowArgs,
-  Workflow,
-  WorkflowIdConflictPolicy,
-  WorkflowIdReusePolicy,
+import {
+  ApplicationFailure,
+  type SearchAttributePair,
+  type SignalDefinition,
+  type UpdateDefinition,
+  type WithWorkflowArgs,
+  type Workflow,
+  type WorkflowIdConflictPolicy,
+  type WorkflowIdReusePolicy,
 } from '@temporalio/common';
 import type { Config } from '../config';
+import type { ApiError } from '../domain/errors';
 import type { TemporalHandle } from './client';
+import { apiErrorFromTemporal, isTemporalUnavailable } from './temporal-errors';
 import { orderWorkflowId } from '../contracts/orders-contract';
 import { procurementWorkflowId } from '../contracts/procurement-contract';
 import { redemptionWorkflowId, type AttemptRef } from '../contracts/redemptions-contract';
@@ -85,6 +90,68 @@ export class WorkflowStarter<W extends Workflow> {
   withStart(): WithStartWorkflowOperation<W> {
     return new WithStartWorkflowOperation<W>(this.workflowType, this.options());
   }
+
+  /**
+   * Update-with-start, with Temporal's answers turned into the API's: a business rejection thrown
+   * by the workflow (a spec error code as the failure type) is that ApiError, and a Temporal server
+   * out of reach is left for the edge to answer as a retryable 503 (see isTemporalUnavailable).
+   */
+  async updateWithStart<Ret, Args extends unknown[]>(
+    update: UpdateDefinition<Ret, Args>,
+    opts: UpdateWithStartOptions<Args>,
+  ): Promise<Ret> {
+    const { client } = this.temporal;
+    for (let attempt = 1; ; attempt++) {
+      const startWorkflowOperation = this.withStart();
+      const send = () =>
+        client.workflow.executeUpdateWithStart(update, {
+          args: opts.args,
+          updateId: opts.updateId,
+          startWorkflowOperation,
+        });
+      try {
+        return await (opts.withDeadline
+          ? client.withDeadline(Date.now() + this.temporal.placementDeadlineMs, send)
+          : send());
+      } catch (err) {
+        const apiError = apiErrorFromTemporal(err);
+        if (apiError) throw apiError;
+        if (isTemporalUnavailable(err)) throw err;
+        if ((err instanceof WorkflowUpdateFailedError && !unprocessed(err)) || attempt >= opts.attempts)
+          throw (await opts.onGiveUp?.(err)) ?? err;
+      }
+    }
+  }
+}
+
+export interface UpdateWithStartOptions<Args extends unknown[]> {
+  args: Args;
+  /** Kept across tries: Temporal answers a repeated update id with the first outcome. */
+  updateId?: string;
+  /**
+   * Tries in all. A run that closes between the update and its acceptance is followed by a new
+   * run on the next try (the starter's reuse policy allows it), which finds the facts in Postgres.
+   */
+  attempts: number;
+  /**
+   * Bound each try by the placement deadline (PLACEMENT_TIMEOUT_MS): with no worker polling (all
+   * killed, a deploy) the caller gets a retryable 503, not a hang.
+   */
+  withDeadline: boolean;
+  /**
+   * What the failure that ends the tries means to the caller (one that is neither a business
+   * error nor an outage), or undefined to let it through as it is.
+   */
+  onGiveUp?: (err: unknown) => Promise<ApiError | undefined> | ApiError | undefined;
+}
+
+/**
+ * The server's rejection of an update no worker processed: with several workers and concurrent
+ * updates of one run, core can complete a task without the update's message (it logs "unprocessed
+ * protocol messages"). No handler ran and nothing was recorded, so the same update id is sent again.
+ */
+function unprocessed(err: WorkflowUpdateFailedError): boolean {
+  return err.cause instanceof ApplicationFailure && err.cause.type === 'UnprocessedUpdate';
 }
 
 /** The workflow type is one of workflows/index.ts's exports, and the plan's args are its input. */

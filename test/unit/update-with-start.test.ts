@@ -1,15 +1,20 @@
-import { WorkflowUpdateFailedError, type WithStartWorkflowOperation } from '@temporalio/client';
-import { ApplicationFailure, type Workflow } from '@temporalio/common';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { defineUpdate } from '@temporalio/workflow';
 import type { TemporalHandle } from '../../src/temporal/client';
-import { updateWithStart } from '../../src/temporal/update-with-start';
+import { WorkflowStarter } from '../../src/temporal/starters';
 
 // The update-with-start loop's choice between sending the same update again and giving up, on
 // the failures the server answers with. (The topology suite meets the server's "unprocessed"
 // rejection for real, now and then, under concurrent replays across two workers.)
 
 const update = defineUpdate<string, [string]>('u');
-const starter = { withStart: () => ({}) as WithStartWorkflowOperation<Workflow> };
+const plan = {
+  workflowId: 'w:1',
+  args: [],
+  workflowIdConflictPolicy: 'USE_EXISTING' as const,
+  workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
+};
 
 /** A handle whose client answers each call with the next of `answers` (an Error is thrown). */
 function handle(answers: (string | Error)[]) {
@@ -36,7 +41,12 @@ const serverRejection = (type: string) =>
 test('an update the server rejected as processed by no worker is sent again with the same id', async () => {
   const { temporal, sent } = handle([serverRejection('UnprocessedUpdate'), 'placed']);
   await expect(
-    updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-1', attempts: 3, withDeadline: false }),
+    new WorkflowStarter(temporal, 'w', plan).updateWithStart(update, {
+      args: ['x'],
+      updateId: 'req-1',
+      attempts: 3,
+      withDeadline: false,
+    }),
   ).resolves.toBe('placed');
   expect(sent).toEqual(['req-1', 'req-1']);
 });
@@ -45,7 +55,7 @@ test('it is sent at most `attempts` times, then given up like any failure', asyn
   const { temporal, sent } = handle([serverRejection('UnprocessedUpdate'), serverRejection('UnprocessedUpdate')]);
   const onGiveUp = jest.fn(() => undefined);
   await expect(
-    updateWithStart(temporal, starter, update, {
+    new WorkflowStarter(temporal, 'w', plan).updateWithStart(update, {
       args: ['x'],
       updateId: 'req-2',
       attempts: 2,
@@ -60,7 +70,12 @@ test('it is sent at most `attempts` times, then given up like any failure', asyn
 test('any other update failure is not sent again', async () => {
   const { temporal, sent } = handle([serverRejection('SomethingElse'), 'placed']);
   await expect(
-    updateWithStart(temporal, starter, update, { args: ['x'], updateId: 'req-3', attempts: 3, withDeadline: false }),
+    new WorkflowStarter(temporal, 'w', plan).updateWithStart(update, {
+      args: ['x'],
+      updateId: 'req-3',
+      attempts: 3,
+      withDeadline: false,
+    }),
   ).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
   expect(sent).toEqual(['req-3']);
 });

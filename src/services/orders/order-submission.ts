@@ -15,7 +15,6 @@ import {
 import { orderStarter } from '../../temporal/starters';
 import type { TimingConfig } from '../../temporal/timing';
 import { isTemporalUnavailable } from '../../temporal/temporal-errors';
-import { updateWithStart } from '../../temporal/update-with-start';
 import { timed, timedAt } from '../../metrics/server-timing';
 import { openSecrets, type AnswerKey } from '../../temporal/sealed-answer';
 import type { PlacementGate } from '../admission';
@@ -205,7 +204,7 @@ async function placeThroughWorkflow(deps: SubmitDeps, input: PlaceOrderInput, pl
     ...(deps.answerKey ? { sealTo: deps.answerKey.publicKey } : {}),
   };
   timedAt('sent');
-  return updateWithStart(deps.temporal, orderStarter(deps.temporal, deps.config, input), placeOrderUpdate, {
+  return orderStarter(deps.temporal, deps.config, input).updateWithStart(placeOrderUpdate, {
     args: [request],
     updateId: placementId,
     attempts: 3,

@@ -16,7 +16,6 @@ import type { TemporalHandle } from '../../temporal/client';
 import { openSecrets, type AnswerKey } from '../../temporal/sealed-answer';
 import { topupStarter } from '../../temporal/starters';
 import type { TimingConfig } from '../../temporal/timing';
-import { updateWithStart } from '../../temporal/update-with-start';
 import { pruneSometimes, rateLimitResult, rateWindow } from '../rate-limit';
 import type { PlacementGate } from '../admission';
 import { earlierTopup, replayOrRoom } from './topup-opening';
@@ -129,16 +128,9 @@ async function openThroughWorkflow(
     ...(deps.answerKey ? { sealTo: deps.answerKey.publicKey } : {}),
   };
   // Bounded like an order's placement: no worker polling is a retryable 503, not a hang.
-  const opening = await updateWithStart(
-    deps.temporal,
-    topupStarter(deps.temporal, deps.config, { accountId: input.accountId, key }),
+  const opening = await topupStarter(deps.temporal, deps.config, { accountId: input.accountId, key }).updateWithStart(
     openTopupUpdate,
-    {
-      args: [request],
-      updateId: placementId,
-      attempts: 3,
-      withDeadline: true,
-    },
+    { args: [request], updateId: placementId, attempts: 3, withDeadline: true },
   );
   if (opening.outcome === 'rejected')
     throw new ApiError(opening.rejection.code, opening.rejection.message, opening.rejection.details);

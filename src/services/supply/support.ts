@@ -19,7 +19,6 @@ import {
   type SupportRequest,
 } from '../../contracts/procurement-contract';
 import { procurementStarter } from '../../temporal/starters';
-import { updateWithStart } from '../../temporal/update-with-start';
 import { cleanManualCodes, dropManualCodes, stageManualCodes } from './manual-codes';
 import { boughtFromSupplier } from './procurement';
 import { carryOutSupportRequest, requestSupportAction } from './support-requests';
@@ -201,7 +200,7 @@ async function act<A extends SupportRequest>(
     externalOrderId: order.externalOrderId ?? null,
   });
   await carryOutSupportRequest(deps.em.fork(), requestId, () =>
-    updateWithStart(deps.temporal, starter, update as typeof resumeUpdate, {
+    starter.updateWithStart(update as typeof resumeUpdate, {
       args: [{ ...request, requestId }],
       attempts: 1,
       // Not cut at the placement deadline: an action waits its turn behind another one and behind
