@@ -5,9 +5,10 @@
 // rows whose workflows run, two ledgers that do not add up), then runs the reconciler's own
 // activity, step after step, as its workflow would, against the real dev server (every describe is
 // real). It prints the run's wall time, the rows examined, Postgres' load (pg_stat_statements and
-// pg_stat_database before/after), a second run (which must repair nothing), and the EXPLAIN
-// (ANALYZE, BUFFERS) of each keyset query, flagging any sequential scan. Exits 1 if a query scans
-// a table of more than 10 000 rows or the second run repairs anything.
+// pg_stat_database before/after), the same of a second run (which must repair nothing, and reads
+// each ledger from the checkpoint the first left), and the EXPLAIN (ANALYZE, BUFFERS) of each
+// keyset query, flagging any sequential scan. Exits 1 if a query scans a table of more than
+// 10 000 rows or the second run repairs anything.
 //
 //   npm run bench:reconcile                       100k orders
 //   BENCH_RECONCILE_ORDERS=10000 npm run bench:reconcile
@@ -290,6 +291,67 @@ async function statements(c: PgClient) {
   return rows as { calls: string; rows: string; total_ms: number; mean_ms: number; blocks: string; query: string }[];
 }
 
+interface MeasuredRun {
+  run: Awaited<ReturnType<typeof reconcileOnce>>;
+  log: LogEntry[];
+  counters: Record<string, number>;
+  stmts: Awaited<ReturnType<typeof statements>>;
+}
+
+/**
+ * One reconciliation with Postgres' counters before and after, read on a connection of their own;
+ * the run's pool is its own and is closed after it, so that its backends flush their statistics.
+ */
+async function measuredRun(url: string, temporal: TemporalHandle, config: Config): Promise<MeasuredRun> {
+  const stats = new PgClient({ connectionString: url });
+  await stats.connect();
+  try {
+    await stats.query('select pg_stat_statements_reset()');
+    const orm = await initOrm(url, {}, { quietMigrations: true });
+    const before = await dbCounters(stats);
+    const log: LogEntry[] = [];
+    let run: MeasuredRun['run'];
+    try {
+      run = await reconcileOnce(orm, temporal, config, log);
+    } finally {
+      await orm.close();
+    }
+    const after = await dbCounters(stats);
+    const counters = Object.fromEntries(DB_COUNTERS.map((k) => [k, after[k] - before[k]]));
+    return { run, log, counters, stmts: await statements(stats) };
+  } finally {
+    await stats.end();
+  }
+}
+
+function printMeasuredRun(title: string, { run, log, counters, stmts }: MeasuredRun) {
+  printRun(title, run);
+  const describes = run.checks.filter((c) => c.check !== 'ledger').reduce((n, c) => n + c.checked, 0);
+  console.log(
+    `  Temporal describes: ${fmt(describes)}; log lines: ${log.filter((l) => l.level === 'WARN').length} warn (repairs), ${log.filter((l) => l.level === 'ERROR').length} error (ledger alerts)`,
+  );
+  console.log('\nPostgres load of that run (pg_stat_database, after - before):');
+  console.log(`  ${DB_COUNTERS.map((k) => `${k} ${fmt(counters[k])}`).join(', ')}`);
+  const total = stmts.reduce(
+    (a, s) => ({
+      calls: a.calls + Number(s.calls),
+      ms: a.ms + s.total_ms,
+      rows: a.rows + Number(s.rows),
+      blocks: a.blocks + Number(s.blocks),
+    }),
+    { calls: 0, ms: 0, rows: 0, blocks: 0 },
+  );
+  console.log(
+    `pg_stat_statements: ${fmt(total.calls)} statements, ${ms(total.ms)} executing, ${fmt(total.rows)} rows returned, ${fmt(total.blocks)} shared blocks touched`,
+  );
+  console.log('     calls        rows    total ms    mean ms    blocks  query');
+  for (const s of stmts.slice(0, 10)) {
+    console.log(
+      `  ${fmt(Number(s.calls)).padStart(8)} ${fmt(Number(s.rows)).padStart(11)} ${s.total_ms.toFixed(1).padStart(11)} ${s.mean_ms.toFixed(3).padStart(10)} ${fmt(Number(s.blocks)).padStart(9)}  ${s.query.slice(0, 110)}`,
+    );
+  }
+}
+
 /** The SQL a reconciler read sends, captured instead of run, so EXPLAIN is given exactly that. */
 async function sqlOf(read: (em: EntityManager) => Promise<unknown>): Promise<{ sql: string; params: unknown[] }> {
   let captured: { sql: string; params: unknown[] } | undefined;
@@ -316,8 +378,8 @@ async function explainAll(
     ['deliveries (overdueDeliveries)', (em) => overdueDeliveries(em, '', page, grace)],
     ['evm_checkouts (openEvmCheckouts)', (em) => openEvmCheckouts(em, -1, page, grace)],
     [
-      'ledger (ledgerChecks), one page of accounts',
-      (em) => ledgerChecks(em, '00000000-0000-0000-0000-000000000000', page),
+      'ledger (ledgerChecks), one page of accounts, from their checkpoints',
+      (em) => ledgerChecks(em, '00000000-0000-0000-0000-000000000000', page, config.RECONCILE_LEDGER_FULL_HOURS * 3600),
     ],
   ];
   const out: { name: string; seqScans: { table: string; rows: number }[] }[] = [];
@@ -400,53 +462,14 @@ async function main() {
       `non-final: ${ORPHANS} orphans per lifecycle (no workflow), ${LIVE} pending orders with running workflows, 2 ledgers off by 0.01; page size ${config.RECONCILE_PAGE_SIZE}, grace ${config.RECONCILE_GRACE_SECONDS} s`,
     );
 
-    // Postgres' counters before and after, read on a connection of their own; the pool is closed
-    // after the run so that its backends flush their statistics.
-    const stats = new PgClient({ connectionString: pg.url });
-    await stats.connect();
-    await stats.query('select pg_stat_statements_reset()');
-    await orm.close();
-    orm = await initOrm(pg.url, {}, { quietMigrations: true });
-    const before = await dbCounters(stats);
-    const log: LogEntry[] = [];
-    const first = await reconcileOnce(orm, temporal, reconcileConfig, log);
-    await orm.close();
-    orm = undefined;
-    const after = await dbCounters(stats);
-    const stmts = await statements(stats);
-    await stats.end();
-
-    printRun('one reconciliation', first);
-    const describes = first.checks.filter((c) => c.check !== 'ledger').reduce((n, c) => n + c.checked, 0);
-    console.log(
-      `  Temporal describes: ${fmt(describes)}; log lines: ${log.filter((l) => l.level === 'WARN').length} warn (repairs), ${log.filter((l) => l.level === 'ERROR').length} error (ledger alerts)`,
+    const first = await measuredRun(pg.url, temporal, reconcileConfig);
+    printMeasuredRun('one reconciliation (no ledger checkpoint yet: every ledger read from its first row)', first);
+    const second = await measuredRun(pg.url, temporal, reconcileConfig);
+    printMeasuredRun(
+      'a second reconciliation right after (repairs nothing: each repair is claimed once; each ledger read from its checkpoint)',
+      second,
     );
-
-    console.log('\nPostgres load of that run (pg_stat_database, after - before):');
-    console.log(`  ${DB_COUNTERS.map((k) => `${k} ${fmt(after[k] - before[k])}`).join(', ')}`);
-    const total = stmts.reduce(
-      (a, s) => ({
-        calls: a.calls + Number(s.calls),
-        ms: a.ms + s.total_ms,
-        rows: a.rows + Number(s.rows),
-        blocks: a.blocks + Number(s.blocks),
-      }),
-      { calls: 0, ms: 0, rows: 0, blocks: 0 },
-    );
-    console.log(
-      `pg_stat_statements: ${fmt(total.calls)} statements, ${ms(total.ms)} executing, ${fmt(total.rows)} rows returned, ${fmt(total.blocks)} shared blocks touched`,
-    );
-    console.log('     calls        rows    total ms    mean ms    blocks  query');
-    for (const s of stmts.slice(0, 10)) {
-      console.log(
-        `  ${fmt(Number(s.calls)).padStart(8)} ${fmt(Number(s.rows)).padStart(11)} ${s.total_ms.toFixed(1).padStart(11)} ${s.mean_ms.toFixed(3).padStart(10)} ${fmt(Number(s.blocks)).padStart(9)}  ${s.query.slice(0, 110)}`,
-      );
-    }
-
-    orm = await initOrm(pg.url, {}, { quietMigrations: true });
-    const second = await reconcileOnce(orm, temporal, reconcileConfig, []);
-    printRun('a second reconciliation right after (repairs nothing: each repair is claimed once)', second);
-    const repairedAgain = second.checks.reduce((n, c) => n + c.repaired, 0);
+    const repairedAgain = second.run.checks.reduce((n, c) => n + c.repaired, 0);
 
     console.log('\nEXPLAIN (ANALYZE, BUFFERS) of each reconciler read, first page:');
     const plans = await explainAll(orm, reconcileConfig);

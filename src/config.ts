@@ -231,6 +231,10 @@ export const configSchema = z.object({
   RECONCILE_SECONDS: int(60, 0),
   RECONCILE_GRACE_SECONDS: int(60, 0),
   RECONCILE_PAGE_SIZE: int(200, 1),
+  // The ledger check reads each account's rows after the last one it found adding up, and every
+  // account from its first row this often (0: every run), which also sees a row changed after it
+  // was checked.
+  RECONCILE_LEDGER_FULL_HOURS: int(24, 0),
   RATE_LIMIT_PER_MINUTE: int(300, 1),
   REDEMPTION_RATE_LIMIT_PER_MINUTE: int(60, 1),
   // The public redemption site has no key: form posts are limited per client IP.

@@ -181,29 +181,85 @@ export const openEvmCheckouts = (em: EntityManager, afterIndex: number, limit: n
 export interface LedgerCheckRow {
   id: string;
   balance: string;
+  /** The sum of every ledger row of the account (the checkpoint's balance plus the rows after it). */
   ledger_sum: string;
   /** The first ledger row whose balanceAfter is not the previous one plus its amount. */
   first_break: string | null;
+  /** The last ledger row read (through the checkpoint's, if none came after it), and its balanceAfter. */
+  through_id: string;
+  through_balance: string;
+  /** Read from the account's first row: no checkpoint, a full check due, or an open alert. */
+  full: boolean;
+  /** Anything to write back: a row after the checkpoint was read, or the check was a full one. */
+  advanced: boolean;
 }
 
 /**
  * A page of accounts with their balance, the sum of their ledger and the first break in its
  * balanceAfter chain, read in one statement: one snapshot, so a change in flight (balance and
  * ledger row are written in one transaction) is seen whole or not at all. Walks each account's
- * ledger on the (account_id, id) index.
+ * ledger on the (account_id, id) index, from the row after its checkpoint: the checkpoint's
+ * balanceAfter stands for the sum of the rows through it, which a check found adding up. Ledger
+ * rows are written with the account row locked (src/db/ledger-store.ts), so one account's rows
+ * commit in the order of their ids and none can appear behind a checkpoint. A row changed after
+ * it was checked is seen by the next full check, every `fullEverySeconds` (0: every run), and an
+ * account with an open alert is always checked in full, so its detail and its resolution are
+ * decided on the whole ledger.
  */
-export function ledgerChecks(em: EntityManager, after: string, limit: number) {
+export function ledgerChecks(em: EntityManager, after: string, limit: number, fullEverySeconds: number) {
   return em.execute<LedgerCheckRow[]>(
-    `with page as (select id, balance from accounts where id > ?::uuid order by id limit ?)
-     select p.id, p.balance::text as balance, coalesce(l.total, 0)::text as ledger_sum, l.first_break::text as first_break
+    `with page as (
+       select a.id, a.balance, c.through_id, c.through_balance
+         from accounts a
+         left join ledger_checkpoints c
+           on c.account_id = a.id and c.full_at > now() - make_interval(secs => ?)
+          and not exists (select 1 from reconciler_repairs r
+                           where r.kind = 'ledger' and r.resolved_at is null and r.subject_id = a.id::text)
+        where a.id > ?::uuid order by a.id limit ?)
+     select p.id, p.balance::text as balance,
+            (coalesce(p.through_balance, 0) + coalesce(l.total, 0))::text as ledger_sum,
+            l.first_break::text as first_break,
+            coalesce(l.last_id, p.through_id, 0)::text as through_id,
+            coalesce(l.last_balance, p.through_balance, 0)::text as through_balance,
+            p.through_id is null as "full",
+            p.through_id is null or l.last_id is not null as advanced
        from page p
        left join lateral (
-         select sum(x.amount) as total, min(x.id) filter (where x.balance_after <> x.before + x.amount) as first_break
-           from (select id, amount, balance_after, coalesce(lag(balance_after) over (order by id), 0) as before
-                   from ledger_transactions where account_id = p.id) x
+         select sum(x.amount) as total, min(x.id) filter (where x.balance_after <> x.before + x.amount) as first_break,
+                max(x.id) as last_id, (array_agg(x.balance_after order by x.id desc))[1] as last_balance
+           from (select id, amount, balance_after,
+                        coalesce(lag(balance_after) over (order by id), p.through_balance, 0) as before
+                   from ledger_transactions where account_id = p.id and id > coalesce(p.through_id, 0)) x
        ) l on true
       order by p.id`,
-    [after, limit],
+    [fullEverySeconds, after, limit],
+  );
+}
+
+/**
+ * Moves the checkpoints of accounts found adding up to the last row read, in one statement; a
+ * full check also resets the time of the last one. Never moves a checkpoint back (two runs at once).
+ */
+export async function saveLedgerCheckpoints(em: EntityManager, rows: LedgerCheckRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  // Postgres array literals: the driver would spread a JS array into separate parameters.
+  const literal = (values: (string | boolean)[]) => `{${values.map((v) => `"${v}"`).join(',')}}`;
+  await em.execute(
+    // An incremental check's full_at is the least there is, so an update keeps the row's own (and
+    // a row gone meanwhile comes back due for a full check).
+    `insert into ledger_checkpoints as c (account_id, through_id, through_balance, full_at, checked_at)
+     select u.account_id, u.through_id, u.through_balance, case when u.is_full then now() else '-infinity' end, now()
+       from unnest(?::uuid[], ?::bigint[], ?::numeric[], ?::boolean[]) as u(account_id, through_id, through_balance, is_full)
+     on conflict (account_id) do update
+        set through_id = excluded.through_id, through_balance = excluded.through_balance,
+            full_at = greatest(c.full_at, excluded.full_at), checked_at = now()
+      where excluded.through_id >= c.through_id`,
+    [
+      literal(rows.map((r) => r.id)),
+      literal(rows.map((r) => r.through_id)),
+      literal(rows.map((r) => r.through_balance)),
+      literal(rows.map((r) => r.full)),
+    ],
   );
 }
 

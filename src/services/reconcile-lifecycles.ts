@@ -27,7 +27,11 @@ import {
 
 export type ReconcileConfig = Pick<
   Config,
-  'RECONCILE_GRACE_SECONDS' | 'RECONCILE_PAGE_SIZE' | 'PAYMENT_PROVIDER' | 'BATCH_CHUNK_LINES'
+  | 'RECONCILE_GRACE_SECONDS'
+  | 'RECONCILE_PAGE_SIZE'
+  | 'RECONCILE_LEDGER_FULL_HOURS'
+  | 'PAYMENT_PROVIDER'
+  | 'BATCH_CHUNK_LINES'
 > &
   Parameters<typeof redemptionStarter>[1];
 

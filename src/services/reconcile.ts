@@ -4,6 +4,8 @@ import type { Orm } from '../db/orm';
 import {
   claimRepair,
   ledgerChecks,
+  saveLedgerCheckpoints,
+  type LedgerCheckRow,
   releaseRepair,
   repairHistory,
   repairsOf,
@@ -212,20 +214,21 @@ async function compare(deps: ReconcileDeps, plan: Plan, dryRun: boolean): Promis
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * A page of accounts: the balance against the sum of the ledger and its balanceAfter chain. One
- * that does not add up is recorded and logged once, and nothing is changed: the account keeps
- * working and a person decides. One that adds up again resolves its alert.
+ * A page of accounts: the balance against the sum of the ledger and its balanceAfter chain, read
+ * from each account's checkpoint on (in full every RECONCILE_LEDGER_FULL_HOURS). One that does not
+ * add up is recorded and logged once, and nothing is changed: the account keeps working and a
+ * person decides. One that adds up moves its checkpoint, and one that adds up again resolves its alert.
  */
 async function checkLedgers(deps: ReconcileDeps, after: string | null, dryRun: boolean): Promise<StepReport> {
   const em = deps.orm.em.fork();
   const limit = deps.config.RECONCILE_PAGE_SIZE;
-  const rows = await ledgerChecks(em, after ?? NIL_UUID, limit);
+  const rows = await ledgerChecks(em, after ?? NIL_UUID, limit, deps.config.RECONCILE_LEDGER_FULL_HOURS * 3600);
   const findings: Finding[] = [];
-  const addingUp: string[] = [];
+  const addingUp: LedgerCheckRow[] = [];
   for (const r of rows) {
     const differenceCents = fromDb(r.balance) - fromDb(r.ledger_sum);
     if (differenceCents === 0 && r.first_break === null) {
-      addingUp.push(r.id);
+      addingUp.push(r);
       continue;
     }
     const detail = { balance: r.balance, ledgerSum: r.ledger_sum, differenceCents, firstBrokenLedgerId: r.first_break };
@@ -254,8 +257,13 @@ async function checkLedgers(deps: ReconcileDeps, after: string | null, dryRun: b
     findings.push({ kind: 'ledger', subjectId: r.id, action: 'alerted', detail });
   }
   if (!dryRun) {
-    for (const accountId of await resolveLedgerAlerts(em, addingUp))
-      deps.log.info('ledger adds up again', { accountId });
+    await saveLedgerCheckpoints(
+      em,
+      addingUp.filter((r) => r.advanced),
+    );
+    // An account with an open alert is checked in full, so only a full check can resolve one.
+    const full = addingUp.filter((r) => r.full).map((r) => r.id);
+    for (const accountId of await resolveLedgerAlerts(em, full)) deps.log.info('ledger adds up again', { accountId });
   }
   return {
     ...count(findings),

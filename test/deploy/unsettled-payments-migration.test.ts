@@ -7,6 +7,8 @@ import { createTestDatabase } from '../helpers/harness';
 // lost notice left before this version (an expired order with its payment on record) is open, so
 // the reconciler's first pass after the upgrade finds it. Down takes it all back.
 const BEFORE = 'Migration20261215000000ChainScans';
+/** Up to this one only, so `down` takes back this one (later migrations are not its subject). */
+const MIGRATION = 'Migration20261216000000UnsettledPayments';
 const ACCOUNT = '00000000-0000-4000-8000-0000000000aa';
 let orm: Orm;
 
@@ -57,7 +59,7 @@ const confirmations = () =>
     );
 
 test('up: settled payments are marked settled, paid EVM checkouts get their confirmation, and the expired ones with a payment are open for the reconciler', async () => {
-  await orm.getMigrator().up();
+  await orm.getMigrator().up({ to: MIGRATION });
   expect(await confirmations()).toEqual([
     { order_id: 'ord_cb_expired', source: 'callback', settled: false },
     { order_id: 'ord_cb_paid', source: 'callback', settled: true },

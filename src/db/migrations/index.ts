@@ -25,6 +25,7 @@ import { Migration20261213000000ExportsAndBatches } from './Migration20261213000
 import { Migration20261214000000TronAddresses } from './Migration20261214000000TronAddresses';
 import { Migration20261215000000ChainScans } from './Migration20261215000000ChainScans';
 import { Migration20261216000000UnsettledPayments } from './Migration20261216000000UnsettledPayments';
+import { Migration20261217000000LedgerCheckpoints } from './Migration20261217000000LedgerCheckpoints';
 
 export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261121000000Initial', class: Migration20261121000000Initial },
@@ -53,4 +54,5 @@ export const migrationsList: MigrationObject[] = [
   { name: 'Migration20261214000000TronAddresses', class: Migration20261214000000TronAddresses },
   { name: 'Migration20261215000000ChainScans', class: Migration20261215000000ChainScans },
   { name: 'Migration20261216000000UnsettledPayments', class: Migration20261216000000UnsettledPayments },
+  { name: 'Migration20261217000000LedgerCheckpoints', class: Migration20261217000000LedgerCheckpoints },
 ];
