@@ -63,6 +63,12 @@ export default async function globalSetup(globalConfig) {
     process.env.TEST_TEMPORAL_ADDRESS = temporal.address;
     stops.unshift(() => temporal.stop());
   }
+  // The workflow code, bundled once for every test file's workers (test/helpers/workflow-bundle.ts)
+  // rather than by webpack in each file, from the same sources.
+  if (['api', 'browser', 'evm', 'fuzz', 'replay', 'workflows'].some((dir) => selects(globalConfig, dir))) {
+    const { writeWorkflowBundle } = require('../src/temporal/workflow-bundle.ts');
+    process.env.TEST_WORKFLOW_BUNDLE = await writeWorkflowBundle(join(root, 'workflow-bundle.js'));
+  }
   // Built here rather than in the tests that use it, so its progress shows and two test workers
   // never build it at once. A failure is left to those tests, which say why.
   if (

@@ -1,6 +1,7 @@
-import type { WorkflowBundle } from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities/all-activities';
-import { bundleWorkflows, createWorker } from '../../src/temporal/temporal-worker';
+import { createWorker } from '../../src/temporal/temporal-worker';
+import { testWorkflowBundle } from '../helpers/workflow-bundle';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
 import { startReceiver, verifySignature, type Receiver } from '../helpers/webhook-receiver';
@@ -9,7 +10,7 @@ import { startReceiver, verifySignature, type Receiver } from '../helpers/webhoo
 // it waits between attempts is still delivered by a new worker on the same task queue.
 const BASE_S = 3;
 let h: Harness;
-let bundle: WorkflowBundle;
+let bundle: WorkflowBundleOption;
 let receiver: Receiver;
 
 beforeAll(async () => {
@@ -20,7 +21,7 @@ beforeAll(async () => {
     WEBHOOK_TIMEOUT_MS: '500',
     WEBHOOK_MAX_ATTEMPTS: '3',
   });
-  bundle = await bundleWorkflows();
+  bundle = await testWorkflowBundle();
   receiver = await startReceiver();
 });
 afterAll(async () => {

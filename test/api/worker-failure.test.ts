@@ -1,11 +1,12 @@
 import type { Server } from 'node:http';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import type { WorkflowBundle } from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
 import { createApp } from '../../src/app';
 import { createLogger } from '../../src/logger';
 import { orderWorkflowId, placeOrderUpdate } from '../../src/contracts/orders-contract';
 import { createActivities } from '../../activities/all-activities';
-import { bundleWorkflows, createWorker } from '../../src/temporal/temporal-worker';
+import { createWorker } from '../../src/temporal/temporal-worker';
+import { testWorkflowBundle } from '../helpers/workflow-bundle';
 import { WorkerSupervisor } from '../../src/temporal/worker-supervisor';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
 import { freePort, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
@@ -16,11 +17,11 @@ import { expectLedgerMatchesBalance } from '../helpers/money';
 // others. The worker here really fails inside Temporal's core, the way the probe did: an
 // activity failure whose message holds a lone surrogate, which the core bridge cannot encode.
 let h: Harness;
-let bundle: WorkflowBundle;
+let bundle: WorkflowBundleOption;
 
 beforeAll(async () => {
   h = await startHarness({}, { worker: false });
-  bundle = await bundleWorkflows();
+  bundle = await testWorkflowBundle();
 });
 afterAll(() => h?.stop());
 

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Client as PgClient } from 'pg';
-import { Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
+import { Runtime, DefaultLogger, type WorkflowBundleOption } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../src/config';
 import { startServices, type Services } from '../../src/bootstrap';
 import { seedCatalog } from '../../src/db/seed';
@@ -10,12 +10,12 @@ import { createLogger } from '../../src/logger';
 import { createAccount } from '../../src/services/accounts/accounts';
 import { adjustBalance } from '../../src/services/payments/admin';
 import { freePort } from './ports';
-import { bundleWorkflows } from '../../src/temporal/temporal-worker';
+import { testWorkflowBundle } from './workflow-bundle';
 import { client } from './http';
 import type { SandboxRedemptionUpstream } from '../../src/providers/sandbox/sandbox-upstream';
 
 let runtimeInstalled = false;
-let bundle: Promise<WorkflowBundle> | undefined;
+let bundle: Promise<WorkflowBundleOption> | undefined;
 
 /** A port free on 127.0.0.1 right now, outside the ephemeral range (see ./ports). */
 export { freePort };
@@ -72,7 +72,7 @@ export async function startHarness(
     RECONCILE_SECONDS: '0',
     ...env,
   });
-  if (opts.worker !== false) bundle ??= bundleWorkflows();
+  if (opts.worker !== false) bundle ??= testWorkflowBundle();
   const services = await startServices({
     config,
     databaseUrl,

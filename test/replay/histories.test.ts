@@ -7,9 +7,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { failureConverterPath } from '../../src/temporal/codec';
-import { bundleWorkflows } from '../../src/temporal/temporal-worker';
+import { testWorkflowBundle } from '../helpers/workflow-bundle';
 import * as workflows from '../../workflows';
 import { jobChecksPatch } from '../../src/contracts/reconcile-contract';
 import { awaitInFlightPatch, latePlacementPatch } from '../../workflows/placement';
@@ -34,7 +34,7 @@ const fixtures: Fixture[] = readdirSync(FIXTURE_DIR)
     return { file, workflowId: parsed.workflowId, workflowType: parsed.workflowType, raw, history };
   });
 
-let bundle: WorkflowBundle;
+let bundle: WorkflowBundleOption;
 
 beforeAll(async () => {
   try {
@@ -42,7 +42,7 @@ beforeAll(async () => {
   } catch {
     // another test file of this jest worker installed it
   }
-  bundle = await bundleWorkflows();
+  bundle = await testWorkflowBundle();
 }, 120_000);
 
 test('there is a captured history of every workflow type the worker runs', () => {

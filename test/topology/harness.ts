@@ -223,7 +223,7 @@ export class Topology {
   ) {}
 
   get temporalMode(): TemporalMode {
-    return this.opts.temporal ?? (process.env.TOPOLOGY_TEMPORAL as TemporalMode | undefined) ?? 'dev';
+    return this.opts.temporal ?? (process.env.TOPOLOGY_TEMPORAL === 'server' ? 'server' : 'dev');
   }
 
   get all(): Proc[] {

@@ -5,10 +5,10 @@ import { Context } from '@temporalio/activity';
 import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { DEV_SECRETS } from '../../src/config';
 import { dataConverter, parseKeyRing } from '../../src/temporal/codec';
-import { bundleWorkflows } from '../../src/temporal/temporal-worker';
+import { testWorkflowBundle } from '../helpers/workflow-bundle';
 import { eventually } from '../helpers/eventually';
 import { decodeHistory } from '../helpers/history';
 
@@ -39,7 +39,7 @@ export interface WorkflowEnv {
 
 let runtimeInstalled = false;
 /** Bundled once per test file, however many servers the file's tests use. */
-let bundled: Promise<WorkflowBundle> | undefined;
+let bundled: Promise<WorkflowBundleOption> | undefined;
 
 /** The service's data converter with this test run's key, as every client and worker uses it. */
 const converter = () =>
@@ -92,7 +92,7 @@ export async function workflowEnv(address = process.env.TEST_TEMPORAL_ADDRESS): 
   const [nativeConnection, connection, bundle] = await Promise.all([
     NativeConnection.connect({ address }),
     Connection.connect({ address }),
-    (bundled ??= bundleWorkflows() as Promise<WorkflowBundle>),
+    (bundled ??= testWorkflowBundle()),
   ]);
   const client = new Client({ connection, dataConverter: converter(), interceptors: { workflow: [routing] } });
   const worker = await Worker.create({
