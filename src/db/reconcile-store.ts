@@ -208,14 +208,15 @@ export interface LedgerCheckRow {
  */
 export function ledgerChecks(em: EntityManager, after: string, limit: number, fullEverySeconds: number) {
   return em.execute<LedgerCheckRow[]>(
-    `with page as (
-       select a.id, a.balance, c.through_id, c.through_balance
-         from accounts a
+    // The page first, on the accounts' primary key, so a page costs its own accounts however many there are.
+    `with page as (select id, balance from accounts where id > ?::uuid order by id limit ?),
+     base as (
+       select p.id, p.balance, c.through_id, c.through_balance
+         from page p
          left join ledger_checkpoints c
-           on c.account_id = a.id and c.full_at > now() - make_interval(secs => ?)
+           on c.account_id = p.id and c.full_at > now() - make_interval(secs => ?)
           and not exists (select 1 from reconciler_repairs r
-                           where r.kind = 'ledger' and r.resolved_at is null and r.subject_id = a.id::text)
-        where a.id > ?::uuid order by a.id limit ?)
+                           where r.kind = 'ledger' and r.resolved_at is null and r.subject_id = p.id::text))
      select p.id, p.balance::text as balance,
             (coalesce(p.through_balance, 0) + coalesce(l.total, 0))::text as ledger_sum,
             l.first_break::text as first_break,
@@ -223,7 +224,7 @@ export function ledgerChecks(em: EntityManager, after: string, limit: number, fu
             coalesce(l.last_balance, p.through_balance, 0)::text as through_balance,
             p.through_id is null as "full",
             p.through_id is null or l.last_id is not null as advanced
-       from page p
+       from base p
        left join lateral (
          select sum(x.amount) as total, min(x.id) filter (where x.balance_after <> x.before + x.amount) as first_break,
                 max(x.id) as last_id, (array_agg(x.balance_after order by x.id desc))[1] as last_balance
@@ -232,7 +233,7 @@ export function ledgerChecks(em: EntityManager, after: string, limit: number, fu
                    from ledger_transactions where account_id = p.id and id > coalesce(p.through_id, 0)) x
        ) l on true
       order by p.id`,
-    [fullEverySeconds, after, limit],
+    [after, limit, fullEverySeconds],
   );
 }
 
