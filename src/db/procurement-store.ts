@@ -33,13 +33,17 @@ export interface SupplierPurchaseRow {
   updated_at: Date;
 }
 
-/** The key of the purchase this order may still have at the supplier, if any. */
-export async function openPurchaseKey(em: EntityManager, orderId: string): Promise<string | undefined> {
-  const [row] = await em.execute<{ idempotency_key: string }[]>(
-    `select idempotency_key from supplier_purchases where order_id = ? and state = 'open' order by id limit 1`,
-    [orderId],
+/**
+ * What a procurement round starts from, in one statement: how many codes the order holds, and the
+ * key of the purchase it may still have at the supplier, if any.
+ */
+export async function roundStart(em: EntityManager, orderId: string): Promise<{ held: number; openKey?: string }> {
+  const [row] = await em.execute<{ held: number; open_key: string | null }[]>(
+    `select (select count(*)::int from issued_codes where order_id = ? and voided = false) as held,
+            (select idempotency_key from supplier_purchases where order_id = ? and state = 'open' order by id limit 1) as open_key`,
+    [orderId, orderId],
   );
-  return row?.idempotency_key;
+  return { held: row.held, ...(row.open_key === null ? {} : { openKey: row.open_key }) };
 }
 
 /**

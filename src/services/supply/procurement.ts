@@ -5,9 +5,9 @@ import { lockOrderRow } from '../../db/orders-store';
 import {
   countIssuedCodes,
   insertGiftCardCodes as insertGiftCardRows,
-  openPurchaseKey,
   orderCodes,
   recordSupplierPurchase,
+  roundStart,
   supplierPurchasesOf,
   type SupplierPurchaseRow,
 } from '../../db/procurement-store';
@@ -115,14 +115,14 @@ export async function procureRound(
   const order = await em.findOne(OrderSchema, { id: input.orderId });
   if (!order) throw new ApiError('not_found', `Order ${input.orderId} not found`);
   if (!isProcuring(order)) return { ...factsOf(order), outcome: 'not_procuring', obtained: 0, error: null };
-  const remaining = order.qty - (await orderCodes(em, order.id)).length;
+  const { held, openKey } = await roundStart(em, order.id);
+  const remaining = order.qty - held;
   if (remaining <= 0) return storeRound(em, input.orderId, { codes: [] }, input.baseUrl);
-  const open = await openPurchaseKey(em, order.id);
   const attempt: PurchaseAttempt = {
     supplier,
-    key: open ?? input.idempotencyKey,
+    key: openKey ?? input.idempotencyKey,
     requested: remaining,
-    wasOpen: open !== undefined,
+    wasOpen: openKey !== undefined,
   };
   let result: ProcureResult;
   try {
