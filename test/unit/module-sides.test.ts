@@ -12,7 +12,7 @@ const root = join(__dirname, '..', '..');
 const API_SIDE = [
   /^src\/(http|mcp|pages|console)\//,
   /^src\/(api|cli[\w-]*)\.ts$/,
-  /^src\/services\/[\w-]+-(submission|queries)\.ts$/,
+  /^src\/services\/([\w-]+\/)*[\w-]+-(submission|queries)\.ts$/,
 ];
 const STARTERS = 'src/temporal/starters.ts';
 /** The reconciler restarts lost workflows: starting them is its job. */
@@ -74,4 +74,7 @@ test('the worker factory composes no activities: the composition root does', () 
 test('the checks see the imports they are about', () => {
   expect(closure('activities/reconcile-activities.ts').has(STARTERS)).toBe(true);
   expect(closure('src/http/routers/orders-router.ts').has('src/services/orders/order-submission.ts')).toBe(true);
+  // The API's services sit in their lifecycle's folder.
+  expect(API_SIDE.some((re) => re.test('src/services/orders/order-submission.ts'))).toBe(true);
+  expect(API_SIDE.some((re) => re.test('src/services/orders/order-placement.ts'))).toBe(false);
 });
