@@ -4,7 +4,7 @@
 // Chromium for test/browser (CHROMIUM_PATH), the production Temporal server's binaries, and helm
 // with the manifest checker (test/deploy); the Temporal CLI is found or built by startDevTemporal.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -80,6 +80,8 @@ export default async function globalSetup(globalConfig) {
       process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`),
     );
   }
+  // The run's directory (Postgres's data, the workflow bundle), once the servers writing into it stopped.
+  stops.push(async () => rmSync(root, { recursive: true, force: true }));
   // helm and the manifest checker for the Helm chart's test, built once per machine the same way.
   if (selects(globalConfig, 'deploy', (f) => f === 'helm.test.ts')) {
     await ensureDeployTools().catch((err) =>
