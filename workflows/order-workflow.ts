@@ -4,6 +4,7 @@ import {
   proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { OrderActivities } from '../activities/orders-activities';
 import type { PaymentWorkflowState } from '../src/contracts/payments-contract';
@@ -80,7 +81,7 @@ class Order extends PaymentLifecycle {
   register(): void {
     // Runs under the patch were started with AccountId, ExternalOrderId and OrderStatus "new"
     // (orderStarter), so their first task upserts only what changed. Older runs upserted them here.
-    this.inFlightPatched = patched(awaitInFlightPatch);
+    this.inFlightPatched = startedUnderInFlightPatch();
     if (!this.inFlightPatched)
       upsertSearchAttributes([
         { key: AccountIdKey, value: this.input.accountId },
@@ -182,4 +183,19 @@ class Order extends PaymentLifecycle {
       ...(shown ? [{ key: FulfillmentStatusKey, value: shown }] : []),
     ]);
   }
+}
+
+/**
+ * Whether this run takes `awaitInFlightPatch`'s path. Every run orderStarter has started since
+ * that patch carries OrderStatus from its start, so its start event already says so: such a run
+ * records no marker (a marker, its TemporalChangeVersion upsert and their two events less in every
+ * order's first task). Histories in which the marker was recorded still replay, because a replay
+ * asks for it; asked during a replay, a patch absent from the history records nothing.
+ * A run started without the attribute decides by the marker, as before.
+ */
+function startedUnderInFlightPatch(): boolean {
+  const info = workflowInfo();
+  if (info.typedSearchAttributes.get(OrderStatusKey) === undefined) return patched(awaitInFlightPatch);
+  if (info.unsafe.isReplaying) patched(awaitInFlightPatch);
+  return true;
 }

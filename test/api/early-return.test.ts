@@ -42,7 +42,8 @@ test('a balance order is answered in the first workflow task, by a local activit
   });
   expect(placed.body).toMatchObject({ status: 'delivered', reused: false });
   expect(placed.body.codes).toHaveLength(1);
-  const events = names(await historyOf(orderWorkflowId(accountId, 'early-1')));
+  const history = await historyOf(orderWorkflowId(accountId, 'early-1'));
+  const events = names(history);
   expect(events.slice(0, 4)).toEqual([
     'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
     'EVENT_TYPE_WORKFLOW_TASK_SCHEDULED',
@@ -64,6 +65,16 @@ test('a balance order is answered in the first workflow task, by a local activit
     ]),
   );
   expect(events).not.toContain('EVENT_TYPE_ACTIVITY_TASK_SCHEDULED');
+  // The run carries its status from its start (orderStarter), so it records no version marker and
+  // no TemporalChangeVersion: its only marker is the local activity's, its only upsert the status.
+  expect(history.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean)).toEqual([
+    'core_local_activity',
+  ]);
+  expect(
+    history.flatMap((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    ),
+  ).toEqual(['OrderStatus']);
   expect((await expectLedgerMatchesBalance(h, accountId)).balance).toBe('0.99');
 });
 

@@ -78,6 +78,19 @@ test('the fixtures hold histories that took the patches of the common paths, and
   }
 });
 
+test('the fixtures hold orders started with their status, with and without the in-flight marker', () => {
+  // Runs started with OrderStatus take awaitInFlightPatch's path; since it is read from the start
+  // they record no marker, and the ones recorded before must still replay.
+  const startedWithStatus = fixtures.filter(
+    (f) =>
+      f.workflowType === 'orderWorkflow' &&
+      f.history.events?.[0]?.workflowExecutionStartedEventAttributes?.searchAttributes?.indexedFields?.OrderStatus,
+  );
+  const marked = startedWithStatus.filter((f) => patchesOf(f.history).includes(awaitInFlightPatch));
+  expect(marked.length).toBeGreaterThan(0);
+  expect(startedWithStatus.length).toBeGreaterThan(marked.length);
+});
+
 test('the fixtures hold a history of each rarer branch, under its patch (test/replay/capture-rare.ts)', () => {
   const took = (patch: string, type: string) =>
     fixtures.filter((f) => f.workflowType === type && patchesOf(f.history).includes(patch)).map((f) => f.file);

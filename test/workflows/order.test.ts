@@ -9,6 +9,7 @@ import {
 } from '../../src/contracts/orders-contract';
 import { paymentNotifiedSignal, type PaymentTiming } from '../../src/contracts/payments-contract';
 import { procurementWorkflowId } from '../../src/contracts/procurement-contract';
+import { AccountIdKey, ExternalOrderIdKey, OrderStatusKey } from '../../src/contracts/search-attributes';
 import { keepHistory, timersOf, uniqueId, until, workflowEnv, type WorkflowEnv } from './env';
 
 // orderWorkflow's state table with stubbed activities (issue 17): placement (and its races),
@@ -571,6 +572,57 @@ test.concurrent(
 
     // The run's own history replays on the code that made it (the fixtures cover older runs).
     await env.replay(history, orderWorkflowId(ACCOUNT, id));
+  },
+  30_000,
+);
+
+test.concurrent(
+  'a run started with its search attributes, as orderStarter starts it, awaits the placement in flight with no patch marker, and the history replays',
+  async () => {
+    const tq = env.taskQueue();
+    const id = uniqueId('inflight-sa');
+    const placeOrder = jest.fn(async () => ({
+      outcome: 'placed',
+      orderId: 'ord_ifs',
+      reused: false,
+      status: 'delivered',
+      fulfillmentStatus: null,
+    }));
+    const findPlacedOrder = jest.fn();
+    const req = request();
+    await env.withWorker(tq, { placeOrder, findPlacedOrder, orderStatus: jest.fn() }, async () => {
+      const placed = await env.client.workflow.executeUpdateWithStart(placeOrderUpdate, {
+        args: [req],
+        updateId: req.placementId,
+        startWorkflowOperation: new WithStartWorkflowOperation('orderWorkflow', {
+          workflowId: orderWorkflowId(ACCOUNT, id),
+          taskQueue: tq,
+          args: [{ accountId: ACCOUNT, externalOrderId: id, timing: { ...TIMING, placementRecoverySeconds: 1 } }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          typedSearchAttributes: [
+            { key: AccountIdKey, value: ACCOUNT },
+            { key: ExternalOrderIdKey, value: id },
+            { key: OrderStatusKey, value: 'new' },
+          ],
+        }),
+      });
+      expect(placed).toMatchObject({ outcome: 'placed', orderId: 'ord_ifs' });
+      expect(await result(id)).toMatchObject({ orderId: 'ord_ifs', status: 'delivered', placementAttempts: 1 });
+    });
+    expect(findPlacedOrder).not.toHaveBeenCalled();
+
+    const history = await env.client.workflow.getHandle(orderWorkflowId(ACCOUNT, id)).fetchHistory();
+    const events = history.events ?? [];
+    expect(await timersOf({ fetchHistory: async () => history })).toEqual([]);
+    expect(patchesOf(history)).toEqual([]);
+    // Only the placed status: no TemporalChangeVersion, and nothing the start already set.
+    const upserted = events.flatMap((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    );
+    expect(upserted).toEqual(['OrderStatus']);
+
+    await env.replay(history, orderWorkflowId(ACCOUNT, id));
+    await keepHistory('orderWorkflow', orderWorkflowId(ACCOUNT, id), history);
   },
   30_000,
 );
