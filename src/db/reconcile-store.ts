@@ -202,19 +202,31 @@ export interface LedgerCheckRow {
  * balanceAfter stands for the sum of the rows through it, which a check found adding up. Ledger
  * rows are written with the account row locked (src/db/ledger-store.ts), so one account's rows
  * commit in the order of their ids and none can appear behind a checkpoint. A row changed after
- * it was checked is seen by the next full check, every `fullEverySeconds` (0: every run), and an
- * account with an open alert is always checked in full, so its detail and its resolution are
- * decided on the whole ledger.
+ * it was checked is seen by the next full check, and an account with an open alert is always
+ * checked in full, so its detail and its resolution are decided on the whole ledger.
+ *
+ * The full checks are spread over the period (`fullEverySeconds`; 0: every run): each account has
+ * its own time in it (a hash of its id), and its full check comes due when that time has passed
+ * since its last one, and never sooner than half a period after it. So a ledger is read in full at
+ * most a period apart, and the accounts that were all checked in one run (the first) come due at
+ * their own times over the next period, not all in one run again.
  */
 export function ledgerChecks(em: EntityManager, after: string, limit: number, fullEverySeconds: number) {
   return em.execute<LedgerCheckRow[]>(
     // The page first, on the accounts' primary key, so a page costs its own accounts however many there are.
     `with page as (select id, balance from accounts where id > ?::uuid order by id limit ?),
+     period as (select nullif(?::numeric, 0) as secs),
      base as (
        select p.id, p.balance, c.through_id, c.through_balance
          from page p
+         cross join period
+         -- Periods are counted from each account's own offset; null everywhere when the period is 0.
+         cross join lateral (select mod(hashtext(p.id::text)::numeric + 2147483648, period.secs) as secs) offset_in
          left join ledger_checkpoints c
-           on c.account_id = p.id and c.full_at > now() - make_interval(secs => ?)
+           on c.account_id = p.id
+          and (c.full_at > now() - make_interval(secs => (period.secs / 2)::float8)
+               or floor((extract(epoch from now()) + offset_in.secs) / period.secs)
+                  = floor((extract(epoch from c.full_at) + offset_in.secs) / period.secs))
           and not exists (select 1 from reconciler_repairs r
                            where r.kind = 'ledger' and r.resolved_at is null and r.subject_id = p.id::text))
      select p.id, p.balance::text as balance,

@@ -121,3 +121,34 @@ test('a row changed behind the checkpoint is found by the next full check, and n
   expect(alert.open).toBe(false);
   expect((await checkpointOf(accountId)).full_lately).toBe(true);
 });
+
+test('the full checks are spread over the period: accounts checked in one run come due at their own times, none within half of it, all within one', async () => {
+  const ids: string[] = [];
+  for (let i = 0; i < 40; i++) ids.push((await h.account('3.00')).accountId);
+  const em = h.services.orm.em.fork();
+  /** Moves the accounts' last full check back by `hours`, runs the reconciler, and counts the ones read in full. */
+  const fullAfterMovingBack = async (hours: number) => {
+    await em.execute(
+      `update ledger_checkpoints set full_at = full_at - make_interval(secs => ?) where account_id = any(?::uuid[])`,
+      [hours * 3600, `{${ids.join(',')}}`],
+    );
+    expect(await ledgerFindingsOf(ids[0])).toEqual([]);
+    const [row] = await em.execute<{ full: string }[]>(
+      `select count(*) filter (where full_at > now() - interval '1 minute')::text as "full"
+         from ledger_checkpoints where account_id = any(?::uuid[])`,
+      [`{${ids.join(',')}}`],
+    );
+    return Number(row.full);
+  };
+  // No checkpoint yet: every one is read in full.
+  expect(await fullAfterMovingBack(0)).toBe(40);
+  // 9.6 hours on (0.4 of the 24): some accounts' own times have passed, but not half a period.
+  expect(await fullAfterMovingBack(9.6)).toBe(0);
+  // 14.4 hours on (0.6): the accounts whose time passed since (about 60% of them), not all at once.
+  const spread = await fullAfterMovingBack(4.8);
+  expect(spread).toBeGreaterThan(0);
+  expect(spread).toBeLessThan(40);
+  // A period on from the last full check, whatever the account's time: every one.
+  expect(await fullAfterMovingBack(24.1)).toBe(40);
+  for (const id of ids.slice(0, 3)) expect((await expectLedgerMatchesBalance(h, id)).balance).toBe('3.00');
+});
