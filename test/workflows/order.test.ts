@@ -39,6 +39,8 @@ function place(
   externalOrderId: string,
   req: PlaceOrderRequest,
   timing?: PaymentTiming,
+  /** Start it with the search attributes orderStarter sets. */
+  withAttributes = false,
 ): Promise<Placement> {
   return env.client.workflow.executeUpdateWithStart(placeOrderUpdate, {
     args: [req],
@@ -48,6 +50,13 @@ function place(
       taskQueue,
       args: [{ accountId: ACCOUNT, externalOrderId, timing }],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: withAttributes
+        ? [
+            { key: AccountIdKey, value: ACCOUNT },
+            { key: ExternalOrderIdKey, value: externalOrderId },
+            { key: OrderStatusKey, value: 'new' },
+          ]
+        : undefined,
     }),
   });
 }
@@ -589,23 +598,8 @@ test.concurrent(
       fulfillmentStatus: null,
     }));
     const findPlacedOrder = jest.fn();
-    const req = request();
     await env.withWorker(tq, { placeOrder, findPlacedOrder, orderStatus: jest.fn() }, async () => {
-      const placed = await env.client.workflow.executeUpdateWithStart(placeOrderUpdate, {
-        args: [req],
-        updateId: req.placementId,
-        startWorkflowOperation: new WithStartWorkflowOperation('orderWorkflow', {
-          workflowId: orderWorkflowId(ACCOUNT, id),
-          taskQueue: tq,
-          args: [{ accountId: ACCOUNT, externalOrderId: id, timing: { ...TIMING, placementRecoverySeconds: 1 } }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          typedSearchAttributes: [
-            { key: AccountIdKey, value: ACCOUNT },
-            { key: ExternalOrderIdKey, value: id },
-            { key: OrderStatusKey, value: 'new' },
-          ],
-        }),
-      });
+      const placed = await place(tq, id, request(), { ...TIMING, placementRecoverySeconds: 1 }, true);
       expect(placed).toMatchObject({ outcome: 'placed', orderId: 'ord_ifs' });
       expect(await result(id)).toMatchObject({ orderId: 'ord_ifs', status: 'delivered', placementAttempts: 1 });
     });
