@@ -92,17 +92,19 @@ export async function writeBalanceAndLedger(em: EntityManager, w: LedgerWrite): 
     ledgerType: '?',
     orderId: '?',
   });
-  await em.execute(
-    `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ?),
+  // The row is inserted from the account's update, so its id is drawn after the account row is
+  // locked whatever the caller did: one account's rows commit in the order of their ids, which
+  // the reconciler's ledger checkpoints rely on (reconcile-store.ts).
+  const written = await em.execute<{ id: string }[]>(
+    `with balance_update as (update accounts set balance = ?, cumulative_spending = ?, level = ? where id = ? returning id),
      ledger as (insert into ledger_transactions (account_id, type, amount, balance_after, order_id, idempotency_key, note)
-                values (?, ?, ?, ?, ?, ?, ?)),
+                select balance_update.id, ?, ?::numeric, ?::numeric, ?, ?, ? from balance_update returning id),
      low as (${low})
-     select pg_notify('${EVENTS_CHANNEL}', id) from low`,
+     select ledger.id, (select pg_notify('${EVENTS_CHANNEL}', low.id) from low) from ledger`,
     [
       w.balance,
       w.cumulativeSpending,
       w.level,
-      w.accountId,
       w.accountId,
       w.type,
       w.amount,
@@ -118,6 +120,8 @@ export async function writeBalanceAndLedger(em: EntityManager, w: LedgerWrite): 
       w.orderId,
     ],
   );
+  if (written.length !== 1)
+    throw new Error(`account ${w.accountId} not found: its balance and ledger row were not written`);
 }
 
 export async function writeSpendingAndLevel(

@@ -35,3 +35,26 @@ test('the check sees a write when there is one', () => {
   expect(WRITES.test('select amount from ledger_transactions')).toBe(false);
   expect(ORM_WRITES.test('em.create(LedgerTransactionSchema, {})')).toBe(true);
 });
+
+// The reconciler's ledger checkpoints rely on one account's rows committing in the order of their
+// ids, so each row's id is drawn with its account row locked: every insert selects from the
+// account's update in its own statement (`balance_update`, or the placement's `debited`).
+test('every ledger insert selects from the account row it updated, so its id is drawn under that lock', () => {
+  const text = readFileSync(join(root, 'src', 'db', 'ledger-store.ts'), 'utf8');
+  const inserts = text.split(/insert\s+into\s+ledger_transactions\b/i).slice(1);
+  expect(inserts.length).toBeGreaterThanOrEqual(2);
+  for (const rest of inserts) {
+    const statement = rest.slice(0, rest.search(/`/));
+    expect([statement, /\bvalues\b/i.test(statement)]).toEqual([statement, false]);
+    expect([statement, /\bselect\b[\s\S]*\bfrom\s+(balance_update|debited)\b/i.test(statement)]).toEqual([
+      statement,
+      true,
+    ]);
+  }
+  for (const cte of ['balance_update', 'debited'])
+    expect(
+      new RegExp(`${cte}\\s+as\\s+\\(\\s*update\\s+accounts\\b`, 'i').test(
+        text + readFileSync(join(root, 'src', 'db', 'placement-store.ts'), 'utf8'),
+      ),
+    ).toBe(true);
+});
