@@ -220,7 +220,8 @@ export function ledgerChecks(em: EntityManager, after: string, limit: number, fu
        select p.id, p.balance, c.through_id, c.through_balance
          from page p
          cross join period
-         -- Periods are counted from each account's own offset; null everywhere when the period is 0.
+         -- Periods are counted from each account's own offset (its id's hashtext, an int4 moved to
+         -- 0 .. 2^32 - 1, modulo the period); null everywhere when the period is 0.
          cross join lateral (select mod(hashtext(p.id::text)::numeric + 2147483648, period.secs) as secs) offset_in
          left join ledger_checkpoints c
            on c.account_id = p.id
