@@ -147,7 +147,8 @@ function terminate(child: ChildProcess): Promise<void> {
   if (hasExited(child)) return Promise.resolve();
   return new Promise((resolveExit) => {
     const force = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-    child.once('exit', () => {
+    // 'close': the process has exited and its output pipes are closed, so nothing of it is left.
+    child.once('close', () => {
       clearTimeout(force);
       resolveExit();
     });

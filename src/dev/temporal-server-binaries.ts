@@ -22,7 +22,7 @@ export function ensureTemporalServerBinaries(): Promise<string> {
       if (process.env.TEMPORAL_SERVER_BUILD_LOG) process.stderr.write(d);
     });
     child.once('error', reject);
-    child.once('exit', (code) => {
+    child.once('close', (code) => {
       const dir = out.trim();
       if (code === 0 && dir) resolvePath(dir);
       else

@@ -55,7 +55,7 @@ function run(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<void>
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     child.once('error', reject);
-    child.once('exit', (code) =>
+    child.once('close', (code) =>
       code === 0 ? resolveRun() : reject(new Error(`${bin} ${args.join(' ')} exited ${code}: ${output.trim()}`)),
     );
   });

@@ -279,7 +279,8 @@ function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolveStop) => {
     const timer = signal === 'SIGKILL' ? undefined : setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.once('exit', () => {
+    // 'close': the process has exited and its output pipes are closed, so nothing of it is left.
+    child.once('close', () => {
       if (timer) clearTimeout(timer);
       resolveStop();
     });

@@ -142,7 +142,8 @@ function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return Promise.resolve();
   return new Promise((resolveStop) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
+    // 'close': the process has exited and its output pipes are closed, so nothing of it is left.
+    child.once('close', () => {
       clearTimeout(timer);
       resolveStop();
     });

@@ -5,6 +5,7 @@ import { TEST_PRODUCT_ID } from '../../src/domain/test-product';
 import { freePort, reseller, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
+import { killed } from '../helpers/processes';
 
 // Issue 40, done-when: a 2,000-line batch with lines over the balance and duplicates gets, line by
 // line, what 2,000 single orders sent one after another would have got; balance and ledger are
@@ -23,7 +24,7 @@ beforeAll(async () => {
   metricsPort = await freePort();
 });
 afterAll(async () => {
-  worker?.kill('SIGKILL');
+  await killed(worker);
   await h?.stop();
 });
 

@@ -6,6 +6,7 @@ import { EXPORT_COLUMNS } from '../../src/services/exports/export-csv';
 import { freePort, startApiProcess, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { call, client, eventually } from '../helpers/http';
 import { peakMiB, resetPeak } from '../helpers/process-memory';
+import { killed } from '../helpers/processes';
 import { seedOrders } from '../helpers/seed-rows';
 
 // Issue 40, done-when: an account of 100,000 orders (EXPORT_TEST_ORDERS scales it) exports them as
@@ -36,8 +37,7 @@ beforeAll(async () => {
   api = startApiProcess(h, { ...env, PORT: String(apiPort) });
 }, 60_000);
 afterAll(async () => {
-  worker?.kill('SIGKILL');
-  api?.kill('SIGKILL');
+  await Promise.all([killed(worker), killed(api)]);
   await h?.stop();
 });
 

@@ -28,7 +28,7 @@ function capture(child: ChildProcess, lines: string[]): void {
 
 async function stop(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode;
-  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  const exited = new Promise<number | null>((r) => child.once('close', r));
   child.kill('SIGTERM');
   return exited;
 }

@@ -60,7 +60,7 @@ test.each(['api', 'worker'])(
     let out = '';
     child.stdout!.on('data', (d) => (out += String(d)));
     child.stderr!.on('data', (d) => (out += String(d)));
-    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    const code = await new Promise<number | null>((r) => child.once('close', r));
     expect(code).toBe(1);
     expect(out).toContain('CURSOR_SECRET: the built-in development value must not be used in production');
     expect(out).toContain('PAYMENT_CALLBACK_SECRET: the built-in development value must not be used in production');

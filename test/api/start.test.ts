@@ -202,7 +202,7 @@ test('PAYMENT_PROVIDER=evm npm start runs a local chain, and `wholesale dev-chai
   let out = '';
   cli.stdout!.on('data', (d) => (out += String(d)));
   cli.stderr!.on('data', (d) => (out += String(d)));
-  expect(await new Promise((ok) => cli.once('exit', ok))).toBe(0);
+  expect(await new Promise((ok) => cli.once('close', ok))).toBe(0);
   expect(JSON.parse(out)).toMatchObject({
     token: 'USDT',
     amount: '25.00',

@@ -64,7 +64,7 @@ test('the example runs against the stack: products, an order, its detail, the le
   let err = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (err += String(d)));
-  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  const code = await new Promise<number | null>((r) => child.once('close', r));
   expect(err).toBe('');
   expect(code).toBe(0);
   const steps = Object.fromEntries(

@@ -4,6 +4,7 @@ import { reconcileScheduleId } from '../../src/contracts/reconcile-contract';
 import { deliveryWorkflowId } from '../../src/contracts/webhooks-contract';
 import { reseller, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
+import { killed } from '../helpers/processes';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver';
 
 // Issue 27 item 2, with real faults: a delivery's attempts never exceed WEBHOOK_MAX_ATTEMPTS.
@@ -36,7 +37,7 @@ beforeAll(async () => {
   worker = startWorkerProcess(h, env);
 });
 afterAll(async () => {
-  worker?.kill('SIGKILL');
+  await killed(worker);
   await h?.services.temporal.client.schedule
     .getHandle(reconcileScheduleId(h.config.TEMPORAL_TASK_QUEUE))
     .delete()

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { loadConfig } from '../../src/config';
 import { startHarness, type Harness } from '../helpers/harness';
 import { client, eventually } from '../helpers/http';
+import { killed } from '../helpers/processes';
 
 // Issue 13 item 6: a developer tries webhooks on their own machine. `npx wholesale webhooks
 // listen` registers a loopback receiver for the account's key (admitted in development),
@@ -17,7 +18,7 @@ beforeAll(async () => {
   h = await startHarness({ WEBHOOK_ALLOW_INSECURE_URLS: 'true' });
 });
 afterAll(async () => {
-  listener?.kill('SIGKILL');
+  await killed(listener);
   await h?.stop();
 });
 
@@ -74,7 +75,7 @@ test('listen receives and verifies a webhook.test and an order.delivered, refuse
   expect(await printed((l) => l.body?.eventId === 'evt_forged')).toMatchObject({ signature: 'INVALID' });
 
   listener.kill('SIGINT');
-  const code = await new Promise<number | null>((r) => listener!.once('exit', r));
+  const code = await new Promise<number | null>((r) => listener!.once('close', r));
   expect(stderr).toBe('');
   expect(code).toBe(0);
   expect(lines.at(-1)).toMatchObject({ stopped: ready.listening, unregistered: true });

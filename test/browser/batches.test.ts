@@ -6,6 +6,7 @@ import { launchChromium } from '../helpers/browser';
 import { freePort, startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { eventually } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
+import { killed } from '../helpers/processes';
 
 // Issue 40, done-when: the account area shows a batch's progress, in Chromium. A reseller uploads
 // a CSV file of 300 lines (some beyond the balance, some repeated) on the Batches page; the batch's
@@ -22,7 +23,7 @@ beforeAll(async () => {
   browser = await launchChromium();
 }, 120_000);
 afterAll(async () => {
-  worker?.kill('SIGKILL');
+  await killed(worker);
   await browser?.close();
   await h?.stop();
 });

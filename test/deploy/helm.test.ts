@@ -33,7 +33,7 @@ beforeAll(async () => {
     let err = '';
     child.stdout.on('data', (d) => (out += String(d)));
     child.stderr.on('data', (d) => (err += String(d)));
-    child.once('exit', (code) => ok({ code, out, err }));
+    child.once('close', (code) => ok({ code, out, err }));
   });
   if (r.code === 0) tools = JSON.parse(r.out);
   else unavailable = r.err.trim();

@@ -98,7 +98,7 @@ describe('bin/healthcheck.js', () => {
       });
       let stderr = '';
       child.stderr.on('data', (d) => (stderr += String(d)));
-      child.once('exit', (code) => ok({ code, stderr: stderr.trim() }));
+      child.once('close', (code) => ok({ code, stderr: stderr.trim() }));
     });
 
   test.each([

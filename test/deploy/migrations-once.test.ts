@@ -5,7 +5,8 @@ import { MIGRATION_LOCK } from '../../src/db/orm';
 import { migrationsList } from '../../src/db/migrations';
 import { createTestDatabase, freePort } from '../helpers/harness';
 import { eventually } from '../helpers/http';
-import { exited, output, projectRoot } from '../helpers/production-app';
+import { exited, killed } from '../helpers/processes';
+import { output, projectRoot } from '../helpers/production-app';
 
 // Migrations run once (docs/operations.md, *Migrations*): every process takes a Postgres advisory
 // lock around the migrator, so of several replicas starting together on an empty database one
@@ -15,9 +16,7 @@ import { exited, output, projectRoot } from '../helpers/production-app';
 const taskQueue = `migrate-${randomBytes(4).toString('hex')}`;
 const children: ChildProcess[] = [];
 
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
+afterAll(() => Promise.all(children.map(killed)));
 
 interface Proc {
   role: 'api' | 'worker';

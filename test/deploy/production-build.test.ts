@@ -18,7 +18,6 @@ import { OPERATOR_XPUB } from '../helpers/production';
 import {
   assembleApp,
   buildProduction,
-  exited,
   imageEnv,
   killGroup,
   output,
@@ -28,6 +27,7 @@ import {
   runEntry,
   runScript,
 } from '../helpers/production-app';
+import { exited } from '../helpers/processes';
 import { startTestTemporalServer, type TestTemporalServer } from '../helpers/temporal-server';
 
 // The production build (docs/operations.md, *Production build*): `npm run build` compiles to dist/

@@ -176,7 +176,7 @@ test('`npm run api` in production with the sandbox payment provider exits 1 nami
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
-  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  const code = await new Promise<number | null>((r) => child.once('close', r));
   expect(code).toBe(1);
   expect(out).toContain('PAYMENT_PROVIDER: the sandbox must not run in production');
 }, 60_000);

@@ -40,7 +40,7 @@ export function buildProduction(): Promise<string> {
     let out = '';
     child.stdout.on('data', (d) => (out += String(d)));
     child.stderr.on('data', (d) => (out += String(d)));
-    child.once('exit', (code) => (code === 0 ? ok(out) : fail(new Error(`npm run build exited ${code}:\n${out}`))));
+    child.once('close', (code) => (code === 0 ? ok(out) : fail(new Error(`npm run build exited ${code}:\n${out}`))));
   });
 }
 
@@ -121,10 +121,4 @@ export function output(child: ChildProcess): () => string {
   child.stdout?.on('data', (d) => (text += String(d)));
   child.stderr?.on('data', (d) => (text += String(d)));
   return () => text;
-}
-
-export function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null)
-    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
-  return new Promise((ok) => child.once('exit', (code, signal) => ok({ code, signal })));
 }
