@@ -139,8 +139,10 @@ export async function startServices(opts: {
       logger,
       maxConsecutiveFailures: opts.workerMaxFailures,
       onGiveUp: opts.onWorkerGiveUp,
+      // The heartbeat row is written before the worker polls, so an API process that sees an answer
+      // of this worker can see the worker too.
+      beforePolling: () => heartbeat!.beatNow(),
     });
-    await supervisor.start();
     heartbeat = new WorkerHeartbeat({
       orm,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
@@ -149,6 +151,7 @@ export async function startServices(opts: {
       logger,
       coreMetricsUrl: coreMetricsUrl(),
     });
+    await supervisor.start();
     await heartbeat.start();
     dispatcher = new WebhookDispatcher({ orm, temporal, config, logger, databaseUrl: opts.databaseUrl });
     await dispatcher.start();
@@ -176,7 +179,12 @@ export async function startServices(opts: {
       logger,
     });
     await watch.start();
-    const admission = new PlacementGate(admissionSettingsOf(config), () => watch!.current);
+    const admission = new PlacementGate(
+      admissionSettingsOf(config),
+      () => watch!.current,
+      undefined,
+      () => watch!.refresh(),
+    );
     const app = createApp({
       orm,
       temporal,

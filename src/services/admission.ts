@@ -93,6 +93,8 @@ export class PlacementGate {
     private readonly settings: AdmissionSettings,
     private readonly workers: () => WorkersView,
     private readonly now: () => number = () => performance.now(),
+    /** Reads the workers' heartbeat rows again now (the view is refreshed every half beat). */
+    private readonly rereadWorkers: () => Promise<void> = async () => undefined,
   ) {
     this.limiter = new AdaptiveLimit(
       { initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs },
@@ -109,6 +111,9 @@ export class PlacementGate {
    */
   async run<T>(kind: PlacementKind, accountId: string, sampled: boolean, place: () => Promise<T>): Promise<T> {
     if (!this.settings.enabled) return place();
+    // Before a refusal for want of a worker, the rows are read again: a worker that started within
+    // the last half beat (its row is written before it polls) is counted, not refused.
+    if (this.noWorker()) await this.rereadWorkers();
     const startedAt = this.now();
     this.admit(kind, accountId, startedAt);
     try {
@@ -191,10 +196,15 @@ export class PlacementGate {
     this.restPeakSecond = second;
   }
 
+  private noWorker(): boolean {
+    const view = this.workers();
+    return view.known && view.live === 0;
+  }
+
   private admit(kind: PlacementKind, accountId: string, now: number): void {
     const view = this.workers();
     this.seen.set(accountId, now);
-    if (view.known && view.live === 0) this.shed(kind, 'no_worker');
+    if (this.noWorker()) this.shed(kind, 'no_worker');
     if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs)
       this.limiter.congestion(now);
     const limit = this.limiter.limit;

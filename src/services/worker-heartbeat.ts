@@ -49,6 +49,20 @@ export class WorkerHeartbeat {
     await this.inFlight;
   }
 
+  /**
+   * Beats now, for a worker about to poll, waiting for the row at most one beat's time: a slow
+   * database delays the worker's first poll by that much at worst, never more.
+   */
+  async beatNow(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise((resolve) => (timer = setTimeout(resolve, this.opts.everyMs)));
+    // A beat already under way may have read the phase before the worker came back: one more after it.
+    await Promise.race([this.inFlight, late]);
+    this.tick();
+    await Promise.race([this.inFlight, late]);
+    clearTimeout(timer);
+  }
+
   /** Stops beating and removes the row, so the API processes stop sending placements here first. */
   async stop(): Promise<void> {
     clearInterval(this.timer);

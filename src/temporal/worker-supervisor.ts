@@ -27,6 +27,12 @@ export interface SupervisorOptions {
   onGiveUp?: (err: unknown) => void;
   /** A run that lasted this long counts as healthy: the next failure starts the backoff anew. */
   healthyAfterMs?: number;
+  /**
+   * Awaited each time a worker is about to poll (its first start and every restart), with the
+   * phase already `running`: the process announces the worker (its heartbeat row) before the worker
+   * answers anything, so whoever sees an answer of it can also see that it runs.
+   */
+  beforePolling?: () => Promise<void>;
 }
 
 /**
@@ -89,6 +95,8 @@ export class WorkerSupervisor {
         this.current = created.worker;
         if (this.isStopping()) break;
         this.setPhase('running');
+        await this.opts.beforePolling?.();
+        if (this.isStopping()) break;
         startedAt = Date.now();
         const running = created.worker.run();
         if (this.restarts > 0) logger.info({ restarts: this.restarts }, 'temporal worker running again');

@@ -5,6 +5,7 @@ import { workersLive } from '../../src/metrics/registry';
 import { startHarness, startWorkerProcess, type Harness } from '../helpers/harness';
 import { client, eventually, postRetrying, type ApiResponse } from '../helpers/http';
 import { expectLedgerMatchesBalance } from '../helpers/money';
+import { killed } from '../helpers/processes';
 
 // Issue 39: with no worker polling the task queue (none started, or the only one killed), a
 // placement is answered 503 (`retryable: true`, Retry-After) at once by admission control, from
@@ -18,7 +19,7 @@ beforeAll(async () => {
   h = await startHarness({ PLACEMENT_TIMEOUT_MS: '600000' }, { worker: false });
 });
 afterAll(async () => {
-  worker?.kill('SIGKILL');
+  await killed(worker);
   await h?.stop();
 });
 
@@ -114,3 +115,53 @@ test('the only worker killed: refused at once once its heartbeat is stale; its r
   expect(after.rows.map((r) => r.type)).toEqual(['adjust', 'purchase', 'purchase']);
   expect(after.balance).toBe('4.98');
 }, 240_000);
+
+describe('a worker that started since the API last read the heartbeat rows', () => {
+  // The API reads the rows every half beat; here its beat is a minute long, so its view stays "no
+  // worker" for half a minute unless a placement makes it look again.
+  let slow: Harness;
+  let started: ChildProcess | undefined;
+  beforeAll(async () => {
+    slow = await startHarness(
+      { PLACEMENT_TIMEOUT_MS: '600000', WORKER_HEARTBEAT_MS: '60000', WORKER_HEARTBEAT_STALE_MS: '120000' },
+      { worker: false },
+    );
+  });
+  afterAll(async () => {
+    await killed(started);
+    await slow?.stop();
+  });
+
+  test('is counted by the first placement after its row is written: placed once, not refused', async () => {
+    const { accountId, apiKey } = await slow.account('5.00');
+    const api = client(slow.apiUrl, apiKey);
+    const refused = await api.post('/orders', {
+      externalOrderId: 'before-start',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
+    expect(refused.body.details?.reason).toBe('no_worker');
+
+    // The production worker beats every half second (the default) and writes its row before it polls.
+    started = startWorkerProcess(slow, {});
+    await eventually(
+      async () => {
+        const rows = await slow.services.orm.em
+          .fork()
+          .execute('select id from worker_heartbeats where task_queue = ?', [slow.config.TEMPORAL_TASK_QUEUE]);
+        return rows.length === 1;
+      },
+      60_000,
+      100,
+      'the worker process wrote its heartbeat row',
+    );
+    const placed = await api.post('/orders', {
+      externalOrderId: 'after-start',
+      productId: 'prod_api_order_test',
+      qty: 1,
+    });
+    expect(placed.body).toMatchObject({ status: 'delivered', reused: false });
+    const money = await expectLedgerMatchesBalance(slow, accountId);
+    expect([money.balance, money.rows.map((r) => r.type)]).toEqual(['4.99', ['adjust', 'purchase']]);
+  }, 120_000);
+});

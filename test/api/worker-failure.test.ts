@@ -16,6 +16,12 @@ import { expectLedgerMatchesBalance } from '../helpers/money';
 // Issue 11 item 3: a failing worker never ends the process, and a poison task never stops the
 // others. The worker here really fails inside Temporal's core, the way the issue's probe did: an
 // activity failure whose message holds a lone surrogate, which the core bridge cannot encode.
+// The SDK (1.24) cannot clean up after such a failure: the failed worker's finalizeShutdown refuses
+// ("Worker still in use") and so does its workflow thread's destroy ("Workflow execution context
+// should have been disposed first"), so that thread lives on in this process. A production worker
+// process gives up after WORKER_MAX_CONSECUTIVE_FAILURES and exits; here the thread keeps the jest
+// worker that ran this file from exiting by itself, and jest prints "A worker process has failed to
+// exit gracefully".
 let h: Harness;
 let bundle: WorkflowBundleOption;
 

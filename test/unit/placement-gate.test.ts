@@ -103,3 +103,42 @@ test('past its fair part an account borrows what the others leave, keeping free 
   heavy.release();
   await Promise.all(running);
 });
+
+test('before refusing for want of a worker the gate reads the heartbeat rows again, once per placement', async () => {
+  let view = { known: true, live: 0, scheduleToStartMs: null };
+  let rereads = 0;
+  const gate = new PlacementGate(
+    settings,
+    () => view,
+    undefined,
+    async () => {
+      rereads++;
+    },
+  );
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'placed',
+      (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
+    );
+
+  // Still no worker after the read: refused.
+  expect(await outcome(gate.run('order', 'acc', true, async () => 'ok'))).toBe('no_worker');
+  expect(rereads).toBe(1);
+
+  // A worker that wrote its row since the view was last read is counted, and the placement goes on.
+  const started = new PlacementGate(
+    settings,
+    () => view,
+    undefined,
+    async () => {
+      rereads++;
+      view = { known: true, live: 1, scheduleToStartMs: null };
+    },
+  );
+  expect(await outcome(started.run('order', 'acc', true, async () => 'ok'))).toBe('placed');
+  expect(rereads).toBe(2);
+
+  // With a worker in view, nothing is read before a placement.
+  expect(await outcome(started.run('order', 'acc', true, async () => 'ok'))).toBe('placed');
+  expect(rereads).toBe(2);
+});

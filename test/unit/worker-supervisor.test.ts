@@ -97,3 +97,36 @@ test('stop() during a backoff wait ends the loop at once, without another start'
   expect(attempts).toBe(1);
   expect(supervisor.health().phase).toBe('stopped');
 });
+
+test('each worker polls only once beforePolling has resolved, at its first start and after a restart, with the phase running', async () => {
+  const events: string[] = [];
+  let creations = 0;
+  let finish!: () => void;
+  const announced = new Promise<void>((r) => (finish = r));
+  const supervisor = new WorkerSupervisor({
+    logger: quiet,
+    minBackoffMs: 10,
+    create: async () => {
+      const n = ++creations;
+      const inner = fakeWorker(n === 1 ? 'fail' : 'run-until-shutdown');
+      const worker = {
+        ...inner,
+        run: () => {
+          events.push(`run ${n}`);
+          return inner.run();
+        },
+      };
+      return { worker: worker as unknown as Worker, connection: connection() };
+    },
+    beforePolling: async () => {
+      events.push(`announce ${creations} (${supervisor.health().phase})`);
+      await new Promise((r) => setTimeout(r, 20));
+      if (creations === 2) finish();
+    },
+  });
+  await supervisor.start();
+  await announced;
+  await new Promise((r) => setTimeout(r, 50));
+  await supervisor.stop();
+  expect(events).toEqual(['announce 1 (running)', 'run 1', 'announce 2 (running)', 'run 2']);
+});
