@@ -179,12 +179,7 @@ export async function startServices(opts: {
       logger,
     });
     await watch.start();
-    const admission = new PlacementGate(
-      admissionSettingsOf(config),
-      () => watch!.current,
-      undefined,
-      () => watch!.refresh(),
-    );
+    const admission = new PlacementGate(admissionSettingsOf(config), watch);
     const app = createApp({
       orm,
       temporal,

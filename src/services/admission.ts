@@ -91,10 +91,9 @@ export class PlacementGate {
 
   constructor(
     private readonly settings: AdmissionSettings,
-    private readonly workers: () => WorkersView,
+    /** The workers' heartbeat rows as last read (every half beat), and a read of them now. */
+    private readonly workers: { readonly current: WorkersView; refresh(): Promise<void> },
     private readonly now: () => number = () => performance.now(),
-    /** Reads the workers' heartbeat rows again now (the view is refreshed every half beat). */
-    private readonly rereadWorkers: () => Promise<void> = async () => undefined,
   ) {
     this.limiter = new AdaptiveLimit(
       { initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs },
@@ -113,7 +112,7 @@ export class PlacementGate {
     if (!this.settings.enabled) return place();
     // Before a refusal for want of a worker, the rows are read again: a worker that started within
     // the last half beat (its row is written before it polls) is counted, not refused.
-    if (this.noWorker()) await this.rereadWorkers();
+    if (noWorker(this.workers.current)) await this.workers.refresh();
     const startedAt = this.now();
     this.admit(kind, accountId, startedAt);
     try {
@@ -196,15 +195,10 @@ export class PlacementGate {
     this.restPeakSecond = second;
   }
 
-  private noWorker(): boolean {
-    const view = this.workers();
-    return view.known && view.live === 0;
-  }
-
   private admit(kind: PlacementKind, accountId: string, now: number): void {
-    const view = this.workers();
+    const view = this.workers.current;
     this.seen.set(accountId, now);
-    if (this.noWorker()) this.shed(kind, 'no_worker');
+    if (noWorker(view)) this.shed(kind, 'no_worker');
     if (view.scheduleToStartMs != null && view.scheduleToStartMs > this.settings.workerQueueTargetMs)
       this.limiter.congestion(now);
     const limit = this.limiter.limit;
@@ -249,3 +243,5 @@ export class PlacementGate {
     throw new PlacementRefused(reason);
   }
 }
+
+const noWorker = (view: WorkersView) => view.known && view.live === 0;

@@ -10,7 +10,7 @@ const settings = {
   accountShare: 0.5,
   workerQueueTargetMs: 500,
 };
-const workers = () => ({ known: true, live: 1, scheduleToStartMs: null });
+const workers = { current: { known: true, live: 1, scheduleToStartMs: null }, refresh: async () => undefined };
 
 function held() {
   let release!: () => void;
@@ -107,14 +107,14 @@ test('past its fair part an account borrows what the others leave, keeping free 
 test('before refusing for want of a worker the gate reads the heartbeat rows again, once per placement', async () => {
   let view = { known: true, live: 0, scheduleToStartMs: null };
   let rereads = 0;
-  const gate = new PlacementGate(
-    settings,
-    () => view,
-    undefined,
-    async () => {
+  const gate = new PlacementGate(settings, {
+    get current() {
+      return view;
+    },
+    refresh: async () => {
       rereads++;
     },
-  );
+  });
   const outcome = (p: Promise<unknown>) =>
     p.then(
       () => 'placed',
@@ -126,15 +126,15 @@ test('before refusing for want of a worker the gate reads the heartbeat rows aga
   expect(rereads).toBe(1);
 
   // A worker that wrote its row since the view was last read is counted, and the placement goes on.
-  const started = new PlacementGate(
-    settings,
-    () => view,
-    undefined,
-    async () => {
+  const started = new PlacementGate(settings, {
+    get current() {
+      return view;
+    },
+    refresh: async () => {
       rereads++;
       view = { known: true, live: 1, scheduleToStartMs: null };
     },
-  );
+  });
   expect(await outcome(started.run('order', 'acc', true, async () => 'ok'))).toBe('placed');
   expect(rereads).toBe(2);
 
