@@ -55,6 +55,11 @@ const RETRY_AFTER_SECONDS = 1;
 const RECENT_MS = 1000;
 /** How long the most the other accounts held at once is kept free for them (in one-second steps). */
 const OTHERS_PEAK_SECONDS = 2;
+/**
+ * The longest a placement waits for that read before it is refused for want of a worker: the
+ * refusal is answered at once even while Postgres is slow to answer (the read goes on for the view).
+ */
+const WORKER_REREAD_WAIT_MS = 25;
 /** Keys whose account this process remembers for refusing early (the oldest is forgotten first). */
 const KEY_ACCOUNTS_KEPT = 10_000;
 
@@ -112,7 +117,7 @@ export class PlacementGate {
     if (!this.settings.enabled) return place();
     // Before a refusal for want of a worker, the rows are read again: a worker that started within
     // the last half beat (its row is written before it polls) is counted, not refused.
-    if (noWorker(this.workers.current)) await this.workers.refresh();
+    if (noWorker(this.workers.current)) await within(WORKER_REREAD_WAIT_MS, this.workers.refresh());
     const startedAt = this.now();
     this.admit(kind, accountId, startedAt);
     try {
@@ -245,3 +250,14 @@ export class PlacementGate {
 }
 
 const noWorker = (view: WorkersView) => view.known && view.live === 0;
+
+/** Waits for `work` at most `ms`; its failure only ends the wait (the view stays as it was). */
+async function within(ms: number, work: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([work.catch(() => undefined), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

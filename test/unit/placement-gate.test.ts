@@ -142,3 +142,22 @@ test('before refusing for want of a worker the gate reads the heartbeat rows aga
   expect(await outcome(started.run('order', 'acc', true, async () => 'ok'))).toBe('placed');
   expect(rereads).toBe(2);
 });
+
+test('a read of the heartbeat rows that does not answer holds a refusal for want of a worker only briefly', async () => {
+  const stuck = new PlacementGate(settings, {
+    current: { known: true, live: 0, scheduleToStartMs: null },
+    refresh: () => new Promise<void>(() => undefined),
+  });
+  const failing = new PlacementGate(settings, {
+    current: { known: true, live: 0, scheduleToStartMs: null },
+    refresh: async () => {
+      throw new Error('connection refused');
+    },
+  });
+  // Without the bound the first waits for ever (until the test times out).
+  for (const gate of [stuck, failing]) {
+    const placed = jest.fn(async () => 'ok');
+    await expect(gate.run('order', 'acc', true, placed)).rejects.toMatchObject({ reason: 'no_worker' });
+    expect(placed).not.toHaveBeenCalled();
+  }
+});
