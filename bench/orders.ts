@@ -8,7 +8,7 @@
 // Usage (with `npm start` running):   npm run bench:orders -- [N=300] [C=16]
 // Both engines in one command, each on a fresh stack of its own, rounds alternated and medians
 // printed:   npm run bench:orders -- --engines dev,server [--rounds 3] [N=300] [C=1,16]
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -21,7 +21,7 @@ import { benchUpdate } from './workflows';
 import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
 import { workflowPolling } from '../src/temporal/temporal-worker';
-import { pct, runPool, type Result } from './pool';
+import { pct, post, runPool, type Result } from './pool';
 import { compareEngines } from './orders-engines';
 
 const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
@@ -35,24 +35,8 @@ const WARMUP = Math.max(2 * C, Math.min(100, Math.ceil(N / 2)));
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 3000);
 const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
 
-// One keep-alive connection per concurrent client, on node:http (fetch's own CPU per request is
-// several times this client's, and the bench shares the machine with the stack it measures).
+// One keep-alive connection per concurrent client.
 const agent = new Agent({ keepAlive: true, maxSockets: C });
-function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 function report(results: Result[]) {
   const [http, engine, encrypted] = results;
@@ -119,6 +103,7 @@ async function main() {
   const runId = randomUUID().slice(0, 8);
   const order = (tag: string) => async (i: number) =>
     (await post(
+      agent,
       `${apiUrl}/orders`,
       { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
       JSON.stringify({ externalOrderId: `bench-${runId}-${tag}${i}`, productId: 'prod_api_order_test', qty: 1 }),

@@ -1,4 +1,5 @@
-// The load loop the benches share: N tasks at concurrency C, each timed.
+// The load loop the benches share: N tasks at concurrency C, each timed; and their HTTP client.
+import { request, type Agent } from 'node:http';
 
 export interface Result {
   name: string;
@@ -35,3 +36,23 @@ export async function runPool(
 /** The p-th percentile of latencies already sorted ascending. */
 export const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+/**
+ * POSTs `body` on `agent` (node:http keep-alive: fetch's own CPU per request is several times
+ * this client's, and a bench shares the machine with the stack it measures); resolves the status.
+ */
+export function post(agent: Agent, url: string, headers: Record<string, string>, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}

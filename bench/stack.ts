@@ -24,8 +24,15 @@ export function parseEngines(arg: string | undefined): Engine[] {
   return engines as Engine[];
 }
 
-/** Starts `npm start` with `DEV_TEMPORAL=<engine>` and waits until it prints its API line. */
-export async function startStack(engine: Engine, extra: Record<string, string> = {}): Promise<Stack> {
+/**
+ * Starts `npm start` with `DEV_TEMPORAL=<engine>` and waits until it prints its API line; `checkout`
+ * is the working tree whose code it runs (this one unless given: bench/orders-ab.ts runs two).
+ */
+export async function startStack(
+  engine: Engine,
+  extra: Record<string, string> = {},
+  checkout = resolve(__dirname, '..'),
+): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), `bench-${engine}-`));
   chmodSync(dir, 0o755); // as root, Postgres runs as `postgres` and must reach its data dir
   const ports = {
@@ -55,7 +62,7 @@ export async function startStack(engine: Engine, extra: Record<string, string> =
     ),
   ) as Record<string, string>;
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: resolve(__dirname, '..'),
+    cwd: checkout,
     env: { ...inherited, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
