@@ -8,7 +8,7 @@
 // activity), scraped before and after. Then it places a load of orders and measures again, to show
 // which phase grows as the stack ages.
 // Usage:   npm run bench:anatomy -- [--engines dev,server] [N=200] [load=3000]
-import { request, Agent } from 'node:http';
+import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -21,7 +21,7 @@ import { orderWorkflowId } from '../src/contracts/orders-contract';
 import { workflowPolling } from '../src/temporal/temporal-worker';
 import { freeLoopbackPort } from '../src/temporal/runtime';
 import { benchUpdate } from './workflows';
-import { pct, runPool } from './pool';
+import { pct, post as postOn, runPool } from './pool';
 import { parseEngines, startStack, type Stack } from './stack';
 
 const args = process.argv.slice(2);
@@ -37,23 +37,10 @@ type Sample = Record<string, number>;
 // ---- the three clocks -------------------------------------------------------------------------
 
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-function post(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; timing: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        res.resume();
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, timing: String(res.headers['server-timing'] ?? '') }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const post = async (url: string, headers: Record<string, string>, body: string) => {
+  const answer = await postOn(agent, url, headers, body);
+  return { status: answer.status, timing: String(answer.headers['server-timing'] ?? '') };
+};
 
 /** `auth;dur=1.2, sent;desc="1732…"` → { auth: 1.2, sent: 1732… }. */
 function parseServerTiming(h: string): Record<string, number> {

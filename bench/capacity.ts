@@ -8,7 +8,7 @@
 // per-process figures and the sizing rule (README, Operations: sizing).
 // Usage:   npm run bench:capacity -- [--temporal server|dev] [--start 4] [--factor 1.25]
 //          [--step-seconds 20] [--max-steps 14] [--accounts 64] [--peak 100]
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -21,7 +21,7 @@ import { adjustBalance } from '../src/services/payments/admin';
 import { TEST_PRODUCT_ID } from '../src/domain/test-product';
 import { workflowPolling } from '../src/temporal/temporal-worker';
 import { startTopology, type Proc, type Topology } from '../test/topology/harness';
-import { runPool } from './pool';
+import { post as postOn, runPool } from './pool';
 import { benchUpdate } from './workflows';
 import {
   achieved,
@@ -58,29 +58,8 @@ function procCpu(pid: number): number {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
-function post(url: string, key: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          authorization: `Bearer ${key}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const post = async (url: string, key: string, body: string) =>
+  (await postOn(agent, url, { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body)).status;
 
 /** Orders at `rate` per second for `seconds`, open loop (arrivals on a clock, whatever the answers). */
 async function offer(api: Proc, keys: string[], rate: number, seconds: number, tag: string) {

@@ -81,7 +81,7 @@ const runId = randomUUID().slice(0, 8);
 
 async function order(side: Side, tag: string): Promise<number> {
   const t0 = performance.now();
-  const status = await post(
+  const { status } = await post(
     side.agent,
     `${side.stack.apiUrl}/orders`,
     { authorization: `Bearer ${side.key}`, 'content-type': 'application/json' },

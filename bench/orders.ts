@@ -102,12 +102,14 @@ async function main() {
   // 1. The whole stack, over HTTP.
   const runId = randomUUID().slice(0, 8);
   const order = (tag: string) => async (i: number) =>
-    (await post(
-      agent,
-      `${apiUrl}/orders`,
-      { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
-      JSON.stringify({ externalOrderId: `bench-${runId}-${tag}${i}`, productId: 'prod_api_order_test', qty: 1 }),
-    )) === 200;
+    (
+      await post(
+        agent,
+        `${apiUrl}/orders`,
+        { authorization: `Bearer ${keys[i % C]}`, 'content-type': 'application/json' },
+        JSON.stringify({ externalOrderId: `bench-${runId}-${tag}${i}`, productId: 'prod_api_order_test', qty: 1 }),
+      )
+    ).status === 200;
   const warm = await runPool('warm-up', WARMUP, C, order('w'));
   if (warm.failures > 0) throw new Error(`${warm.failures} of ${WARMUP} warm-up orders failed`);
   await settle();

@@ -1,5 +1,5 @@
 // The load loop the benches share: N tasks at concurrency C, each timed; and their HTTP client.
-import { request, type Agent } from 'node:http';
+import { request, type Agent, type IncomingHttpHeaders } from 'node:http';
 
 export interface Result {
   name: string;
@@ -39,16 +39,22 @@ export const pct = (sorted: number[], p: number) =>
 
 /**
  * POSTs `body` on `agent` (node:http keep-alive: fetch's own CPU per request is several times
- * this client's, and a bench shares the machine with the stack it measures); resolves the status.
+ * this client's, and a bench shares the machine with the stack it measures); resolves the answer's
+ * status and headers once its body has been read.
  */
-export function post(agent: Agent, url: string, headers: Record<string, string>, body: string): Promise<number> {
+export function post(
+  agent: Agent,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
       { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
       (res) => {
         res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
         res.on('error', reject);
       },
     );
