@@ -254,7 +254,8 @@ async function apiMetrics(t: Topology): Promise<Map<string, number>[]> {
 }
 
 /**
- * The admission limit of each API process now, and its event-loop delay p99 / max in ms since the
+ * The admission limit of each API process now (and, after a colon, the level it shares out among
+ * accounts), and its event-loop delay p99 / max in ms since the
  * last scrape (prom-client resets that at every collect): how long a request that has arrived may
  * wait before the process runs it.
  */
@@ -262,7 +263,9 @@ async function apiState(t: Topology): Promise<{ limit: string; loop: string }> {
   const all = await apiMetrics(t);
   const ms = (v: number | undefined) => (v === undefined ? '?' : (v * 1000).toFixed(0));
   return {
-    limit: all.map((m) => m.get('wholesale_admission_limit') ?? '?').join('/'),
+    limit: all
+      .map((m) => `${m.get('wholesale_admission_limit') ?? '?'}:${m.get('wholesale_admission_shown_limit') ?? '?'}`)
+      .join('/'),
     loop: all
       .map(
         (m) =>

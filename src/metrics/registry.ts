@@ -89,6 +89,11 @@ export const admissionLimit = new Gauge({
   help: 'Placements this API process lets run at once now (its adaptive limit)',
   registers: [registry],
 });
+export const admissionShownLimit = new Gauge({
+  name: 'wholesale_admission_shown_limit',
+  help: 'Placements this API process shares out among accounts while several place (the level it has served in time under load)',
+  registers: [registry],
+});
 export const admissionInFlight = new Gauge({
   name: 'wholesale_admission_in_flight',
   help: 'Placements running in this API process now',

@@ -16,6 +16,14 @@
 // A window in which the limit was far from in use changes nothing: it was not what held placements
 // back, slowness there is not caused by the concurrency this process admits (a slow provider, a
 // pause, another process's load), and cutting it would only shed the next burst for nothing.
+//
+// Beside the limit it keeps the level shown under sustained load (`shown`): the most placements
+// that were in flight at once in a window whose placements finished in time, one more each such
+// window, cut like the limit in a late window that reached over half of it, and forgotten in a
+// window with nothing started or answered. The limit is what one burst on a quiet process may
+// take; `shown` is what the process has served in time while busy. Lending room between accounts
+// goes by the second (./admission.ts), so a step from a steady load to twice it is met at the
+// level the steady load proved instead of at an initial limit nothing has measured.
 
 export interface AdaptiveLimitOptions {
   initial: number;
@@ -27,6 +35,11 @@ export interface AdaptiveLimitOptions {
 
 /** The share of a window's placements that may go over the target (or unanswered) before the limit shrinks. */
 const OVER_TARGET_SHARE = 0.1;
+/**
+ * The shown level never holds lending below this: a window of light load shows only what was
+ * asked, not what the process can do, and a few accounts placing a handful each are no overload.
+ */
+const SHOWN_FLOOR = 16;
 
 export class AdaptiveLimit {
   private value: number;
@@ -35,6 +48,7 @@ export class AdaptiveLimit {
   private dropped = 0;
   private peakInFlight = 0;
   private congested = false;
+  private shown: number | undefined;
 
   constructor(
     private readonly opts: AdaptiveLimitOptions,
@@ -46,6 +60,15 @@ export class AdaptiveLimit {
 
   get limit(): number {
     return Math.floor(this.value);
+  }
+
+  /**
+   * The level shown under sustained load (SHOWN_FLOOR at least), never above the limit; the limit
+   * while none is.
+   */
+  get shownLimit(): number {
+    if (this.shown === undefined) return this.limit;
+    return Math.min(this.limit, Math.max(SHOWN_FLOOR, Math.floor(this.shown)));
   }
 
   /** A placement was admitted; `inFlight` counts it. */
@@ -76,6 +99,9 @@ export class AdaptiveLimit {
   private roll(now: number): void {
     if (now - this.windowStart < this.opts.targetMs) return;
     this.decide();
+    // A whole window went by with nothing in it: the process went quiet, and what it showed under
+    // load no longer says what the next burst meets.
+    if (now - this.windowStart >= 2 * this.opts.targetMs) this.shown = undefined;
     this.windowStart = now;
     this.latencies = [];
     this.dropped = 0;
@@ -84,17 +110,25 @@ export class AdaptiveLimit {
   }
 
   private decide(): void {
-    const { min, max, targetMs } = this.opts;
-    if (this.peakInFlight <= this.value / 2) return;
-    if (this.congested) {
-      this.value = Math.max(min, this.value * 0.9);
-      return;
-    }
-    if (this.latencies.length + this.dropped === 0) return;
+    const peak = this.peakInFlight;
+    const measured = this.latencies.length + this.dropped > 0;
     // An unanswered placement counts as one over any target.
-    const p90 = percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)]);
-    if (p90 <= targetMs) this.value = Math.min(max, this.value + 1);
-    else this.value = Math.max(min, this.value * Math.min(0.9, Math.max(0.7, targetMs / p90)));
+    const p90 = measured
+      ? percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)])
+      : undefined;
+    this.value = this.next(this.value, p90, this.value + 1);
+    if (this.shown !== undefined || (measured && peak > 0))
+      this.shown = this.next(this.shown ?? peak, p90, Math.max(this.shown ?? 0, peak + 1));
+  }
+
+  /** A level after this window: `grown` if it was in use and in time, cut if in use and late. */
+  private next(level: number, p90: number | undefined, grown: number): number {
+    const { min, max, targetMs } = this.opts;
+    if (this.peakInFlight <= level / 2) return level;
+    if (this.congested) return Math.max(min, level * 0.9);
+    if (p90 === undefined) return level;
+    if (p90 <= targetMs) return Math.min(max, grown);
+    return Math.max(min, level * Math.min(0.9, Math.max(0.7, targetMs / p90)));
   }
 }
 

@@ -1,6 +1,12 @@
 import type { Config } from '../config';
 import { ApiError } from '../domain/errors';
-import { admissionInFlight, admissionLimit, placementsAdmitted, placementsShed } from '../metrics/registry';
+import {
+  admissionInFlight,
+  admissionLimit,
+  admissionShownLimit,
+  placementsAdmitted,
+  placementsShed,
+} from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import { AdaptiveLimit } from './adaptive-limit';
 import type { WorkersView } from './worker-watch';
@@ -19,7 +25,11 @@ import type { WorkersView } from './worker-watch';
 //   free the room the other accounts held at once lately (their peak over the last two seconds,
 //   and one more): it borrows what they do not use, up to its share, and gives way before they
 //   come back for it. So the busy account gets the throughput the others leave, and theirs is
-//   refused only when they ask for more than they just had.
+//   refused only when they ask for more than they just had;
+// - while another account has a placement in flight, shares and parts are counted out of the level
+//   this process has shown it serves in time under sustained load (./adaptive-limit.ts), not of a
+//   limit an idle process keeps high for one reseller's burst: a step up from a steady load is
+//   lent only what that load proved, and no surge waits behind it.
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
 // REST placements meet the limit, and a key's account over its share, before the key is even
@@ -106,6 +116,7 @@ export class PlacementGate {
     );
     this.seenPrunedAt = this.now();
     admissionLimit.set(this.limiter.limit);
+    admissionShownLimit.set(this.limiter.shownLimit);
   }
 
   /**
@@ -161,11 +172,18 @@ export class PlacementGate {
   private overShare(accountId: string, now: number): boolean {
     const mine = this.byAccount.get(accountId) ?? 0;
     if (!this.othersAbout(accountId, now)) return false;
-    const limit = this.limiter.limit;
+    // Room is shared out of the level shown under load while other accounts hold placements, so a
+    // step up in load is not lent the limit an idle process keeps for one burst.
+    const limit = this.othersPlacing(accountId) ? this.limiter.shownLimit : this.limiter.limit;
     if (mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) return true;
     // Past its fair part it borrows only what leaves the others their recent peak and one place more.
     const fairPart = Math.ceil(limit / this.accountsPlacing(accountId));
     return mine >= fairPart && mine + 1 + this.restPeak(now) + 1 > limit;
+  }
+
+  /** Whether an account other than this one has a placement in flight. */
+  private othersPlacing(accountId: string): boolean {
+    return this.byAccount.size > (this.byAccount.has(accountId) ? 1 : 0);
   }
 
   /** The accounts with placements in flight, this one among them (two at least). */
@@ -208,6 +226,7 @@ export class PlacementGate {
       this.limiter.congestion(now);
     const limit = this.limiter.limit;
     admissionLimit.set(limit);
+    admissionShownLimit.set(this.limiter.shownLimit);
     if (this.inFlight >= limit) this.shed(kind, 'limit');
     if (this.overShare(accountId, now)) this.shed(kind, 'account_share');
     const mine = this.byAccount.get(accountId) ?? 0;
@@ -221,7 +240,7 @@ export class PlacementGate {
 
   /** Whether another account has a placement in flight, or asked for one within the last second. */
   private othersAbout(accountId: string, now: number): boolean {
-    if (this.byAccount.size > (this.byAccount.has(accountId) ? 1 : 0)) return true;
+    if (this.othersPlacing(accountId)) return true;
     if (now - this.seenPrunedAt > RECENT_MS) {
       for (const [account, at] of this.seen) if (now - at > RECENT_MS) this.seen.delete(account);
       this.seenPrunedAt = now;

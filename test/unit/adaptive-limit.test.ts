@@ -52,6 +52,38 @@ test('congested workers shrink an in-use limit by a tenth even when placements a
   expect(limit.limit).toBe(4);
 });
 
+test('the level shown under sustained load: what was served in time and one more, cut when late, forgotten when quiet', () => {
+  const limit = make(100);
+  expect(limit.shownLimit).toBe(100); // nothing measured yet: the limit
+  windowOf(limit, 0, 30, 200);
+  windowOf(limit, TARGET + 1, 20, 200); // below what was shown: kept
+  limit.started(1, 2 * TARGET + 2);
+  expect([limit.limit, limit.shownLimit]).toEqual([100, 31]);
+
+  windowOf(limit, 2 * TARGET + 3, 31, 2000); // reached and late: cut by the overshoot, at most 30%
+  limit.started(1, 3 * TARGET + 4);
+  expect([limit.limit, limit.shownLimit]).toEqual([100, 21]);
+
+  // A window with nothing started or answered in it forgets it: the next burst meets the limit.
+  limit.answered(100, 3 * TARGET + 5);
+  limit.started(1, 4 * TARGET + 5);
+  expect(limit.shownLimit).toBe(21);
+  limit.started(1, 6 * TARGET + 6);
+  expect(limit.shownLimit).toBe(100);
+});
+
+test('a light load shows little: lending is never held below 16, nor above the limit', () => {
+  const light = make(100);
+  windowOf(light, 0, 3, 50);
+  light.started(1, TARGET + 1);
+  expect(light.shownLimit).toBe(16);
+
+  const small = make(10);
+  windowOf(small, 0, 10, 50);
+  small.started(1, TARGET + 1);
+  expect([small.limit, small.shownLimit]).toEqual([11, 11]);
+});
+
 test("the worker's schedule-to-start comes from the SDK core's histogram, every task queue of the process summed", () => {
   const text = [
     '# HELP temporal_workflow_task_schedule_to_start_latency_seconds Histogram',

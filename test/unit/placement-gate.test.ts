@@ -161,3 +161,53 @@ test('a read of the heartbeat rows that does not answer holds a refusal for want
     expect(placed).not.toHaveBeenCalled();
   }
 });
+
+test('while others place, a step up in load is shared out of the level shown under load, not the idle limit; a quiet process takes a burst again', async () => {
+  let now = 1_000_000;
+  const gate = new PlacementGate(
+    { ...settings, initialLimit: 100, maxLimit: 100, accountShare: 0.8, targetMs: 1000 },
+    workers,
+    () => now,
+  );
+  const running: Promise<unknown>[] = [];
+  const place = (account: string, hold: { done: Promise<void> }): Promise<string | undefined> => {
+    const placing = gate.run('order', account, true, () => hold.done);
+    running.push(placing.catch(() => undefined));
+    return Promise.race([
+      placing.then(
+        () => 'answered',
+        (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
+      ),
+      new Promise<undefined>((r) => setImmediate(() => r(undefined))),
+    ]);
+  };
+  const placeEach = async (n: number, account: string, hold: { done: Promise<void> }) => {
+    const outcomes = [];
+    for (let i = 0; i < n; i++) outcomes.push(await place(account, hold));
+    return outcomes;
+  };
+  // Two windows of a steady load, 20 at once answered in time: the process has shown 21.
+  for (let round = 0; round < 2; round++) {
+    const steady = held();
+    expect(await placeEach(20, 'acc_steady', steady)).toEqual(Array(20).fill(undefined));
+    steady.release();
+    await Promise.all(running.splice(0));
+    now += 1_000;
+  }
+
+  // The load steps up while a light account places: the heavy one gets 0.8 of 21, not of 100.
+  const light = held();
+  const heavy = held();
+  expect(await placeEach(2, 'acc_light', light)).toEqual([undefined, undefined]);
+  expect(await placeEach(18, 'acc_heavy', heavy)).toEqual([...Array(17).fill(undefined), 'account_share']);
+  light.release();
+  heavy.release();
+  await Promise.all(running.splice(0));
+
+  // Quiet for over two windows: one account's burst takes the whole limit again.
+  now += 3_000;
+  const burst = held();
+  expect(await placeEach(50, 'acc_heavy', burst)).toEqual(Array(50).fill(undefined));
+  burst.release();
+  await Promise.all(running);
+});
