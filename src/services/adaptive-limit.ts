@@ -17,13 +17,13 @@
 // back, slowness there is not caused by the concurrency this process admits (a slow provider, a
 // pause, another process's load), and cutting it would only shed the next burst for nothing.
 //
-// Beside the limit it keeps the level shown under sustained load (`shown`): the most placements
-// that were in flight at once in a window whose placements finished in time, one more each such
-// window, cut like the limit in a late window that reached over half of it, and forgotten in a
-// window with nothing started or answered. The limit is what one burst on a quiet process may
-// take; `shown` is what the process has served in time while busy. Lending room between accounts
-// goes by the second (./admission.ts), so a step from a steady load to twice it is met at the
-// level the steady load proved instead of at an initial limit nothing has measured.
+// Beside the limit it keeps the level shown under load (`shown`): the most placements that were
+// in flight at once in a window whose placements finished in time, and one more, cut like the
+// limit in a late window that reached over half of it. The limit is what one reseller's burst on a
+// quiet process may take; `shown` is what the process has served in time while busy, and it is kept
+// through quiet spells (what the engine can do does not change while nobody asks). Lending room
+// between accounts goes by the second (./admission.ts), so load that steps up while accounts place
+// side by side is met at the level a load proved, instead of at an initial limit nothing measured.
 
 export interface AdaptiveLimitOptions {
   initial: number;
@@ -39,7 +39,7 @@ const OVER_TARGET_SHARE = 0.1;
  * The shown level never holds lending below this: a window of light load shows only what was
  * asked, not what the process can do, and a few accounts placing a handful each are no overload.
  */
-const SHOWN_FLOOR = 16;
+const SHOWN_FLOOR = 8;
 
 export class AdaptiveLimit {
   private value: number;
@@ -63,7 +63,7 @@ export class AdaptiveLimit {
   }
 
   /**
-   * The level shown under sustained load (SHOWN_FLOOR at least), never above the limit; the limit
+   * The level shown under load (SHOWN_FLOOR at least), never above the limit; the limit
    * while none is.
    */
   get shownLimit(): number {
@@ -99,9 +99,6 @@ export class AdaptiveLimit {
   private roll(now: number): void {
     if (now - this.windowStart < this.opts.targetMs) return;
     this.decide();
-    // A whole window went by with nothing in it: the process went quiet, and what it showed under
-    // load no longer says what the next burst meets.
-    if (now - this.windowStart >= 2 * this.opts.targetMs) this.shown = undefined;
     this.windowStart = now;
     this.latencies = [];
     this.dropped = 0;

@@ -26,9 +26,10 @@ import type { WorkersView } from './worker-watch';
 //   and one more): it borrows what they do not use, up to its share, and gives way before they
 //   come back for it. So the busy account gets the throughput the others leave, and theirs is
 //   refused only when they ask for more than they just had;
-// - while another account has a placement in flight, shares and parts are counted out of the level
-//   this process has shown it serves in time under sustained load (./adaptive-limit.ts), not of a
-//   limit an idle process keeps high for one reseller's burst: a step up from a steady load is
+// - while accounts place side by side (another account has a placement in flight, or had one
+//   when a placement was admitted within the last second), shares and parts are counted out of the
+//   level this process has shown it serves in time under sustained load (./adaptive-limit.ts), not
+//   of a limit an idle process keeps high for one reseller's burst: a step up from a steady load is
 //   lent only what that load proved, and no surge waits behind it.
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
@@ -101,6 +102,8 @@ export class PlacementGate {
    */
   private readonly restPeaks: number[] = Array<number>(OTHERS_PEAK_SECONDS).fill(0);
   private restPeakSecond = 0;
+  /** When a placement was last admitted while another account had one in flight. */
+  private contendedAt = -Infinity;
   /** Key digest → the account it placed for, most recent last (at most KEY_ACCOUNTS_KEPT). */
   private readonly keyAccounts = new Map<string, string>();
 
@@ -172,9 +175,10 @@ export class PlacementGate {
   private overShare(accountId: string, now: number): boolean {
     const mine = this.byAccount.get(accountId) ?? 0;
     if (!this.othersAbout(accountId, now)) return false;
-    // Room is shared out of the level shown under load while other accounts hold placements, so a
-    // step up in load is not lent the limit an idle process keeps for one burst.
-    const limit = this.othersPlacing(accountId) ? this.limiter.shownLimit : this.limiter.limit;
+    // Room is shared out of the level shown under load while accounts place side by side, so a step
+    // up in load is not lent the limit an idle process keeps for one burst.
+    const contended = this.othersPlacing(accountId) || now - this.contendedAt <= RECENT_MS;
+    const limit = contended ? this.limiter.shownLimit : this.limiter.limit;
     if (mine >= Math.max(1, Math.ceil(limit * this.settings.accountShare))) return true;
     // Past its fair part it borrows only what leaves the others their recent peak and one place more.
     const fairPart = Math.ceil(limit / this.accountsPlacing(accountId));
@@ -230,6 +234,7 @@ export class PlacementGate {
     if (this.inFlight >= limit) this.shed(kind, 'limit');
     if (this.overShare(accountId, now)) this.shed(kind, 'account_share');
     const mine = this.byAccount.get(accountId) ?? 0;
+    if (this.othersPlacing(accountId)) this.contendedAt = now;
     this.inFlight++;
     this.byAccount.set(accountId, mine + 1);
     this.noteRest(now);

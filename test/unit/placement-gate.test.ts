@@ -162,7 +162,7 @@ test('a read of the heartbeat rows that does not answer holds a refusal for want
   }
 });
 
-test('while others place, a step up in load is shared out of the level shown under load, not the idle limit; a quiet process takes a burst again', async () => {
+test('while accounts place side by side, a step up in load is shared out of the level shown under load, not the idle limit; one account alone takes a burst at the limit', async () => {
   let now = 1_000_000;
   const gate = new PlacementGate(
     { ...settings, initialLimit: 100, maxLimit: 100, accountShare: 0.8, targetMs: 1000 },
@@ -204,7 +204,7 @@ test('while others place, a step up in load is shared out of the level shown und
   heavy.release();
   await Promise.all(running.splice(0));
 
-  // Quiet for over two windows: one account's burst takes the whole limit again.
+  // Once no other account has placed for a second, one account's burst takes the whole limit.
   now += 3_000;
   const burst = held();
   expect(await placeEach(50, 'acc_heavy', burst)).toEqual(Array(50).fill(undefined));
