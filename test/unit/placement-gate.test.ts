@@ -27,6 +27,29 @@ const refusal = (fn: () => void) => {
   }
 };
 
+/** Placements through `gate`, each held until its `hold` is released; `running` keeps them all. */
+function placer(gate: PlacementGate) {
+  const running: Promise<unknown>[] = [];
+  /** Asks for one placement: its refusal, 'answered', or undefined while it runs. */
+  const place = (account: string, hold: { done: Promise<void> }): Promise<string | undefined> => {
+    const placing = gate.run('order', account, true, () => hold.done);
+    running.push(placing.catch(() => undefined));
+    return Promise.race([
+      placing.then(
+        () => 'answered',
+        (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
+      ),
+      new Promise<undefined>((r) => setImmediate(() => r(undefined))),
+    ]);
+  };
+  const placeEach = async (n: number, account: string, hold: { done: Promise<void> }) => {
+    const outcomes = [];
+    for (let i = 0; i < n; i++) outcomes.push(await place(account, hold));
+    return outcomes;
+  };
+  return { running, place, placeEach };
+}
+
 test('a remembered key over its account share is refused early; an unknown key or one under its share is not', async () => {
   const gate = new PlacementGate(settings, workers);
   const hold = held();
@@ -63,24 +86,7 @@ test('past its fair part an account borrows what the others leave, keeping free 
   );
   const heavy = held();
   const light = held();
-  const running: Promise<unknown>[] = [];
-  /** Asks for one placement held until `hold` is released: its refusal, or undefined while it runs. */
-  const place = (account: string, hold: { done: Promise<void> }): Promise<string | undefined> => {
-    const placing = gate.run('order', account, true, () => hold.done);
-    running.push(placing.catch(() => undefined));
-    return Promise.race([
-      placing.then(
-        () => 'answered',
-        (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
-      ),
-      new Promise<undefined>((r) => setImmediate(() => r(undefined))),
-    ]);
-  };
-  const placeEach = async (n: number, account: string, hold: { done: Promise<void> }) => {
-    const outcomes = [];
-    for (let i = 0; i < n; i++) outcomes.push(await place(account, hold));
-    return outcomes;
-  };
+  const { running, place, placeEach } = placer(gate);
 
   expect(await placeEach(2, 'acc_light', light)).toEqual([undefined, undefined]);
   // The light account holds 2: the heavy one may hold 10 - 2 - 1 = 7, under its share of 8.
@@ -169,23 +175,7 @@ test('while accounts place side by side, a step up in load is shared out of the 
     workers,
     () => now,
   );
-  const running: Promise<unknown>[] = [];
-  const place = (account: string, hold: { done: Promise<void> }): Promise<string | undefined> => {
-    const placing = gate.run('order', account, true, () => hold.done);
-    running.push(placing.catch(() => undefined));
-    return Promise.race([
-      placing.then(
-        () => 'answered',
-        (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
-      ),
-      new Promise<undefined>((r) => setImmediate(() => r(undefined))),
-    ]);
-  };
-  const placeEach = async (n: number, account: string, hold: { done: Promise<void> }) => {
-    const outcomes = [];
-    for (let i = 0; i < n; i++) outcomes.push(await place(account, hold));
-    return outcomes;
-  };
+  const { running, placeEach } = placer(gate);
   // Two windows of a steady load, 20 at once answered in time: the process has shown 21.
   for (let round = 0; round < 2; round++) {
     const steady = held();
