@@ -28,9 +28,9 @@ import type { WorkersView } from './worker-watch';
 //   refused only when they ask for more than they just had;
 // - while accounts place side by side (another account has a placement in flight, or had one
 //   when a placement was admitted within the last second), shares and parts are counted out of the
-//   level this process has shown it serves in time under sustained load (./adaptive-limit.ts), not
-//   of a limit an idle process keeps high for one reseller's burst: a step up from a steady load is
-//   lent only what that load proved, and no surge waits behind it.
+//   level this process has shown it serves in time under load (./adaptive-limit.ts), not of the
+//   limit an idle process keeps high for one reseller's burst: a step up in load is lent only what
+//   a load proved, and no surge waits behind it.
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
 // REST placements meet the limit, and a key's account over its share, before the key is even
