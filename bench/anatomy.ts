@@ -10,17 +10,16 @@
 // Usage:   npm run bench:anatomy -- [--engines dev,server] [N=200] [load=3000]
 import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { loadConfig } from '../src/config';
 import { initOrm, type Orm } from '../src/db/orm';
 import { createAccount, createApiKey } from '../src/services/accounts/accounts';
 import { adjustBalance } from '../src/services/payments/admin';
 import { orderWorkflowId } from '../src/contracts/orders-contract';
-import { workflowPolling } from '../src/temporal/temporal-worker';
 import { freeLoopbackPort } from '../src/temporal/runtime';
-import { benchUpdate } from './workflows';
+import { barWorker, emptyUpdateWithStart } from './bar';
 import { pct, post as postOn, runPool } from './pool';
 import { parseEngines, startStack, type Stack } from './stack';
 
@@ -193,24 +192,11 @@ async function measureEmpty(
 ): Promise<void> {
   const config = loadConfig({ ...process.env, ...stack.env });
   const tag = randomUUID().slice(0, 6);
-  const worker = await Worker.create({
-    connection: nativeConnection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue,
-    workflowsPath: require.resolve('./workflows'),
-    ...workflowPolling(config),
-  });
+  const worker = await barWorker({ connection: nativeConnection, taskQueue, config });
   await worker.runUntil(async () => {
     const once = async (id: string): Promise<Sample> => {
       const sent = now();
-      await client.workflow.executeUpdateWithStart(benchUpdate, {
-        args: ['x'],
-        startWorkflowOperation: new WithStartWorkflowOperation('benchWorkflow', {
-          workflowId: id,
-          taskQueue,
-          workflowIdConflictPolicy: 'USE_EXISTING',
-        }),
-      });
+      await emptyUpdateWithStart(client, taskQueue, id);
       return { sent, answered: now() };
     };
     for (let i = 0; i < 50; i++) await once(`${taskQueue}:${tag}w${i}`);

@@ -12,17 +12,16 @@ import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
 import { createAccount } from '../src/services/accounts/accounts';
 import { adjustBalance } from '../src/services/payments/admin';
 import { TEST_PRODUCT_ID } from '../src/domain/test-product';
-import { workflowPolling } from '../src/temporal/temporal-worker';
 import { startTopology, type Proc, type Topology } from '../test/topology/harness';
 import { post as postOn, runPool } from './pool';
-import { benchUpdate } from './workflows';
+import { barWorker, emptyUpdateWithStart } from './bar';
 import {
   achieved,
   capacity,
@@ -109,24 +108,9 @@ async function bareEngine(topology: Topology): Promise<number> {
   const taskQueue = `capacity-bar-${randomUUID().slice(0, 8)}`;
   const nativeConnection = await NativeConnection.connect({ address: topology.temporalAddress });
   const connection = await Connection.connect({ address: topology.temporalAddress });
-  const worker = await Worker.create({
-    connection: nativeConnection,
-    namespace: 'default',
-    taskQueue,
-    workflowsPath: require.resolve('./workflows'),
-    ...workflowPolling(config),
-  });
+  const worker = await barWorker({ connection: nativeConnection, taskQueue, config, namespace: 'default' });
   const client = new Client({ connection, namespace: 'default' });
-  const uws = (tag: string) => async (i: number) => {
-    const op = new WithStartWorkflowOperation('benchWorkflow', {
-      workflowId: `bar:${taskQueue}:${tag}${i}`,
-      taskQueue,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-    });
-    return (
-      (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x'
-    );
-  };
+  const uws = (tag: string) => (i: number) => emptyUpdateWithStart(client, taskQueue, `bar:${taskQueue}:${tag}${i}`);
   const result = await worker.runUntil(async () => {
     await runPool('warm-up', 100, 16, uws('w'));
     return runPool('bar', 400, 16, uws(''));

@@ -10,13 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
-import { workflowPolling } from '../src/temporal/temporal-worker';
 import { pct, post } from './pool';
 import { parseEngines, startStack, type Stack } from './stack';
-import { benchUpdate } from './workflows';
+import { barWorker, emptyUpdateWithStart } from './bar';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -138,22 +137,12 @@ async function main() {
         const taskQueue = `bench-ab-${runId}`;
         const native = await NativeConnection.connect({ address });
         const connection = await Connection.connect({ address });
-        const worker = await Worker.create({
-          connection: native,
-          taskQueue,
-          workflowsPath: require.resolve('./workflows'),
-          ...workflowPolling(config),
-        });
+        const worker = await barWorker({ connection: native, taskQueue, config });
         const client = new Client({ connection });
         const running = worker.run();
         const uws = async (tag: string) => {
           const t0 = performance.now();
-          const op = new WithStartWorkflowOperation('benchWorkflow', {
-            workflowId: `bench-ab:${runId}:${tag}`,
-            taskQueue,
-            workflowIdConflictPolicy: 'USE_EXISTING',
-          });
-          await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op });
+          await emptyUpdateWithStart(client, taskQueue, `bench-ab:${runId}:${tag}`);
           return performance.now() - t0;
         };
         return {

@@ -10,17 +10,16 @@
 // printed:   npm run bench:orders -- --engines dev,server [--rounds 3] [N=300] [C=1,16]
 import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { loadConfig } from '../src/config';
 import { initOrm } from '../src/db/orm';
 import { createAccount, createApiKey } from '../src/services/accounts/accounts';
 import { adjustBalance } from '../src/services/payments/admin';
 import { applyBalanceChange, lockAccount } from '../src/services/payments/ledger';
-import { benchUpdate } from './workflows';
+import { barWorker, emptyUpdateWithStart } from './bar';
 import type { DataConverter } from '@temporalio/common';
 import { dataConverter, parseKeyRing } from '../src/temporal/codec';
-import { workflowPolling } from '../src/temporal/temporal-worker';
 import { pct, post, runPool, type Result } from './pool';
 import { compareEngines } from './orders-engines';
 
@@ -122,26 +121,10 @@ async function main() {
   const connection = await Connection.connect({ address: temporalAddress });
   const engine = async (name: string, converter: DataConverter | undefined): Promise<Result> => {
     const taskQueue = `bench-${runId}-${converter ? 'enc' : 'plain'}`;
-    const worker = await Worker.create({
-      connection: nativeConnection,
-      namespace: config.TEMPORAL_NAMESPACE,
-      taskQueue,
-      workflowsPath: require.resolve('./workflows'),
-      dataConverter: converter,
-      // The service's worker settings, so the bar is the engine as the service runs it.
-      ...workflowPolling(config),
-    });
+    const worker = await barWorker({ connection: nativeConnection, taskQueue, config, dataConverter: converter });
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: converter });
-    const uws = (tag: string) => async (i: number) => {
-      const op = new WithStartWorkflowOperation('benchWorkflow', {
-        workflowId: `bench:${taskQueue}:${tag}${i}`,
-        taskQueue,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-      return (
-        (await client.workflow.executeUpdateWithStart(benchUpdate, { args: ['x'], startWorkflowOperation: op })) === 'x'
-      );
-    };
+    const uws = (tag: string) => (i: number) =>
+      emptyUpdateWithStart(client, taskQueue, `bench:${taskQueue}:${tag}${i}`);
     return worker.runUntil(async () => {
       await runPool('warm-up', WARMUP, C, uws('w'));
       await settle();
