@@ -14,6 +14,10 @@ export const admissionVariables = {
   // Placements should finish within this (the 90th percentile of each window of this length):
   // the limit grows while they do and shrinks when they do not.
   ADMISSION_LATENCY_TARGET_MS: int(600, 10),
+  // Latency first: how many placements (× log10 of the level) may queue in a process, measured
+  // against what one takes without a queue, before the level shown under load stops growing; twice
+  // that brings it down. 0 (the default): in time is enough, for throughput at the peak.
+  ADMISSION_QUEUE_ALLOWANCE: z.coerce.number().min(0).default(0),
   ADMISSION_INITIAL_LIMIT: int(100, 4),
   ADMISSION_MAX_LIMIT: int(1000, 4),
   // The share of the limit one account may hold in flight while other accounts place too (past its

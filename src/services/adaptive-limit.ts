@@ -24,6 +24,15 @@
 // through quiet spells (what the engine can do does not change while nobody asks). Lending room
 // between accounts goes by the second (./admission.ts), so load that steps up while accounts place
 // side by side is met at the level a load proved, instead of at an initial limit nothing measured.
+//
+// In time is all the level needs to grow unless the operator puts latency first
+// (`queueAllowance`): past the engine's knee more in flight only queues, each placement waits
+// longer and few more of them finish. Then the level also keeps the latency the process has seen
+// without a queue (`baseline`: the lowest 10th percentile of any window with ten placements or more,
+// kept like the level) and estimates, as TCP Vegas and Netflix's `VegasLimit` do, how many of a
+// window's placements were queued rather than served: in flight × (1 − baseline / the window's
+// median). It grows only while that queue is within the allowance (× log10 of the level), and comes
+// down by one while it is over twice that.
 
 export interface AdaptiveLimitOptions {
   initial: number;
@@ -31,6 +40,8 @@ export interface AdaptiveLimitOptions {
   max: number;
   /** The window's placements should finish within this (their 90th percentile); also the window's length. */
   targetMs: number;
+  /** Placements (× log10 of the level) that may queue before the shown level stops growing; 0 or absent: no such check. */
+  queueAllowance?: number;
 }
 
 /** The share of a window's placements that may go over the target (or unanswered) before the limit shrinks. */
@@ -40,6 +51,8 @@ const OVER_TARGET_SHARE = 0.1;
  * asked, not what the process can do, and a few accounts placing a handful each are no overload.
  */
 const SHOWN_FLOOR = 8;
+/** A window needs this many answers to say what a placement takes without a queue. */
+const BASELINE_SAMPLES = 10;
 
 export class AdaptiveLimit {
   private value: number;
@@ -49,6 +62,7 @@ export class AdaptiveLimit {
   private peakInFlight = 0;
   private congested = false;
   private shown: number | undefined;
+  private baseline: number | undefined;
 
   constructor(
     private readonly opts: AdaptiveLimitOptions,
@@ -114,8 +128,26 @@ export class AdaptiveLimit {
       ? percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)])
       : undefined;
     this.value = this.next(this.value, p90, this.value + 1);
-    if (this.shown !== undefined || (measured && peak > 0))
-      this.shown = this.next(this.shown ?? peak, p90, Math.max(this.shown ?? 0, peak + 1));
+    if (this.latencies.length >= BASELINE_SAMPLES)
+      this.baseline = Math.min(this.baseline ?? Infinity, percentile(0.1, this.latencies));
+    if (this.shown !== undefined || (measured && peak > 0)) {
+      const shown = this.shown ?? peak;
+      this.shown = this.next(shown, p90, this.queued(peak, shown, Math.max(shown, peak + 1)));
+    }
+  }
+
+  /**
+   * What an in-time window makes of the shown level: `grown` while few of its placements queued,
+   * one less while many did, else as it was.
+   */
+  private queued(peak: number, shown: number, grown: number): number {
+    const allowance = this.opts.queueAllowance ?? 0;
+    if (allowance <= 0 || this.baseline === undefined || this.latencies.length === 0) return grown;
+    const median = percentile(0.5, this.latencies);
+    const queue = median > this.baseline ? peak * (1 - this.baseline / median) : 0;
+    const scale = Math.log10(Math.max(10, shown));
+    if (queue <= allowance * scale) return grown;
+    return queue >= 2 * allowance * scale ? Math.max(SHOWN_FLOOR, shown - 1) : shown;
   }
 
   /** A level after this window: `grown` if it was in use and in time, cut if in use and late. */

@@ -28,7 +28,8 @@ import type { WorkersView } from './worker-watch';
 //   refused only when they ask for more than they just had;
 // - while accounts place side by side (another account has a placement in flight, or had one
 //   when a placement was admitted within the last second), shares and parts are counted out of the
-//   level this process has shown it serves in time under load (./adaptive-limit.ts), not of the
+//   level this process has shown it serves in time under load (./adaptive-limit.ts; with
+//   ADMISSION_QUEUE_ALLOWANCE, before its placements queue), not of the
 //   limit an idle process keeps high for one reseller's burst: a step up in load is lent only what
 //   a load proved, and no surge waits behind it.
 // Anything else is answered at once, before anything is read or written, with the spec's 503
@@ -46,6 +47,7 @@ export interface AdmissionSettings {
   maxLimit: number;
   accountShare: number;
   workerQueueTargetMs: number;
+  queueAllowance: number;
 }
 
 export function admissionSettingsOf(c: Config): AdmissionSettings {
@@ -56,6 +58,7 @@ export function admissionSettingsOf(c: Config): AdmissionSettings {
     maxLimit: c.ADMISSION_MAX_LIMIT,
     accountShare: c.ADMISSION_ACCOUNT_SHARE,
     workerQueueTargetMs: c.ADMISSION_WORKER_QUEUE_MS,
+    queueAllowance: c.ADMISSION_QUEUE_ALLOWANCE,
   };
 }
 
@@ -114,7 +117,13 @@ export class PlacementGate {
     private readonly now: () => number = () => performance.now(),
   ) {
     this.limiter = new AdaptiveLimit(
-      { initial: settings.initialLimit, min: MIN_LIMIT, max: settings.maxLimit, targetMs: settings.targetMs },
+      {
+        initial: settings.initialLimit,
+        min: MIN_LIMIT,
+        max: settings.maxLimit,
+        targetMs: settings.targetMs,
+        queueAllowance: settings.queueAllowance,
+      },
       this.now(),
     );
     this.seenPrunedAt = this.now();

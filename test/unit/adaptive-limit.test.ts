@@ -1,11 +1,14 @@
+import { loadConfig } from '../../src/config';
 import { AdaptiveLimit } from '../../src/services/adaptive-limit';
+import { admissionSettingsOf } from '../../src/services/admission';
 import { workflowTaskWaits } from '../../src/services/worker-heartbeat';
 
 // Issue 39: the admission limit is AIMD on placement latency, decided once per window of the
 // latency target, and only while the limit is in use; the workers' reported queue makes it back
 // off. The clock is the test's.
 const TARGET = 1000;
-const make = (initial = 20) => new AdaptiveLimit({ initial, min: 4, max: 100, targetMs: TARGET }, 0);
+const make = (initial = 20, queueAllowance = 0) =>
+  new AdaptiveLimit({ initial, min: 4, max: 100, targetMs: TARGET, queueAllowance }, 0);
 
 /** One window starting at `at`: `inFlight` placements admitted, each answered after `latency` ms. */
 function windowOf(limit: AdaptiveLimit, at: number, inFlight: number, latency: number) {
@@ -69,6 +72,53 @@ test('the level shown under load: what was served in time and one more, cut when
   limit.started(1, 4 * TARGET + 5);
   limit.started(1, 60 * TARGET);
   expect([limit.limit, limit.shownLimit]).toEqual([100, 21]);
+});
+
+test('latency first: past the knee the level shown stops growing; in time, but queued behind what runs, it comes down by one', () => {
+  const limit = make(100, 3);
+  windowOf(limit, 0, 20, 20); // no queue: 20 ms is what a placement takes
+  limit.started(1, TARGET + 1);
+  expect(limit.shownLimit).toBe(21);
+
+  // 21 in flight, each ten times that: in time, but 19 of them waited (at most 6 × log10(21) may).
+  windowOf(limit, TARGET + 2, 21, 200);
+  limit.started(1, 2 * TARGET + 3);
+  expect([limit.limit, limit.shownLimit]).toEqual([100, 20]);
+
+  // A small queue (20 × (1 − 20/25) = 4, between 3 and 6 × log10(20)): held, neither grown nor cut.
+  windowOf(limit, 2 * TARGET + 4, 20, 25);
+  limit.started(1, 3 * TARGET + 5);
+  expect(limit.shownLimit).toBe(20);
+
+  // Queued windows bring it down to the floor, no further.
+  for (let w = 3; w < 40; w++) {
+    windowOf(limit, w * TARGET + 6, 20, 400);
+    limit.started(1, (w + 1) * TARGET + 6);
+  }
+  expect(limit.shownLimit).toBe(8);
+});
+
+test('the level grows on being in time alone without an allowance, or without a window of ten answers to say what a placement takes', () => {
+  const throughputFirst = make(100);
+  windowOf(throughputFirst, 0, 20, 20);
+  throughputFirst.started(1, TARGET + 1);
+  windowOf(throughputFirst, TARGET + 2, 21, 400);
+  throughputFirst.started(1, 2 * TARGET + 3);
+  expect(throughputFirst.shownLimit).toBe(22);
+
+  const unmeasured = make(100, 3);
+  windowOf(unmeasured, 0, 9, 20);
+  unmeasured.started(1, TARGET + 1);
+  windowOf(unmeasured, TARGET + 2, 9, 400);
+  unmeasured.started(1, 2 * TARGET + 3);
+  expect(unmeasured.shownLimit).toBe(10);
+});
+
+test('ADMISSION_QUEUE_ALLOWANCE: 0 unless set, a number of placements, never negative', () => {
+  expect(admissionSettingsOf(loadConfig({})).queueAllowance).toBe(0);
+  expect(admissionSettingsOf(loadConfig({ ADMISSION_QUEUE_ALLOWANCE: '3' })).queueAllowance).toBe(3);
+  expect(() => loadConfig({ ADMISSION_QUEUE_ALLOWANCE: '-1' })).toThrow(/ADMISSION_QUEUE_ALLOWANCE/);
+  expect(() => loadConfig({ ADMISSION_QUEUE_ALLOWANCE: 'many' })).toThrow(/ADMISSION_QUEUE_ALLOWANCE/);
 });
 
 test('a light load shows little: lending is never held below 8, nor above the limit', () => {

@@ -9,6 +9,7 @@ const settings = {
   maxLimit: 4,
   accountShare: 0.5,
   workerQueueTargetMs: 500,
+  queueAllowance: 0,
 };
 const workers = { current: { known: true, live: 1, scheduleToStartMs: null }, refresh: async () => undefined };
 
