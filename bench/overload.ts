@@ -1,9 +1,9 @@
 // bench/overload: the service past its peak. On the topology harness (its own Postgres, the
 // production Temporal server by default, `npm run api` and `npm run worker` processes), it measures
-// the peak order rate (balance orders of the test product, closed loop at --peak-concurrency),
-// then offers 1×, 2× and 4× that rate open loop (arrivals on a clock, whatever the answers) for
-// --seconds each: several light accounts together send --light-share of the peak at every level,
-// one heavy account sends the rest. Shed requests are not retried, so what is offered is what is
+// the peak order rate (balance orders of the test product, closed loop at --peak-concurrency)
+// after a quiet spell of orders one at a time, then offers 1×, 2× and 4× that rate open loop
+// (arrivals on a clock, whatever the answers) for --seconds each: several light accounts together
+// send --light-share of the peak at every level, one heavy account sends the rest. Shed requests are not retried, so what is offered is what is
 // measured. Per level it prints the admitted and shed rates, placement p50/p99 of admitted orders,
 // the light and the heavy accounts' p99 and shed share, and how fast a shed request was answered,
 // then the issue's goals against the 1× level.
@@ -123,21 +123,32 @@ async function fundedAccounts(databaseUrl: string, n: number): Promise<Account[]
   }
 }
 
+let peakSeq = 0;
+/** Orders placed one after another by one client of `account` until `until`; `count.placed` counts the placed. */
+async function closedLoop(apiUrls: string[], account: Account, until: number, count: { placed: number }) {
+  while (performance.now() < until) {
+    const i = peakSeq++;
+    const a = await order(apiUrls[i % apiUrls.length], account.apiKey, `peak-${runId}-${i}`);
+    if (a.status === 200) count.placed++;
+  }
+}
+
+/**
+ * Orders one at a time for `seconds`, as a live service answers between bursts: each API process
+ * sees what a placement takes without a queue before it is loaded.
+ */
+async function quietSpell(apiUrls: string[], account: Account, seconds: number): Promise<void> {
+  await closedLoop(apiUrls, account, performance.now() + seconds * 1000, { placed: 0 });
+}
+
 /** Orders placed per second by `concurrency` clients of one account for `seconds` (after a warm-up). */
 async function measurePeak(apiUrls: string[], account: Account, concurrency: number, seconds: number): Promise<number> {
-  let seq = 0;
-  const loop = async (until: number, count: { placed: number }) => {
-    while (performance.now() < until) {
-      const i = seq++;
-      const a = await order(apiUrls[i % apiUrls.length], account.apiKey, `peak-${runId}-${i}`);
-      if (a.status === 200) count.placed++;
-    }
-  };
-  const warm = { placed: 0 };
-  await Promise.all(Array.from({ length: concurrency }, () => loop(performance.now() + 5_000, warm)));
+  const clients = (until: number, count: { placed: number }) =>
+    Promise.all(Array.from({ length: concurrency }, () => closedLoop(apiUrls, account, until, count)));
+  await clients(performance.now() + 5_000, { placed: 0 });
   const measured = { placed: 0 };
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, () => loop(started + seconds * 1000, measured)));
+  await clients(started + seconds * 1000, measured);
   return measured.placed / ((performance.now() - started) / 1000);
 }
 
@@ -325,6 +336,7 @@ async function main() {
       setPriority(apiNice);
     }
     const [heavy, ...light] = await fundedAccounts(t.databaseUrl, 1 + nLight);
+    await quietSpell(apiUrls, heavy, 5);
     const peak = args.peak
       ? Number(args.peak)
       : await measurePeak(apiUrls, heavy, Number(args['peak-concurrency']), Number(args['peak-seconds']));
