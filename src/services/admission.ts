@@ -70,10 +70,11 @@ const RECENT_MS = 1000;
 /** How long the most the other accounts held at once is kept free for them (in one-second steps). */
 const OTHERS_PEAK_SECONDS = 2;
 /**
- * The longest a placement waits for that read before it is refused for want of a worker: the
- * refusal is answered at once even while Postgres is slow to answer (the read goes on for the view).
+ * The longest a placement waits for that read before it is refused for want of a worker: room for
+ * a read on a busy machine (tens of milliseconds), and still at once next to the placement
+ * deadline while Postgres is slow to answer (the read goes on for the view).
  */
-const WORKER_REREAD_WAIT_MS = 25;
+const WORKER_REREAD_WAIT_MS = 250;
 /** Keys whose account this process remembers for refusing early (the oldest is forgotten first). */
 const KEY_ACCOUNTS_KEPT = 10_000;
 

@@ -20,6 +20,7 @@ export class WorkerWatch {
   private view: WorkersView = { known: false, live: 0, scheduleToStartMs: null };
   private timer?: NodeJS.Timeout;
   private reading?: Promise<void>;
+  private after?: Promise<void>;
   private failing = false;
 
   constructor(
@@ -43,9 +44,20 @@ export class WorkerWatch {
     return this.view;
   }
 
-  /** Reads the rows now (also what the timer does); resolves when the view is updated. */
+  /**
+   * Reads the rows (also what the timer does); resolves when the view is updated by a read that
+   * began after this call. One under way may have begun before a row its caller waits for was
+   * written, so such a call waits for the next, shared by every call that came meanwhile.
+   */
   refresh(): Promise<void> {
-    this.reading ??= this.read().finally(() => (this.reading = undefined));
+    if (this.reading) {
+      this.after ??= this.reading.then(() => {
+        this.after = undefined;
+        return this.refresh();
+      });
+      return this.after;
+    }
+    this.reading = this.read().finally(() => (this.reading = undefined));
     return this.reading;
   }
 
