@@ -3,10 +3,10 @@
 // the peak order rate (balance orders of the test product, closed loop at --peak-concurrency)
 // after a quiet spell of orders one at a time, then offers 1×, 2× and 4× that rate open loop
 // (arrivals on a clock, whatever the answers) for --seconds each: several light accounts together
-// send --light-share of the peak at every level, one heavy account sends the rest. Shed requests are not retried, so what is offered is what is
-// measured. Per level it prints the admitted and shed rates, placement p50/p99 of admitted orders,
-// the light and the heavy accounts' p99 and shed share, and how fast a shed request was answered,
-// then the issue's goals against the 1× level.
+// send --light-share of the peak at every level, one heavy account sends the rest. Shed requests
+// are not retried, so what is offered is what is measured. Per level it prints the admitted and
+// shed rates, placement p50/p99 of admitted orders, the light and the heavy accounts' p99 and shed
+// share, and how fast a shed request was answered, then the issue's goals against the 1× level.
 //
 //   node --import tsx bench/overload.ts [--temporal server|dev] [--apis 1] [--workers 1]
 //        [--seconds 60] [--levels 1,2,4] [--light 4] [--light-share 0.2]

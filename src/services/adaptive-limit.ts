@@ -128,7 +128,7 @@ export class AdaptiveLimit {
       ? percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)])
       : undefined;
     this.value = this.next(this.value, p90, this.value + 1);
-    if (this.latencies.length >= BASELINE_SAMPLES)
+    if ((this.opts.queueAllowance ?? 0) > 0 && this.latencies.length >= BASELINE_SAMPLES)
       this.baseline = Math.min(this.baseline ?? Infinity, percentile(0.1, this.latencies));
     if (this.shown !== undefined || (measured && peak > 0)) {
       const shown = this.shown ?? peak;
