@@ -63,6 +63,8 @@ export class AdaptiveLimit {
   private congested = false;
   private shown: number | undefined;
   private baseline: number | undefined;
+  /** Placements (× log10 of the level) that may queue before `shown` stops growing; 0: no such check. */
+  private readonly allowance: number;
 
   constructor(
     private readonly opts: AdaptiveLimitOptions,
@@ -70,6 +72,7 @@ export class AdaptiveLimit {
   ) {
     this.value = Math.min(opts.max, Math.max(opts.min, opts.initial));
     this.windowStart = now;
+    this.allowance = opts.queueAllowance ?? 0;
   }
 
   get limit(): number {
@@ -128,7 +131,7 @@ export class AdaptiveLimit {
       ? percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)])
       : undefined;
     this.value = this.next(this.value, p90, this.value + 1);
-    if ((this.opts.queueAllowance ?? 0) > 0 && this.latencies.length >= BASELINE_SAMPLES)
+    if (this.allowance > 0 && this.latencies.length >= BASELINE_SAMPLES)
       this.baseline = Math.min(this.baseline ?? Infinity, percentile(0.1, this.latencies));
     if (this.shown !== undefined || (measured && peak > 0)) {
       const shown = this.shown ?? peak;
@@ -141,7 +144,7 @@ export class AdaptiveLimit {
    * one less while many did, else as it was.
    */
   private queued(peak: number, shown: number, grown: number): number {
-    const allowance = this.opts.queueAllowance ?? 0;
+    const { allowance } = this;
     if (allowance <= 0 || this.baseline === undefined || this.latencies.length === 0) return grown;
     const median = percentile(0.5, this.latencies);
     const queue = median > this.baseline ? peak * (1 - this.baseline / median) : 0;
