@@ -124,12 +124,20 @@ async function fundedAccounts(databaseUrl: string, n: number): Promise<Account[]
 }
 
 let peakSeq = 0;
-/** Orders placed one after another by one client of `account` until `until`; `count.placed` counts the placed. */
+/** What a shed request's Retry-After asks (the service always says 1 s). */
+const RETRY_AFTER_MS = 1000;
+
+/**
+ * Orders placed one after another by one client of `account` until `until`; `count.placed` counts
+ * the placed. A refused client waits as Retry-After asks: with a limit below the concurrency
+ * (ADMISSION_MAX_LIMIT), clients sending again at once would spend the cores on refusals.
+ */
 async function closedLoop(apiUrls: string[], account: Account, until: number, count: { placed: number }) {
   while (performance.now() < until) {
     const i = peakSeq++;
     const a = await order(apiUrls[i % apiUrls.length], account.apiKey, `peak-${runId}-${i}`);
     if (a.status === 200) count.placed++;
+    else if (a.status === 503) await sleep(Math.min(RETRY_AFTER_MS, until - performance.now()));
   }
 }
 
