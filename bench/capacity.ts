@@ -10,7 +10,6 @@
 //          [--step-seconds 20] [--max-steps 14] [--accounts 64] [--peak 100]
 import { Agent } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -20,7 +19,7 @@ import { createAccount } from '../src/services/accounts/accounts';
 import { adjustBalance } from '../src/services/payments/admin';
 import { TEST_PRODUCT_ID } from '../src/domain/test-product';
 import { startTopology, type Proc, type Topology } from '../test/topology/harness';
-import { post as postOn, runPool } from './pool';
+import { post as postOn, procCpu, runPool } from './pool';
 import { barWorker, emptyUpdateWithStart } from './bar';
 import {
   achieved,
@@ -49,12 +48,6 @@ const { values: args } = parseArgs({
 });
 const STEP_SECONDS = Number(args['step-seconds']);
 const MAX_IN_FLIGHT = 512;
-
-/** CPU seconds (user + system) of a process, from /proc. */
-function procCpu(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
 const post = async (url: string, key: string, body: string) =>

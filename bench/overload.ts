@@ -14,6 +14,7 @@
 // ADMISSION_* and WORKER_HEARTBEAT_* set in the environment are passed to the service processes.
 import { Agent, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -22,7 +23,7 @@ import { initOrm } from '../src/db/orm';
 import { createAccount } from '../src/services/accounts/accounts';
 import { adjustBalance } from '../src/services/payments/admin';
 import { startTopology, type Topology } from '../test/topology/harness';
-import { pct } from './pool';
+import { pct, procCpu } from './pool';
 
 const { values: args } = parseArgs({
   options: {
@@ -198,6 +199,7 @@ interface LevelResult {
   failed: number;
   limit: string;
   loop: string;
+  cores: string;
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -209,6 +211,7 @@ function summarize(
   answers: Answer[],
   limit: string,
   loop: string,
+  cores: string,
 ): LevelResult {
   const admitted = answers.filter((a) => a.status === 200);
   const shed = answers.filter(
@@ -251,6 +254,7 @@ function summarize(
     failed: answers.length - admitted.length - shed.length,
     limit,
     loop,
+    cores,
   };
 }
 
@@ -294,15 +298,38 @@ async function apiState(t: Topology): Promise<{ limit: string; loop: string }> {
   };
 }
 
+/** CPU seconds the whole machine has spent busy (every state but idle and iowait), from /proc/stat. */
+function machineCpu(): number {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  return (ticks.reduce((a, b) => a + b, 0) - ticks[3] - ticks[4]) / 100;
+}
+
+/**
+ * Where the cores go: CPU seconds so far of this bench, the API processes, the workers, and the
+ * machine (the rest is the Temporal server, Postgres and the kernel's share of the traffic).
+ */
+function cpuNow(t: Topology) {
+  const { user, system } = process.cpuUsage();
+  const sum = (ps: Topology['apis']) => ps.reduce((a, p) => a + procCpu(p.child!.pid!), 0);
+  return { bench: (user + system) / 1e6, api: sum(t.apis), worker: sum(t.workers), machine: machineCpu() };
+}
+
+/** Cores used over a level, as bench/API/worker/rest. */
+function coresBetween(a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, seconds: number): string {
+  const c = (x: number) => (x / seconds).toFixed(2);
+  const [bench, api, worker] = [b.bench - a.bench, b.api - a.api, b.worker - a.worker];
+  return `${c(bench)}/${c(api)}/${c(worker)}/${c(b.machine - a.machine - bench - api - worker)}`;
+}
+
 function print(results: LevelResult[], peak: number) {
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   console.log(`\nbench/overload  peak ${f(peak)} orders/s  (${new Date().toISOString()})\n`);
   console.log(
-    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  loop p99/max ms: API, bench  shed by reason',
+    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  loop p99/max ms: API, bench  cores: bench/API/worker/rest  shed by reason',
   );
   for (const r of results) {
     console.log(
-      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(28)}  ${JSON.stringify(r.byReason)}`,
+      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(28)}  ${r.cores.padStart(30)}  ${JSON.stringify(r.byReason)}`,
     );
   }
   const base = results.find((r) => r.level === 1);
@@ -359,15 +386,18 @@ async function main() {
       );
       await apiState(t);
       clientLoop.reset();
+      const cpuBefore = cpuNow(t);
+      const levelStarted = performance.now();
       const answers = (
         await Promise.all([
           offer(apiUrls, 'heavy', heavy, heavyRate, seconds, `h${level}-${runId}`),
           ...light.map((a, i) => offer(apiUrls, 'light', a, lightRate, seconds, `l${level}-${i}-${runId}`)),
         ])
       ).flat();
+      const cores = coresBetween(cpuBefore, cpuNow(t), (performance.now() - levelStarted) / 1000);
       const api = await apiState(t);
       const client = `${(clientLoop.percentile(99) / 1e6).toFixed(0)}/${(clientLoop.max / 1e6).toFixed(0)}`;
-      results.push(summarize(level, level * peak, seconds, answers, api.limit, `${api.loop} ${client}`));
+      results.push(summarize(level, level * peak, seconds, answers, api.limit, `${api.loop} ${client}`, cores));
       print(results, peak);
     }
   } finally {

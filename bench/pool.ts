@@ -1,4 +1,5 @@
 // The load loop the benches share: N tasks at concurrency C, each timed; and their HTTP client.
+import { readFileSync } from 'node:fs';
 import { request, type Agent, type IncomingHttpHeaders } from 'node:http';
 
 export interface Result {
@@ -31,6 +32,12 @@ export async function runPool(
     }),
   );
   return { name, seconds: (performance.now() - started) / 1000, latencies, failures };
+}
+
+/** CPU seconds (user + system) a process has used, from /proc. */
+export function procCpu(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** The p-th percentile of latencies already sorted ascending. */

@@ -8,7 +8,7 @@
 //     placement local activity stubbed to answer "placed" at once, without the codec and with it.
 // For each it prints the rate, the p50, and the CPU per operation of this process and of the dev
 // server. Usage:   npm run bench:shape -- [N=400] [C=16] [rounds=2]
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -24,19 +24,13 @@ import { orderStarter } from '../src/temporal/starters';
 import { placeOrderUpdate, type Placement } from '../src/contracts/orders-contract';
 import { loadConfig } from '../src/config';
 import { benchUpdate } from './workflows';
-import { pct, runPool, type Result } from './pool';
+import { pct, procCpu, runPool, type Result } from './pool';
 
 const N = Number(process.argv[2] ?? 400);
 const C = Number(process.argv[3] ?? 16);
 const ROUNDS = Number(process.argv[4] ?? 2);
 const WARMUP = 100;
 const NAMESPACE = 'default';
-
-/** CPU seconds (user + system) of a process, from /proc. */
-function procCpu(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 /** A phase with a failed operation measured something else: stop. */
 function failed(r: Result): Result {

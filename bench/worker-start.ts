@@ -6,7 +6,7 @@
 // the two, so the machine's background load falls on both alike.
 // Usage:   npm run build && npm run bench:worker-start -- [ROUNDS=5]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -15,6 +15,7 @@ import { initOrm, migrate } from '../src/db/orm';
 import { freeLowPort } from '../src/dev/ports';
 import { startEmbeddedPostgres } from '../src/dev/postgres';
 import { startDevTemporal } from '../src/dev/temporal';
+import { procCpu } from './pool';
 
 const ROUNDS = Number(process.argv[2] ?? 5);
 const root = resolve(__dirname, '..');
@@ -22,12 +23,6 @@ const MODES = {
   'sources (tsx, bundled at start)': ['--import', 'tsx', 'src/worker.ts'],
   'dist/ (prebuilt bundle)': ['dist/src/worker.js'],
 } as const;
-
-/** CPU seconds (user + system) of a process, from /proc. */
-function procCpu(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
 
 async function main() {
   if (!existsSync(join(root, 'dist', 'workflow-bundle.js')))
