@@ -99,7 +99,7 @@ export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
 /**
  * A placement route (POST /orders, POST /topup) this process cannot take from anyone now (its
  * admission limit is full) is refused before the key is looked up: the refusal reads nothing and
- * counts against no budget.
+ * counts against no budget. One let through holds its place until its placement runs.
  */
 export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: PlacementKind): RequestHandler {
   return (req, res, next) => {
@@ -110,7 +110,9 @@ export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: Plac
     gate.refuseEarly(kind, digest);
     // The account the key turned out to be, for refusing its next placement over its share early.
     if (digest) res.once('finish', () => res.locals.principal && gate.remember(digest, res.locals.principal.accountId));
-    next();
+    const hold = gate.hold(digest);
+    res.once('close', () => gate.releaseHold(hold));
+    gate.within(hold, next);
   };
 }
 

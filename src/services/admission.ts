@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Config } from '../config';
 import { ApiError } from '../domain/errors';
 import {
@@ -36,6 +37,9 @@ import type { WorkersView } from './worker-watch';
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
 // REST placements meet the limit, and a key's account over its share, before the key is even
 // looked up (`refuseEarly`), so a refusal at capacity costs the database nothing when it is busiest.
+// One let through holds its place while its key is read (`hold`), until `run` takes it over or the
+// request ends: otherwise every request arriving while a place is free would pass the early check,
+// and all but one would be refused after their key's statement and a read for a replay.
 
 export type PlacementKind = 'order' | 'topup';
 export type ShedReason = 'limit' | 'account_share' | 'no_worker';
@@ -93,6 +97,13 @@ export class PlacementRefused extends ApiError {
   }
 }
 
+/** A REST placement let through by refuseEarly and not yet at `run`. */
+export interface PlacementHold {
+  /** Its key's account, when the gate has seen the key place. */
+  readonly accountId?: string;
+  released: boolean;
+}
+
 export class PlacementGate {
   private readonly limiter: AdaptiveLimit;
   private inFlight = 0;
@@ -110,6 +121,11 @@ export class PlacementGate {
   private contendedAt = -Infinity;
   /** Key digest → the account it placed for, most recent last (at most KEY_ACCOUNTS_KEPT). */
   private readonly keyAccounts = new Map<string, string>();
+  /** Placements held between refuseEarly and `run`: all of them, and by account where known. */
+  private held = 0;
+  private readonly heldBy = new Map<string, number>();
+  /** The hold of the request being served, for `run` to take over. */
+  private readonly holds = new AsyncLocalStorage<PlacementHold>();
 
   constructor(
     private readonly settings: AdmissionSettings,
@@ -139,6 +155,8 @@ export class PlacementGate {
    */
   async run<T>(kind: PlacementKind, accountId: string, sampled: boolean, place: () => Promise<T>): Promise<T> {
     if (!this.settings.enabled) return place();
+    const hold = this.holds.getStore();
+    if (hold) this.releaseHold(hold);
     // Before a refusal for want of a worker, the rows are read again: a worker that started within
     // the last half beat (its row is written before it polls) is counted, not refused.
     if (noWorker(this.workers.current)) await within(WORKER_REREAD_WAIT_MS, this.workers.refresh());
@@ -165,9 +183,38 @@ export class PlacementGate {
    */
   refuseEarly(kind: PlacementKind, keyDigest?: string): void {
     if (!this.settings.enabled) return;
-    if (this.inFlight >= this.limiter.limit) this.shed(kind, 'limit');
+    if (this.inFlight + this.held >= this.limiter.limit) this.shed(kind, 'limit');
     const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest);
-    if (accountId !== undefined && this.overShare(accountId, this.now())) this.shed(kind, 'account_share');
+    if (accountId !== undefined && this.overShare(accountId, this.now(), this.heldBy.get(accountId) ?? 0))
+      this.shed(kind, 'account_share');
+  }
+
+  /**
+   * Holds a place for a request refuseEarly let through, while its key is read: later early checks
+   * count it as in flight (for its key's account, if known). `within` runs the rest of the request
+   * with it, so `run` takes it over; `releaseHold` gives it back if the request ends before that.
+   */
+  hold(keyDigest?: string): PlacementHold {
+    const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest);
+    const hold: PlacementHold = { accountId, released: !this.settings.enabled };
+    if (hold.released) return hold;
+    this.held++;
+    if (accountId !== undefined) this.heldBy.set(accountId, (this.heldBy.get(accountId) ?? 0) + 1);
+    return hold;
+  }
+
+  within(hold: PlacementHold, fn: () => void): void {
+    this.holds.run(hold, fn);
+  }
+
+  releaseHold(hold: PlacementHold): void {
+    if (hold.released) return;
+    hold.released = true;
+    this.held--;
+    if (hold.accountId === undefined) return;
+    const left = (this.heldBy.get(hold.accountId) ?? 1) - 1;
+    if (left > 0) this.heldBy.set(hold.accountId, left);
+    else this.heldBy.delete(hold.accountId);
   }
 
   /**
@@ -182,8 +229,9 @@ export class PlacementGate {
     this.keyAccounts.set(keyDigest, accountId);
   }
 
-  private overShare(accountId: string, now: number): boolean {
-    const mine = this.byAccount.get(accountId) ?? 0;
+  /** Whether the account, holding `held` more places than it has in flight, is over its share now. */
+  private overShare(accountId: string, now: number, held = 0): boolean {
+    const mine = (this.byAccount.get(accountId) ?? 0) + held;
     if (!this.othersAbout(accountId, now)) return false;
     // Room is shared out of the level shown under load while accounts place side by side, so a step
     // up in load is not lent the limit an idle process keeps for one burst.

@@ -72,6 +72,48 @@ test('a remembered key over its account share is refused early; an unknown key o
   expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBeUndefined();
 });
 
+test('a request let through early holds its place until its placement runs or it ends, so a burst is not all let through to the key lookup', async () => {
+  const gate = new PlacementGate(settings, workers);
+  const placing = held();
+  const running = [
+    gate.run('order', 'acc_heavy', true, () => placing.done),
+    gate.run('order', 'acc_light', true, () => placing.done),
+  ];
+  gate.remember('digest-heavy', 'acc_heavy');
+
+  // The heavy account has one of its two places in flight: one request of it is let through and
+  // holds the other while its key is read; the next is refused before its key is read.
+  expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBeUndefined();
+  const first = gate.hold('digest-heavy');
+  expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBe('account_share');
+  // Held places count against the limit too (4): two in flight, one held, one more held.
+  expect(refusal(() => gate.refuseEarly('order'))).toBeUndefined();
+  const unknown = gate.hold();
+  expect(refusal(() => gate.refuseEarly('order'))).toBe('limit');
+
+  // A request that ends before its placement (a wrong key, say) gives its place back, once.
+  gate.releaseHold(unknown);
+  gate.releaseHold(unknown);
+  expect(refusal(() => gate.refuseEarly('order'))).toBeUndefined();
+
+  // Its placement takes the held place over: counted once (three in flight, none held), not in
+  // flight and held as well; the request's end then gives back nothing more.
+  let third!: Promise<unknown>;
+  gate.within(first, () => {
+    third = gate.run('order', 'acc_heavy', true, () => placing.done);
+  });
+  expect(first.released).toBe(true);
+  gate.releaseHold(first);
+  expect(refusal(() => gate.refuseEarly('order'))).toBeUndefined();
+  expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBe('account_share');
+  gate.hold();
+  expect(refusal(() => gate.refuseEarly('order'))).toBe('limit');
+
+  placing.release();
+  await Promise.all([...running, third]);
+  expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBeUndefined();
+});
+
 test('with admission control off, nothing is remembered or refused', () => {
   const gate = new PlacementGate({ ...settings, enabled: false }, workers);
   gate.remember('digest', 'acc');
