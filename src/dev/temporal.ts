@@ -35,6 +35,10 @@ const DYNAMIC_CONFIG = [
   // Update-with-start (order placement) needs multi-operation on older dev servers.
   'frontend.enableExecuteMultiOperation=true',
   'frontend.enableUpdateWorkflowExecution=true',
+  // The dev server has one history shard, and the server reads a shard's transfer queue at most
+  // 20 times a second by default: every new run's first workflow task, which reaches matching
+  // only through that queue, waited for the next read, up to 50 ms.
+  'history.transferProcessorMaxPollRPS=1000',
 ];
 
 /**
