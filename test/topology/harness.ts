@@ -71,6 +71,8 @@ export interface TopologyOptions {
   keepDir?: boolean;
   /** Log level of the children (their lines go to files). */
   logLevel?: string;
+  /** More dynamic config for the Temporal server, `name=value` each (benchmarks' experiments). */
+  temporalDynamicConfig?: string[];
 }
 
 export { freePort };
@@ -186,7 +188,7 @@ export class StoppablePostgres {
 /** Starts the Temporal part: the dev server with a database file, or the real server when built. */
 async function startTemporal(
   mode: TemporalMode,
-  opts: { port: number; dir: string; postgres: StoppablePostgres },
+  opts: { port: number; dir: string; postgres: StoppablePostgres; dynamicConfig?: string[] },
 ): Promise<TemporalHandle> {
   if (mode === 'dev') {
     return startDevTemporal({
@@ -194,6 +196,7 @@ async function startTemporal(
       uiPort: 0,
       namespace: 'default',
       dbFilename: join(opts.dir, 'temporal.sqlite'),
+      dynamicConfig: opts.dynamicConfig,
     });
   }
   // The real Temporal server on Postgres.
@@ -202,6 +205,7 @@ async function startTemporal(
     namespace: 'default',
     databaseUrl: opts.postgres.adminUrl,
     dir: join(opts.dir, 'temporal-server'),
+    dynamicConfig: opts.dynamicConfig,
   });
 }
 
@@ -270,6 +274,7 @@ export class Topology {
       port: this.temporalPort,
       dir: this.dir,
       postgres: this.postgres,
+      dynamicConfig: this.opts.temporalDynamicConfig,
     });
     this.temporalAddress = this.temporal.address;
     this.log(`temporal (${this.temporalMode}) up at ${this.temporalAddress}`);
@@ -403,6 +408,7 @@ export class Topology {
       port: this.temporalPort,
       dir: this.dir,
       postgres: this.postgres,
+      dynamicConfig: this.opts.temporalDynamicConfig,
     });
     if (this.temporal.address !== this.temporalAddress)
       throw new Error(`temporal came back at ${this.temporal.address}, not ${this.temporalAddress}`);
