@@ -11,8 +11,8 @@
 //   node --import tsx bench/overload.ts [--temporal server|dev] [--apis 1] [--workers 1]
 //        [--seconds 60] [--levels 1,2,4] [--light 4] [--light-share 0.2]
 //        [--peak RATE | --peak-concurrency 16 --peak-seconds 20] [--settle-seconds 10] [--api-nice 0]
-//        [--temporal-config "name=value ..."] (more dynamic config for the Temporal server)
-// ADMISSION_* and WORKER_HEARTBEAT_* set in the environment are passed to the service processes.
+// ADMISSION_* and WORKER_HEARTBEAT_* set in the environment are passed to the service processes;
+// DEV_TEMPORAL_DYNAMIC_CONFIG, as for `npm start`, to the Temporal server.
 import { Agent, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -40,7 +40,6 @@ const { values: args } = parseArgs({
     'peak-seconds': { type: 'string', default: '20' },
     'settle-seconds': { type: 'string', default: '10' },
     'api-nice': { type: 'string', default: '0' },
-    'temporal-config': { type: 'string', default: '' },
   },
 });
 
@@ -354,15 +353,16 @@ async function main() {
   const passed = Object.fromEntries(
     Object.entries(process.env).filter(([k, v]) => /^(ADMISSION_|WORKER_HEARTBEAT_)/.test(k) && v !== undefined),
   ) as Record<string, string>;
+  const temporalDynamicConfig = loadConfig().DEV_TEMPORAL_DYNAMIC_CONFIG;
   console.log(
-    `starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ${args['temporal-config']} ${JSON.stringify(passed)} ...`,
+    `starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ${temporalDynamicConfig.join(' ')} ${JSON.stringify(passed)} ...`,
   );
   const t = await startTopology({
     apis: Number(args.apis),
     workers: Number(args.workers),
     temporal: args.temporal as 'dev' | 'server',
     env: { RATE_LIMIT_PER_MINUTE: '100000000', RECONCILE_SECONDS: '0', ...passed },
-    temporalDynamicConfig: args['temporal-config'].split(/\s+/).filter(Boolean),
+    temporalDynamicConfig,
   });
   try {
     const apiUrls = t.apis.map((p) => p.apiUrl);

@@ -230,6 +230,15 @@ export class Topology {
     return this.opts.temporal ?? (process.env.TOPOLOGY_TEMPORAL === 'server' ? 'server' : 'dev');
   }
 
+  private temporalOptions() {
+    return {
+      port: this.temporalPort,
+      dir: this.dir,
+      postgres: this.postgres,
+      dynamicConfig: this.opts.temporalDynamicConfig,
+    };
+  }
+
   get all(): Proc[] {
     return [...this.apis, ...this.workers];
   }
@@ -270,12 +279,7 @@ export class Topology {
     this.log(`postgres up on ${this.postgres.port} (${this.postgres.bin})`);
     this.databaseUrl = await this.postgres.createDatabase('wholesale');
     this.temporalPort = await freePort();
-    this.temporal = await startTemporal(this.temporalMode, {
-      port: this.temporalPort,
-      dir: this.dir,
-      postgres: this.postgres,
-      dynamicConfig: this.opts.temporalDynamicConfig,
-    });
+    this.temporal = await startTemporal(this.temporalMode, this.temporalOptions());
     this.temporalAddress = this.temporal.address;
     this.log(`temporal (${this.temporalMode}) up at ${this.temporalAddress}`);
     for (let i = 0; i < apis; i++) this.apis.push(await this.newProc('api', i));
@@ -404,12 +408,7 @@ export class Topology {
   }
 
   async startTemporal(): Promise<void> {
-    this.temporal = await startTemporal(this.temporalMode, {
-      port: this.temporalPort,
-      dir: this.dir,
-      postgres: this.postgres,
-      dynamicConfig: this.opts.temporalDynamicConfig,
-    });
+    this.temporal = await startTemporal(this.temporalMode, this.temporalOptions());
     if (this.temporal.address !== this.temporalAddress)
       throw new Error(`temporal came back at ${this.temporal.address}, not ${this.temporalAddress}`);
     this.log('temporal started');
