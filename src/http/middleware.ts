@@ -109,7 +109,11 @@ export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: Plac
     const digest = match ? createHash('sha256').update(match[1]).digest('base64url') : undefined;
     gate.refuseEarly(kind, digest);
     // The account the key turned out to be, for refusing its next placement over its share early.
-    if (digest) res.once('finish', () => res.locals.principal && gate.remember(digest, res.locals.principal.accountId));
+    if (digest)
+      res.once('finish', () => {
+        const principal = res.locals.principal as Principal | undefined;
+        if (principal) gate.remember(digest, principal.account.id);
+      });
     const hold = gate.hold(digest);
     res.once('close', () => gate.releaseHold(hold));
     gate.within(hold, next);

@@ -159,6 +159,38 @@ test('over the limit: 503 retryable at once, nothing charged, no order, no workf
   expect(final.rows[1].order_id).toBe(retried.body.orderId);
 });
 
+test('a key that has placed through this process is refused over its share before it is read: no budget counted; retried, placed once', async () => {
+  const heavy = await h.account('1000.00');
+  const light = await h.account('1000.00');
+  const heavyApi = client(h.apiUrl, heavy.apiKey);
+  const lightApi = client(h.apiUrl, light.apiKey);
+  const share = LIMIT / 2;
+  // The process learns which account a key is when a placement of it is answered.
+  expect((await heavyApi.post('/orders', order('known-0'))).status).toBe(200);
+  const heavyBefore = await expectLedgerMatchesBalance(h, heavy.accountId);
+  const { held, shed } = await whileProductLocked(async () => {
+    const lightFirst = lightApi.post('/orders', order('light-1'));
+    await eventually(async () => (await inFlight()) === 1, 30_000, 50, 'the light account in flight');
+    const heavyHeld = Array.from({ length: share }, (_, i) => heavyApi.post('/orders', order(`known-${i + 1}`)));
+    await eventually(async () => (await inFlight()) === share + 1, 30_000, 50, 'the heavy account at its share');
+    const shed = await heavyApi.post('/orders', order('known-over'));
+    return { held: [lightFirst, ...heavyHeld], shed };
+  });
+  expectShed(shed, 'account_share');
+  // Answered before the key's statement: the key's per-minute budget never counted it.
+  expect(shed.headers.get('x-ratelimit-remaining')).toBeNull();
+  expect((await Promise.all(held)).map((r) => r.status)).toEqual(Array(share + 1).fill(200));
+  await expectNoOrder(heavy.accountId, 'known-over');
+  await expectNoWorkflow(heavy.accountId, 'known-over');
+  expect((await expectLedgerMatchesBalance(h, heavy.accountId)).rows).toHaveLength(heavyBefore.rows.length + share);
+
+  const retried = await heavyApi.post('/orders', order('known-over'));
+  expect(retried.body).toMatchObject({ status: 'delivered', reused: false });
+  expect(Number(retried.headers.get('x-ratelimit-remaining'))).toBeGreaterThan(0);
+  expect((await heavyApi.post('/orders', order('known-over'))).body).toEqual({ ...retried.body, reused: true });
+  expect((await expectLedgerMatchesBalance(h, heavy.accountId)).rows).toHaveLength(heavyBefore.rows.length + share + 1);
+});
+
 test('one account over its share while another places: it is refused, the other is let through', async () => {
   const heavy = await h.account('1000.00');
   const light = await h.account('1000.00');
