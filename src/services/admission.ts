@@ -39,7 +39,9 @@ import type { WorkersView } from './worker-watch';
 // looked up (`refuseEarly`), so a refusal at capacity costs the database nothing when it is busiest.
 // One let through holds its place while its key is read (`hold`), until `run` takes it over or the
 // request ends: otherwise every request arriving while a place is free would pass the early check,
-// and all but one would be refused after their key's statement and a read for a replay.
+// and all but one would be refused after their key's statement and a read for a replay. A place
+// held for a known account is taken over without a second check; one held before the gate knew the
+// key's account (its first placement here) meets the limit and the share again in `run`.
 
 export type PlacementKind = 'order' | 'topup';
 export type ShedReason = 'limit' | 'account_share' | 'no_worker';
@@ -156,12 +158,16 @@ export class PlacementGate {
   async run<T>(kind: PlacementKind, accountId: string, sampled: boolean, place: () => Promise<T>): Promise<T> {
     if (!this.settings.enabled) return place();
     const hold = this.holds.getStore();
+    // A place held for this account was checked against the limit and the account's share when it
+    // was taken, and counted since: it is taken over as it is. A refusal then only ever comes
+    // before the key is read, at once, never after waiting for that read on a busy database.
+    const heldForIt = hold !== undefined && !hold.released && hold.accountId === accountId;
     if (hold) this.releaseHold(hold);
     // Before a refusal for want of a worker, the rows are read again: a worker that started within
     // the last half beat (its row is written before it polls) is counted, not refused.
     if (noWorker(this.workers.current)) await within(WORKER_REREAD_WAIT_MS, this.workers.refresh());
     const startedAt = this.now();
-    this.admit(kind, accountId, startedAt);
+    this.admit(kind, accountId, startedAt, heldForIt);
     try {
       const result = await place();
       this.answered(sampled, startedAt);
@@ -280,7 +286,8 @@ export class PlacementGate {
     this.restPeakSecond = second;
   }
 
-  private admit(kind: PlacementKind, accountId: string, now: number): void {
+  /** Admits a placement, or throws the 503; `held`: it holds a place refuseEarly counted for its account. */
+  private admit(kind: PlacementKind, accountId: string, now: number, held: boolean): void {
     const view = this.workers.current;
     this.seen.set(accountId, now);
     if (noWorker(view)) this.shed(kind, 'no_worker');
@@ -289,8 +296,10 @@ export class PlacementGate {
     const limit = this.limiter.limit;
     admissionLimit.set(limit);
     admissionShownLimit.set(this.limiter.shownLimit);
-    if (this.inFlight >= limit) this.shed(kind, 'limit');
-    if (this.overShare(accountId, now)) this.shed(kind, 'account_share');
+    // Places other requests hold while their keys are read are theirs: they count here as they
+    // did when those requests were let through.
+    if (!held && this.inFlight + this.held >= limit) this.shed(kind, 'limit');
+    if (!held && this.overShare(accountId, now, this.heldBy.get(accountId) ?? 0)) this.shed(kind, 'account_share');
     const mine = this.byAccount.get(accountId) ?? 0;
     if (this.othersPlacing(accountId)) this.contendedAt = now;
     this.inFlight++;

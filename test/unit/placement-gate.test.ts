@@ -114,6 +114,54 @@ test('a request let through early holds its place until its placement runs or it
   expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBeUndefined();
 });
 
+test('a place held for a known account is taken over by its placement without a second check; one held before the key was known is checked again', async () => {
+  const gate = new PlacementGate({ ...settings, initialLimit: 6, maxLimit: 6 }, workers);
+  const placing = held();
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'placed',
+      (err: unknown) => (err instanceof PlacementRefused ? err.reason : String(err)),
+    );
+  const running = [1, 2, 3].map(() => gate.run('order', 'acc_heavy', true, () => placing.done));
+  gate.remember('digest-heavy', 'acc_heavy');
+
+  // Alone, the heavy account may use the whole limit (6): its fourth request is let through and
+  // holds a place while its key is read.
+  expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBeUndefined();
+  const fourth = gate.hold('digest-heavy');
+  // Meanwhile another account places, which puts the heavy account over its share (3 of 6): its
+  // next request is refused before its key is read...
+  running.push(gate.run('order', 'acc_light', true, () => placing.done));
+  expect(refusal(() => gate.refuseEarly('order', 'digest-heavy'))).toBe('account_share');
+  // ...while the one that held a place keeps it: it is not refused after its key's read.
+  let placed!: Promise<unknown>;
+  gate.within(fourth, () => {
+    placed = outcome(gate.run('order', 'acc_heavy', true, () => placing.done));
+  });
+  expect(fourth.released).toBe(true);
+
+  placing.release();
+  await Promise.all(running);
+  expect(await placed).toBe('placed');
+
+  // A place held for a key the gate has not seen place (its account unknown until the key is read)
+  // meets the limit and the account's share when its placement runs.
+  const again = held();
+  running.push(
+    ...[1, 2, 3].map(() => gate.run('order', 'acc_heavy', true, () => again.done)),
+    gate.run('order', 'acc_light', true, () => again.done),
+  );
+  expect(refusal(() => gate.refuseEarly('order', 'digest-new'))).toBeUndefined();
+  const unknown = gate.hold('digest-new');
+  let late!: Promise<unknown>;
+  gate.within(unknown, () => {
+    late = outcome(gate.run('order', 'acc_heavy', true, async () => 'ok'));
+  });
+  expect(await late).toBe('account_share');
+  again.release();
+  await Promise.all(running);
+});
+
 test('with admission control off, nothing is remembered or refused', () => {
   const gate = new PlacementGate({ ...settings, enabled: false }, workers);
   gate.remember('digest', 'acc');
