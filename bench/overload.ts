@@ -11,12 +11,17 @@
 //   node --import tsx bench/overload.ts [--temporal server|dev] [--apis 1] [--workers 1]
 //        [--seconds 60] [--levels 1,2,4] [--light 4] [--light-share 0.2]
 //        [--peak RATE | --peak-concurrency 16 --peak-seconds 20] [--settle-seconds 10] [--api-nice 0]
+//        [--api-cpus LIST]
+// --api-cpus (a taskset list, e.g. 0) runs the API processes and this client on those cores and
+// everything else (Temporal, Postgres, the workers) on the others: the API on cores of its own, as
+// in a deployment where it runs in pods of its own, on a machine that has only one pair of cores.
 // ADMISSION_* and WORKER_HEARTBEAT_* set in the environment are passed to the service processes;
 // DEV_TEMPORAL_DYNAMIC_CONFIG, as for `npm start`, to the Temporal server.
 import { Agent, request } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { cpus, setPriority } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config';
@@ -40,8 +45,27 @@ const { values: args } = parseArgs({
     'peak-seconds': { type: 'string', default: '20' },
     'settle-seconds': { type: 'string', default: '10' },
     'api-nice': { type: 'string', default: '0' },
+    'api-cpus': { type: 'string' },
   },
 });
+
+/** Every thread of `pid` (and what it starts later) on the cores `cpus` (a taskset list). */
+function pinTo(pid: number, cpus: string): void {
+  const r = spawnSync('taskset', ['--all-tasks', '--pid', '--cpu-list', cpus, String(pid)], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`taskset ${cpus} ${pid}: ${r.stderr || r.error}`);
+}
+
+/** The cores not in a taskset list such as `0` or `0,2-3`. */
+function otherCpus(list: string): string {
+  const taken = new Set<number>();
+  for (const part of list.split(',')) {
+    const [from, to = from] = part.split('-').map(Number);
+    for (let c = from; c <= to; c++) taken.add(c);
+  }
+  const rest = Array.from({ length: cpus().length }, (_, c) => c).filter((c) => !taken.has(c));
+  if (rest.length === 0 || taken.size === 0) throw new Error(`--api-cpus ${list} leaves no cores for the rest`);
+  return rest.join(',');
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
@@ -357,6 +381,11 @@ async function main() {
   console.log(
     `starting the topology: ${args.apis} API, ${args.workers} workers, Temporal ${args.temporal} ${temporalDynamicConfig.join(' ')} ${JSON.stringify(passed)} ...`,
   );
+  const apiCpus = args['api-cpus'];
+  // Everything the topology starts inherits this process's cores; the API processes and this
+  // client move to theirs once started.
+  const restCpus = apiCpus ? otherCpus(apiCpus) : undefined;
+  if (apiCpus) pinTo(process.pid, restCpus!);
   const t = await startTopology({
     apis: Number(args.apis),
     workers: Number(args.workers),
@@ -366,6 +395,11 @@ async function main() {
   });
   try {
     const apiUrls = t.apis.map((p) => p.apiUrl);
+    if (apiCpus) {
+      for (const p of t.apis) pinTo(p.child!.pid!, apiCpus);
+      pinTo(process.pid, apiCpus);
+      console.log(`API processes and the client on cores ${apiCpus}, the rest on ${restCpus}`);
+    }
     const apiNice = Number(args['api-nice']);
     if (apiNice !== 0) {
       // The API processes and this client ahead of the rest in the CPU's queue: what an API on
