@@ -83,6 +83,35 @@ async function mcpCall(
   }
 }
 
+/** Two funded accounts and their clients. */
+async function heavyAndLight() {
+  const [heavy, light] = [await h.account('1000.00'), await h.account('1000.00')];
+  return { heavy, light, heavyApi: client(h.apiUrl, heavy.apiKey), lightApi: client(h.apiUrl, light.apiKey) };
+}
+
+/**
+ * While the product is locked: the light account puts one order in flight and the heavy account its
+ * share (`${prefix}-<i>`), then the heavy account asks for one more (`overId`); `andThen` runs
+ * before the placements held in flight are let go.
+ */
+async function heavyOverShare<T>(
+  heavyApi: ReturnType<typeof client>,
+  lightApi: ReturnType<typeof client>,
+  prefix: string,
+  overId: string,
+  andThen: () => Promise<T>,
+) {
+  const share = LIMIT / 2;
+  return whileProductLocked(async () => {
+    const lightFirst = lightApi.post('/orders', order('light-1'));
+    await eventually(async () => (await inFlight()) === 1, 30_000, 50, 'the light account in flight');
+    const heavyHeld = Array.from({ length: share }, (_, i) => heavyApi.post('/orders', order(`${prefix}-${i}`)));
+    await eventually(async () => (await inFlight()) === share + 1, 30_000, 50, 'the heavy account at its share');
+    const shed = await heavyApi.post('/orders', order(overId));
+    return { held: [lightFirst, ...heavyHeld], shed, after: await andThen() };
+  });
+}
+
 function expectShed(res: ApiResponse, reason: string) {
   expect({
     status: res.status,
@@ -160,22 +189,12 @@ test('over the limit: 503 retryable at once, nothing charged, no order, no workf
 });
 
 test('a key that has placed through this process is refused over its share before it is read: no budget counted; retried, placed once', async () => {
-  const heavy = await h.account('1000.00');
-  const light = await h.account('1000.00');
-  const heavyApi = client(h.apiUrl, heavy.apiKey);
-  const lightApi = client(h.apiUrl, light.apiKey);
+  const { heavy, heavyApi, lightApi } = await heavyAndLight();
   const share = LIMIT / 2;
   // The process learns which account a key is when a placement of it is answered.
   expect((await heavyApi.post('/orders', order('known-0'))).status).toBe(200);
   const heavyBefore = await expectLedgerMatchesBalance(h, heavy.accountId);
-  const { held, shed } = await whileProductLocked(async () => {
-    const lightFirst = lightApi.post('/orders', order('light-1'));
-    await eventually(async () => (await inFlight()) === 1, 30_000, 50, 'the light account in flight');
-    const heavyHeld = Array.from({ length: share }, (_, i) => heavyApi.post('/orders', order(`known-${i + 1}`)));
-    await eventually(async () => (await inFlight()) === share + 1, 30_000, 50, 'the heavy account at its share');
-    const shed = await heavyApi.post('/orders', order('known-over'));
-    return { held: [lightFirst, ...heavyHeld], shed };
-  });
+  const { held, shed } = await heavyOverShare(heavyApi, lightApi, 'known-held', 'known-over', async () => undefined);
   expectShed(shed, 'account_share');
   // Answered before the key's statement: the key's per-minute budget never counted it.
   expect(shed.headers.get('x-ratelimit-remaining')).toBeNull();
@@ -192,22 +211,18 @@ test('a key that has placed through this process is refused over its share befor
 });
 
 test('one account over its share while another places: it is refused, the other is let through', async () => {
-  const heavy = await h.account('1000.00');
-  const light = await h.account('1000.00');
-  const heavyApi = client(h.apiUrl, heavy.apiKey);
-  const lightApi = client(h.apiUrl, light.apiKey);
+  const { heavy, light, heavyApi, lightApi } = await heavyAndLight();
   const share = LIMIT / 2;
   const heavyBefore = await expectLedgerMatchesBalance(h, heavy.accountId);
-  const { held, shed, lightSecond } = await whileProductLocked(async () => {
-    const lightFirst = lightApi.post('/orders', order('light-1'));
-    await eventually(async () => (await inFlight()) === 1, 30_000, 50, 'the light account in flight');
-    const heavyHeld = Array.from({ length: share }, (_, i) => heavyApi.post('/orders', order(`heavy-${i}`)));
-    await eventually(async () => (await inFlight()) === share + 1, 30_000, 50, 'the heavy account at its share');
-    const shed = await heavyApi.post('/orders', order('heavy-over'));
+  const {
+    held,
+    shed,
+    after: { lightSecond },
+  } = await heavyOverShare(heavyApi, lightApi, 'heavy', 'heavy-over', async () => {
     // Room is left under the limit, and the light account is under its share.
     const lightSecond = lightApi.post('/orders', order('light-2'));
     await eventually(async () => (await inFlight()) === share + 2, 30_000, 50, 'the light account let through');
-    return { held: [lightFirst, ...heavyHeld], shed, lightSecond };
+    return { lightSecond };
   });
   expectShed(shed, 'account_share');
   expect((await Promise.all([...held, lightSecond])).map((r) => r.status)).toEqual(Array(share + 2).fill(200));
