@@ -130,6 +130,23 @@ export default defineConfig(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
+    name: 'wholesale/principal',
+    // `res.locals` is `any` in Express's types, so a misspelt field of the principal compiles: it is
+    // read through principalOf / authenticated (src/http/middleware.ts), where its type holds. Before
+    // the workflow-sandbox block, whose own no-restricted-syntax replaces this one for its files.
+    files: ['src/**/*.ts'],
+    ignores: ['src/http/middleware.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[object.property.name='locals'][property.name='principal']",
+          message: "Read the request's principal with principalOf(res) or authenticated(res) (src/http/middleware.ts).",
+        },
+      ],
+    },
+  },
+  {
     name: 'wholesale/workflow-sandbox',
     // Everything that goes into the workflow bundle: the workflows, the lifecycles' contracts
     // (ids, messages, their types) and the pure domain rules; a new file in these folders is

@@ -50,7 +50,7 @@ export function accessLog(ctx: AppContext): RequestHandler {
             .replace(/^\/codec\/[^/]+\/(decode|encode)$/, '/codec/:token/$1'),
           status: res.statusCode,
           ms: Number(process.hrtime.bigint() - started) / 1e6,
-          accountId: res.locals.principal?.account.id,
+          accountId: principalOf(res)?.account.id,
         },
         'request',
       );
@@ -64,6 +64,21 @@ export interface Budget {
   name: string;
   limit: number;
   windowSeconds: number;
+}
+
+/**
+ * The principal `bearerAuth` found for this request, if any. `res.locals` is `any` in Express's
+ * types, so it is read here only, where its type holds (a lint rule keeps it so).
+ */
+export function principalOf(res: Response): Principal | undefined {
+  return res.locals.principal as Principal | undefined;
+}
+
+/** The principal of a request `bearerAuth` let through; without one, the 401 the key check gives. */
+export function authenticated(res: Response): Principal {
+  const principal = principalOf(res);
+  if (!principal) throw new ApiError('unauthorized', 'Missing or invalid API key');
+  return principal;
 }
 
 /**
@@ -111,7 +126,7 @@ export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: Plac
     // The account the key turned out to be, for refusing its next placement over its share early.
     if (digest)
       res.once('finish', () => {
-        const principal = res.locals.principal as Principal | undefined;
+        const principal = principalOf(res);
         if (principal) gate.remember(digest, principal.account.id);
       });
     const hold = gate.hold(digest);
@@ -130,7 +145,7 @@ export function rateLimit(
 ): RequestHandler {
   return async (req, res, next) => {
     if (opts.methods && !opts.methods.includes(req.method)) return next();
-    const who = opts.per === 'ip' ? (req.ip ?? 'unknown') : res.locals.principal.apiKeyId;
+    const who = opts.per === 'ip' ? (req.ip ?? 'unknown') : authenticated(res).apiKeyId;
     const result = await timed('rate', () =>
       hitRateLimit(ctx.orm.em.fork(), `${opts.name}:${who}`, opts.limit, opts.windowSeconds),
     );

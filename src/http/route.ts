@@ -6,6 +6,7 @@ import { KEY_SCOPES, type KeyScope } from '../domain/key-scopes';
 import type { Principal } from '../services/accounts/accounts';
 import { assertScope } from '../services/accounts/key-access';
 import { assertCleanInput } from './hygiene';
+import { authenticated, principalOf } from './middleware';
 import { ErrorBody, ERROR_MEANING, errorExample, HEADERS, type HeaderName } from './openapi';
 
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -157,7 +158,7 @@ export function addRoute<
     // The template this request matched, for the metrics (an error handler later sees another baseUrl).
     res.locals.routeTemplate = `${req.baseUrl}${def.path}`;
     // Before the request is read: a key without the scope learns nothing from a validation error.
-    if (auth === 'api') assertScope(res.locals.principal as Principal, scope);
+    if (auth === 'api') assertScope(authenticated(res), scope);
     const headers = Object.fromEntries(headerNames.map((h) => [h, req.header(h)]));
     assertCleanInput({ params: req.params, query: req.query, body: req.body, header: headers });
     const input = {
@@ -167,7 +168,7 @@ export function addRoute<
       body: (def.body ? def.body.parse(req.body ?? {}) : undefined) as Infer<B>,
       req,
       res,
-      principal: res.locals.principal as Principal,
+      principal: principalOf(res) as Principal,
     };
     const result = await handler(input);
     if (!def.csv) res.status(200).json(result);

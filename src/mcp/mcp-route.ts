@@ -1,7 +1,7 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import express, { Router } from 'express';
 import type { AppContext } from '../http/context';
-import { bearerAuth } from '../http/middleware';
+import { authenticated, bearerAuth } from '../http/middleware';
 import { createMcpServer } from './server';
 
 /**
@@ -23,7 +23,7 @@ export function mcpRoutes(ctx: AppContext): Router {
         .json({ jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: empty batch' }, id: null });
       return;
     }
-    const server = createMcpServer({ ctx, principal: res.locals.principal, requestId: res.locals.requestId });
+    const server = createMcpServer({ ctx, principal: authenticated(res), requestId: res.locals.requestId });
     // Plain JSON responses: every tool answers within the request, so no SSE stream is needed.
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
