@@ -11,6 +11,7 @@ import { assertKeyUsable } from '../services/accounts/key-access';
 import {
   hitRateLimit,
   pruneSometimes,
+  budgetStanding,
   rateLimitResult,
   rateWindow,
   type RateLimitResult,
@@ -59,6 +60,9 @@ export function accessLog(ctx: AppContext): RequestHandler {
   };
 }
 
+/** How the admission gate knows a key without keeping it: its SHA-256, base64url. */
+const keyDigest = (key: string) => createHash('sha256').update(key).digest('base64url');
+
 /** A request budget per key (or per client IP), in fixed windows counted in Postgres. */
 export interface Budget {
   name: string;
@@ -105,7 +109,16 @@ export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
     res.locals.principal = principal;
     if (budget && window) {
       await pruneSometimes(em);
-      enforceBudget(res, budget, rateLimitResult(hits ?? 0, budget.limit, window));
+      const result = rateLimitResult(hits ?? 0, budget.limit, window);
+      // The account and budget this key showed, for refusing its next placement before it is read.
+      if (ctx.admission && match)
+        ctx.admission.remember(keyDigest(match[1]), principal.account.id, {
+          limit: budget.limit,
+          remaining: result.remaining,
+          resetAt: result.resetAt,
+          windowSeconds: budget.windowSeconds,
+        });
+      enforceBudget(res, budget, result);
     }
     next();
   };
@@ -113,22 +126,24 @@ export function bearerAuth(ctx: AppContext, budget?: Budget): RequestHandler {
 
 /**
  * A placement route (POST /orders, POST /topup) this process cannot take from anyone now (its
- * admission limit is full) is refused before the key is looked up: the refusal reads nothing and
- * counts against no budget. One let through holds its place until its placement runs.
+ * admission limit is full, or the key's account, known from an earlier request, holds its share)
+ * is refused before the key is looked up: the refusal reads nothing and counts against no budget.
+ * One let through holds its place until its placement runs.
  */
 export function placementPrecheck(ctx: Pick<AppContext, 'admission'>, kind: PlacementKind): RequestHandler {
   return (req, res, next) => {
     const gate = ctx.admission;
     if (!gate) return next();
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '');
-    const digest = match ? createHash('sha256').update(match[1]).digest('base64url') : undefined;
-    gate.refuseEarly(kind, digest);
-    // The account the key turned out to be, for refusing its next placement over its share early.
-    if (digest)
-      res.once('finish', () => {
-        const principal = principalOf(res);
-        if (principal) gate.remember(digest, principal.account.id);
-      });
+    const digest = match ? keyDigest(match[1]) : undefined;
+    try {
+      gate.refuseEarly(kind, digest);
+    } catch (err) {
+      // Nothing was counted: the key's budget as this process last saw it counted (spec section 8).
+      const seen = digest === undefined ? undefined : gate.budgetOf(digest);
+      if (seen) budgetHeaders(res, seen.limit, budgetStanding(seen));
+      throw err;
+    }
     const hold = gate.hold(digest);
     res.once('close', () => gate.releaseHold(hold));
     gate.within(hold, next);
@@ -154,11 +169,15 @@ export function rateLimit(
   };
 }
 
+function budgetHeaders(res: Response, limit: number, standing: { remaining: number; resetAt: number }): void {
+  res.setHeader('X-RateLimit-Limit', String(limit));
+  res.setHeader('X-RateLimit-Remaining', String(standing.remaining));
+  res.setHeader('X-RateLimit-Reset', String(standing.resetAt));
+}
+
 /** The budget's headers on every answer; over it, 429 with Retry-After. */
 function enforceBudget(res: Response, budget: Budget, result: RateLimitResult): void {
-  res.setHeader('X-RateLimit-Limit', String(budget.limit));
-  res.setHeader('X-RateLimit-Remaining', String(result.remaining));
-  res.setHeader('X-RateLimit-Reset', String(result.resetAt));
+  budgetHeaders(res, budget.limit, result);
   if (!result.allowed) {
     rateLimited.inc({ limit: budget.name });
     throw new ApiError('rate_limited', 'Request limit reached; retry after the time in Retry-After', undefined, {

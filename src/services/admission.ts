@@ -99,6 +99,18 @@ export class PlacementRefused extends ApiError {
   }
 }
 
+/**
+ * What a key's last counted request left of its per-key budget: a refusal before the key is read
+ * answers with it (spec section 8: every response carries the budget's headers), as it stands.
+ */
+export interface BudgetSeen {
+  limit: number;
+  remaining: number;
+  /** Unix seconds when the window it was counted in resets. */
+  resetAt: number;
+  windowSeconds: number;
+}
+
 /** A REST placement let through by refuseEarly and not yet at `run`. */
 export interface PlacementHold {
   /** Its key's account, when the gate has seen the key place. */
@@ -121,8 +133,8 @@ export class PlacementGate {
   private restPeakSecond = 0;
   /** When a placement was last admitted while another account had one in flight. */
   private contendedAt = -Infinity;
-  /** Key digest → the account it placed for, most recent last (at most KEY_ACCOUNTS_KEPT). */
-  private readonly keyAccounts = new Map<string, string>();
+  /** Key digest → its account and budget as last counted, most recent last (at most KEY_ACCOUNTS_KEPT). */
+  private readonly keyAccounts = new Map<string, { accountId: string; budget?: BudgetSeen }>();
   /** Placements held between refuseEarly and `run`: all of them, and by account where known. */
   private held = 0;
   private readonly heldBy = new Map<string, number>();
@@ -190,7 +202,7 @@ export class PlacementGate {
   refuseEarly(kind: PlacementKind, keyDigest?: string): void {
     if (!this.settings.enabled) return;
     if (this.inFlight + this.held >= this.limiter.limit) this.shed(kind, 'limit');
-    const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest);
+    const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest)?.accountId;
     if (accountId !== undefined && this.overShare(accountId, this.now(), this.heldBy.get(accountId) ?? 0))
       this.shed(kind, 'account_share');
   }
@@ -201,7 +213,7 @@ export class PlacementGate {
    * with it, so `run` takes it over; `releaseHold` gives it back if the request ends before that.
    */
   hold(keyDigest?: string): PlacementHold {
-    const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest);
+    const accountId = keyDigest === undefined ? undefined : this.keyAccounts.get(keyDigest)?.accountId;
     const hold: PlacementHold = { accountId, released: !this.settings.enabled };
     if (hold.released) return hold;
     this.held++;
@@ -224,15 +236,25 @@ export class PlacementGate {
   }
 
   /**
-   * Notes which account a key (by its digest) placed for, so the next placement of that key over
-   * its account's share is refused before the key is read. A wrong or stale entry can only refuse
-   * (nothing is done, the 503 says retry); it never lets anything through.
+   * Notes which account a key (by its digest) is, and what its budget was when last counted, so
+   * the next placement of that key over its account's share is refused before the key is read,
+   * with the budget's headers. A wrong or stale entry can only refuse (nothing is done, the 503
+   * says retry); it never lets anything through.
    */
-  remember(keyDigest: string, accountId: string): void {
-    if (!this.settings.enabled || this.keyAccounts.get(keyDigest) === accountId) return;
+  remember(keyDigest: string, accountId: string, budget?: BudgetSeen): void {
+    if (!this.settings.enabled) return;
+    // A window's count only grows: of statements answered out of order, the lowest remaining stands.
+    const before = this.keyAccounts.get(keyDigest)?.budget;
+    if (budget && before && before.resetAt === budget.resetAt && before.remaining < budget.remaining)
+      budget = { ...budget, remaining: before.remaining };
     this.keyAccounts.delete(keyDigest);
     if (this.keyAccounts.size >= KEY_ACCOUNTS_KEPT) this.keyAccounts.delete(this.keyAccounts.keys().next().value!);
-    this.keyAccounts.set(keyDigest, accountId);
+    this.keyAccounts.set(keyDigest, { accountId, budget });
+  }
+
+  /** The key's budget as last counted in this process, if it was. */
+  budgetOf(keyDigest: string): BudgetSeen | undefined {
+    return this.keyAccounts.get(keyDigest)?.budget;
   }
 
   /** Whether the account, holding `held` more places than it has in flight, is over its share now. */

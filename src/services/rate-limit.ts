@@ -35,6 +35,19 @@ export function rateLimitResult(count: number, limit: number, window: RateWindow
   };
 }
 
+/**
+ * A budget as last counted (`limit`, `remaining`, `resetAt` in unix seconds), as it stands at
+ * `now` without counting anything: once its window has reset, the whole limit in the window now.
+ */
+export function budgetStanding(
+  seen: { limit: number; remaining: number; resetAt: number; windowSeconds: number },
+  now = Date.now(),
+): { remaining: number; resetAt: number } {
+  if (now < seen.resetAt * 1000) return { remaining: seen.remaining, resetAt: seen.resetAt };
+  const window = rateWindow(seen.windowSeconds, now);
+  return { remaining: seen.limit, resetAt: Math.ceil((window.start.getTime() + seen.windowSeconds * 1000) / 1000) };
+}
+
 /** Drops old windows now and then (one hit in a hundred), so the table stays small. */
 export async function pruneSometimes(em: EntityManager): Promise<void> {
   if (Math.random() < 0.01) await pruneRateLimits(em);

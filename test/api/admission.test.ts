@@ -188,7 +188,7 @@ test('over the limit: 503 retryable at once, nothing charged, no order, no workf
   expect(final.rows[1].order_id).toBe(retried.body.orderId);
 });
 
-test('a key that has placed through this process is refused over its share before it is read: no budget counted; retried, placed once', async () => {
+test('a key this process has seen is refused over its share before it is read, with its budget as last counted and nothing counted; retried, placed once', async () => {
   const { heavy, heavyApi, lightApi } = await heavyAndLight();
   const share = LIMIT / 2;
   // The process learns which account a key is when a placement of it is answered.
@@ -196,9 +196,22 @@ test('a key that has placed through this process is refused over its share befor
   const heavyBefore = await expectLedgerMatchesBalance(h, heavy.accountId);
   const { held, shed } = await heavyOverShare(heavyApi, lightApi, 'known-held', 'known-over', async () => undefined);
   expectShed(shed, 'account_share');
-  // Answered before the key's statement: the key's per-minute budget never counted it.
-  expect(shed.headers.get('x-ratelimit-remaining')).toBeNull();
-  expect((await Promise.all(held)).map((r) => r.status)).toEqual(Array(share + 1).fill(200));
+  const answered = await Promise.all(held);
+  expect(answered.map((r) => r.status)).toEqual(Array(share + 1).fill(200));
+  // Answered before the key's statement, with the key's budget as its last counted request left it
+  // (spec section 8: every response carries it); the refusal itself was not counted.
+  const budget = (r: ApiResponse) => ({
+    limit: Number(r.headers.get('x-ratelimit-limit')),
+    remaining: Number(r.headers.get('x-ratelimit-remaining')),
+    reset: Number(r.headers.get('x-ratelimit-reset')),
+  });
+  const shedBudget = budget(shed);
+  const counted = answered.slice(1).map(budget).filter((b) => b.reset === shedBudget.reset);
+  expect(shedBudget.limit).toBe(budget(answered[1]).limit);
+  expect(shedBudget.reset).toBeGreaterThanOrEqual(budget(answered[1]).reset);
+  expect(shedBudget.remaining).toBe(
+    counted.length > 0 ? Math.min(...counted.map((b) => b.remaining)) : shedBudget.limit,
+  );
   await expectNoOrder(heavy.accountId, 'known-over');
   await expectNoWorkflow(heavy.accountId, 'known-over');
   expect((await expectLedgerMatchesBalance(h, heavy.accountId)).rows).toHaveLength(heavyBefore.rows.length + share);
@@ -206,6 +219,8 @@ test('a key that has placed through this process is refused over its share befor
   const retried = await heavyApi.post('/orders', order('known-over'));
   expect(retried.body).toMatchObject({ status: 'delivered', reused: false });
   expect(Number(retried.headers.get('x-ratelimit-remaining'))).toBeGreaterThan(0);
+  // The retry is the first request counted after the last one the refusal showed.
+  if (budget(retried).reset === shedBudget.reset) expect(budget(retried).remaining).toBe(shedBudget.remaining - 1);
   expect((await heavyApi.post('/orders', order('known-over'))).body).toEqual({ ...retried.body, reused: true });
   expect((await expectLedgerMatchesBalance(h, heavy.accountId)).rows).toHaveLength(heavyBefore.rows.length + share + 1);
 });

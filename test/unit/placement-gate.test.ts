@@ -1,4 +1,5 @@
 import { PlacementGate, PlacementRefused } from '../../src/services/admission';
+import { budgetStanding } from '../../src/services/rate-limit';
 
 // A key whose account already holds its share while another account places is refused before the
 // key is read (refuseEarly with the key's digest), once the gate has seen which account it is.
@@ -162,10 +163,28 @@ test('a place held for a known account is taken over by its placement without a 
   await Promise.all(running);
 });
 
+test("a key's budget as last counted: the lowest remaining of its window, the whole limit once the window has reset", () => {
+  const gate = new PlacementGate(settings, workers);
+  const budget = (remaining: number, resetAt: number) => ({ limit: 300, remaining, resetAt, windowSeconds: 60 });
+  expect(gate.budgetOf('digest')).toBeUndefined();
+  gate.remember('digest', 'acc', budget(297, 1_800_000_060));
+  // A statement counted earlier but answered later does not raise what is left.
+  gate.remember('digest', 'acc', budget(298, 1_800_000_060));
+  expect(gate.budgetOf('digest')).toEqual(budget(297, 1_800_000_060));
+  gate.remember('digest', 'acc', budget(299, 1_800_000_120));
+  expect(gate.budgetOf('digest')).toEqual(budget(299, 1_800_000_120));
+
+  const seen = budget(297, 1_800_000_060);
+  expect(budgetStanding(seen, 1_800_000_059_999)).toEqual({ remaining: 297, resetAt: 1_800_000_060 });
+  expect(budgetStanding(seen, 1_800_000_060_000)).toEqual({ remaining: 300, resetAt: 1_800_000_120 });
+  expect(budgetStanding(seen, 1_800_000_200_500)).toEqual({ remaining: 300, resetAt: 1_800_000_240 });
+});
+
 test('with admission control off, nothing is remembered or refused', () => {
   const gate = new PlacementGate({ ...settings, enabled: false }, workers);
   gate.remember('digest', 'acc');
   expect(refusal(() => gate.refuseEarly('order', 'digest'))).toBeUndefined();
+  expect(gate.budgetOf('digest')).toBeUndefined();
 });
 
 test('past its fair part an account borrows what the others leave, keeping free their recent peak and one place more', async () => {
