@@ -19,7 +19,15 @@
 //
 // Beside the limit it keeps the level shown under load (`shown`): the most placements that were
 // in flight at once in a window whose placements finished in time, and one more, cut like the
-// limit in a late window that reached over half of it. The limit is what one reseller's burst on a
+// limit in a late window that reached over half of it. A window in which the gate refused an
+// account for want of room at that level (`refused`) also grows it by one when in time: accounts
+// sharing the level keep some of it free for each other, so while they press against it the most
+// in flight stays under it, and it would never grow however fast placements were.
+// A window in which over a fifth of the placements asked for were refused is a standing overload,
+// not a burst: the refused come back (Retry-After) whatever the level, and past the engine's knee
+// a higher level only queues what it admits (CoDel's standing queue). There the level answers to
+// half the latency target: grown by one while the window's p90 is well within it, cut by the
+// overshoot past it, held between. The limit is what one reseller's burst on a
 // quiet process may take; `shown` is what the process has served in time while busy, and it is kept
 // through quiet spells (what the engine can do does not change while nobody asks). Lending room
 // between accounts goes by the second (./admission.ts), so load that steps up while accounts place
@@ -51,6 +59,12 @@ const OVER_TARGET_SHARE = 0.1;
  * asked, not what the process can do, and a few accounts placing a handful each are no overload.
  */
 const SHOWN_FLOOR = 8;
+/** Refused over this share of the placements asked for in a window: a standing overload. */
+const OVERLOAD_SHARE = 0.2;
+/** In a standing overload the level answers to this share of the latency target... */
+const OVERLOAD_TARGET_SHARE = 0.5;
+/** ...and grows only while the window's p90 is within this share of that. */
+const OVERLOAD_GROW_SHARE = 0.8;
 /** A window needs this many answers to say what a placement takes without a queue. */
 const BASELINE_SAMPLES = 10;
 
@@ -61,6 +75,8 @@ export class AdaptiveLimit {
   private dropped = 0;
   private peakInFlight = 0;
   private congested = false;
+  private admitted = 0;
+  private refusals = 0;
   private shown: number | undefined;
   private baseline: number | undefined;
   /** Placements (× log10 of the level) that may queue before `shown` stops growing; 0: no such check. */
@@ -91,6 +107,7 @@ export class AdaptiveLimit {
   /** A placement was admitted; `inFlight` counts it. */
   started(inFlight: number, now: number): void {
     this.roll(now);
+    this.admitted++;
     this.peakInFlight = Math.max(this.peakInFlight, inFlight);
   }
 
@@ -104,6 +121,12 @@ export class AdaptiveLimit {
   unanswered(now: number): void {
     this.roll(now);
     this.dropped++;
+  }
+
+  /** A placement was refused because its account had no room left at the level shown. */
+  refused(now: number): void {
+    this.roll(now);
+    this.refusals++;
   }
 
   /** The workers' workflow tasks wait longer than they should. */
@@ -121,6 +144,8 @@ export class AdaptiveLimit {
     this.dropped = 0;
     this.peakInFlight = 0;
     this.congested = false;
+    this.admitted = 0;
+    this.refusals = 0;
   }
 
   private decide(): void {
@@ -130,13 +155,23 @@ export class AdaptiveLimit {
     const p90 = measured
       ? percentile(1 - OVER_TARGET_SHARE, [...this.latencies, ...Array<number>(this.dropped).fill(Infinity)])
       : undefined;
-    this.value = this.next(this.value, p90, this.value + 1);
+    this.value = this.next(this.value, p90, this.value + 1, this.peakInFlight > this.value / 2, this.opts.targetMs);
     if (this.allowance > 0 && this.latencies.length >= BASELINE_SAMPLES)
       this.baseline = Math.min(this.baseline ?? Infinity, percentile(0.1, this.latencies));
-    if (this.shown !== undefined || (measured && peak > 0)) {
-      const shown = this.shown ?? peak;
-      this.shown = this.next(shown, p90, this.queued(peak, shown, Math.max(shown, peak + 1)));
+    if (this.shown === undefined && !(measured && peak > 0)) return;
+    const shown = this.shown ?? peak;
+    // The level as lent (the floor at least) is what an account pressed against.
+    const lent = Math.max(SHOWN_FLOOR, Math.floor(shown));
+    const grown = Math.max(shown, peak + 1);
+    if (this.refusals > OVERLOAD_SHARE * (this.admitted + this.refusals)) {
+      const target = this.opts.targetMs * OVERLOAD_TARGET_SHARE;
+      const roomy = p90 !== undefined && p90 <= target * OVERLOAD_GROW_SHARE;
+      this.shown = this.next(shown, p90, this.queued(peak, shown, roomy ? Math.max(grown, lent + 1) : grown), true, target);
+      return;
     }
+    const pressedTo = this.refusals > 0 ? lent + 1 : 0;
+    const inUse = this.refusals > 0 || peak > shown / 2;
+    this.shown = this.next(shown, p90, this.queued(peak, shown, Math.max(grown, pressedTo)), inUse, this.opts.targetMs);
   }
 
   /**
@@ -154,9 +189,9 @@ export class AdaptiveLimit {
   }
 
   /** A level after this window: `grown` if it was in use and in time, cut if in use and late. */
-  private next(level: number, p90: number | undefined, grown: number): number {
-    const { min, max, targetMs } = this.opts;
-    if (this.peakInFlight <= level / 2) return level;
+  private next(level: number, p90: number | undefined, grown: number, inUse: boolean, targetMs: number): number {
+    const { min, max } = this.opts;
+    if (!inUse) return level;
     if (this.congested) return Math.max(min, level * 0.9);
     if (p90 === undefined) return level;
     if (p90 <= targetMs) return Math.min(max, grown);

@@ -30,9 +30,10 @@ import type { WorkersView } from './worker-watch';
 // - while accounts place side by side (another account has a placement in flight, or had one
 //   when a placement was admitted within the last second), shares and parts are counted out of the
 //   level this process has shown it serves in time under load (./adaptive-limit.ts; with
-//   ADMISSION_QUEUE_ALLOWANCE, before its placements queue), not of the
-//   limit an idle process keeps high for one reseller's burst: a step up in load is lent only what
-//   a load proved, and no surge waits behind it.
+//   ADMISSION_QUEUE_ALLOWANCE, before its placements queue; in a standing overload, within half
+//   the latency target), not of the limit an idle process keeps high for one reseller's burst: a
+//   step up in load is lent only what a load proved, and no surge waits behind it. A refusal over
+//   an account's share tells the level that accounts press against it.
 // Anything else is answered at once, before anything is read or written, with the spec's 503
 // (`retryable: true`, Retry-After): a retry of it is a new request, placed once like any other.
 // REST placements meet the limit, and a key's account over its share, before the key is even
@@ -358,6 +359,9 @@ export class PlacementGate {
 
   private shed(kind: PlacementKind, reason: ShedReason): never {
     placementsShed.inc({ kind, reason });
+    // Asked for more than the level lends: it may grow while placements stay in time, and refusals
+    // of over a fifth of those asking in a window make it a standing overload (./adaptive-limit.ts).
+    if (reason === 'account_share') this.limiter.refused(this.now());
     throw new PlacementRefused(reason);
   }
 }

@@ -74,6 +74,69 @@ test('the level shown under load: what was served in time and one more, cut when
   expect([limit.limit, limit.shownLimit]).toEqual([100, 21]);
 });
 
+test('pressed against the level shown (an account refused for room), an in-time window grows it by one though fewer were in flight; late, it is cut', () => {
+  const limit = make(100);
+  windowOf(limit, 0, 12, 200);
+  limit.started(1, TARGET + 1);
+  expect(limit.shownLimit).toBe(13);
+
+  // Accounts leave each other room: 10 in flight of 13, and one refused for want of more.
+  windowOf(limit, TARGET + 2, 10, 200);
+  limit.refused(TARGET + 3);
+  limit.started(1, 2 * TARGET + 3);
+  expect(limit.shownLimit).toBe(14);
+
+  // Without a refusal, the same window leaves it where it is.
+  windowOf(limit, 2 * TARGET + 4, 10, 200);
+  limit.started(1, 3 * TARGET + 5);
+  expect(limit.shownLimit).toBe(14);
+
+  // Pressed and late: cut by the overshoot.
+  windowOf(limit, 3 * TARGET + 6, 10, 2000);
+  limit.refused(3 * TARGET + 7);
+  limit.started(1, 4 * TARGET + 7);
+  expect(limit.shownLimit).toBe(9);
+
+  // Pressed at the floor (a light load showed 3): it grows from the level lent, not from 3.
+  const light = make(100);
+  windowOf(light, 0, 3, 50);
+  light.started(1, TARGET + 1);
+  windowOf(light, TARGET + 2, 3, 50);
+  light.refused(TARGET + 3);
+  light.started(1, 2 * TARGET + 3);
+  expect(light.shownLimit).toBe(9);
+});
+
+test('a standing overload (over a fifth of those asking refused): the level answers to half the target, grows only well within it, holds between', () => {
+  const limit = make(100);
+  windowOf(limit, 0, 20, 200);
+  limit.started(1, TARGET + 1);
+  expect(limit.shownLimit).toBe(21);
+  /** A window of 15 in flight answered after `latency`, and 10 refused. */
+  const overloaded = (at: number, latency: number) => {
+    windowOf(limit, at, 15, latency);
+    for (let i = 0; i < 10; i++) limit.refused(at + 3);
+  };
+
+  // In time for the target, but over half of it: cut by the overshoot (a tenth at least).
+  overloaded(TARGET + 2, 520);
+  limit.started(1, 2 * TARGET + 3);
+  expect(limit.shownLimit).toBe(18);
+  // Within half the target, not well within it: held.
+  overloaded(2 * TARGET + 4, 450);
+  limit.started(1, 3 * TARGET + 5);
+  expect(limit.shownLimit).toBe(18);
+  // Well within it: one more than the level lent.
+  overloaded(3 * TARGET + 6, 300);
+  limit.started(1, 4 * TARGET + 7);
+  expect(limit.shownLimit).toBe(19);
+  // The same 450 ms with one refused: no standing overload, in time, it grows as pressed.
+  windowOf(limit, 4 * TARGET + 8, 15, 450);
+  limit.refused(4 * TARGET + 9);
+  limit.started(1, 5 * TARGET + 10);
+  expect(limit.shownLimit).toBe(20);
+});
+
 test('latency first: past the knee the level shown stops growing; in time, but queued behind what runs, it comes down by one', () => {
   const limit = make(100, 3);
   windowOf(limit, 0, 20, 20); // no queue: 20 ms is what a placement takes
