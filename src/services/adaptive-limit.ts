@@ -166,7 +166,13 @@ export class AdaptiveLimit {
     if (this.refusals > OVERLOAD_SHARE * (this.admitted + this.refusals)) {
       const target = this.opts.targetMs * OVERLOAD_TARGET_SHARE;
       const roomy = p90 !== undefined && p90 <= target * OVERLOAD_GROW_SHARE;
-      this.shown = this.next(shown, p90, this.queued(peak, shown, roomy ? Math.max(grown, lent + 1) : grown), true, target);
+      this.shown = this.next(
+        shown,
+        p90,
+        this.queued(peak, shown, roomy ? Math.max(grown, lent + 1) : grown),
+        true,
+        target,
+      );
       return;
     }
     const pressedTo = this.refusals > 0 ? lent + 1 : 0;

@@ -206,7 +206,10 @@ test('a key this process has seen is refused over its share before it is read, w
     reset: Number(r.headers.get('x-ratelimit-reset')),
   });
   const shedBudget = budget(shed);
-  const counted = answered.slice(1).map(budget).filter((b) => b.reset === shedBudget.reset);
+  const counted = answered
+    .slice(1)
+    .map(budget)
+    .filter((b) => b.reset === shedBudget.reset);
   expect(shedBudget.limit).toBe(budget(answered[1]).limit);
   expect(shedBudget.reset).toBeGreaterThanOrEqual(budget(answered[1]).reset);
   expect(shedBudget.remaining).toBe(
