@@ -10,6 +10,7 @@ import {
 } from '../metrics/registry';
 import { isTemporalUnavailable } from '../temporal/temporal-errors';
 import { AdaptiveLimit } from './adaptive-limit';
+import type { BudgetSeen } from './rate-limit';
 import type { WorkersView } from './worker-watch';
 
 // Admission control of placements (orders and top-ups, REST, MCP and the account area) in one API
@@ -100,21 +101,9 @@ export class PlacementRefused extends ApiError {
   }
 }
 
-/**
- * What a key's last counted request left of its per-key budget: a refusal before the key is read
- * answers with it (spec section 8: every response carries the budget's headers), as it stands.
- */
-export interface BudgetSeen {
-  limit: number;
-  remaining: number;
-  /** Unix seconds when the window it was counted in resets. */
-  resetAt: number;
-  windowSeconds: number;
-}
-
 /** A REST placement let through by refuseEarly and not yet at `run`. */
 export interface PlacementHold {
-  /** Its key's account, when the gate has seen the key place. */
+  /** Its key's account, when the gate has seen the key before. */
   readonly accountId?: string;
   released: boolean;
 }

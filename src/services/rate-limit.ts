@@ -36,16 +36,22 @@ export function rateLimitResult(count: number, limit: number, window: RateWindow
 }
 
 /**
- * A budget as last counted (`limit`, `remaining`, `resetAt` in unix seconds), as it stands at
- * `now` without counting anything: once its window has reset, the whole limit in the window now.
+ * What a key's last counted request left of its budget: an answer that counts nothing (a
+ * placement refused before the key is read) carries it, as it stands (`budgetStanding`).
  */
-export function budgetStanding(
-  seen: { limit: number; remaining: number; resetAt: number; windowSeconds: number },
-  now = Date.now(),
-): { remaining: number; resetAt: number } {
+export interface BudgetSeen {
+  limit: number;
+  remaining: number;
+  /** Unix seconds when the window it was counted in resets. */
+  resetAt: number;
+  windowSeconds: number;
+}
+
+/** A budget as last counted, as it stands at `now`: once its window has reset, the whole limit. */
+export function budgetStanding(seen: BudgetSeen, now = Date.now()): { remaining: number; resetAt: number } {
   if (now < seen.resetAt * 1000) return { remaining: seen.remaining, resetAt: seen.resetAt };
-  const window = rateWindow(seen.windowSeconds, now);
-  return { remaining: seen.limit, resetAt: Math.ceil((window.start.getTime() + seen.windowSeconds * 1000) / 1000) };
+  const { remaining, resetAt } = rateLimitResult(0, seen.limit, rateWindow(seen.windowSeconds, now));
+  return { remaining, resetAt };
 }
 
 /** Drops old windows now and then (one hit in a hundred), so the table stays small. */

@@ -191,7 +191,7 @@ test('over the limit: 503 retryable at once, nothing charged, no order, no workf
 test('a key this process has seen is refused over its share before it is read, with its budget as last counted and nothing counted; retried, placed once', async () => {
   const { heavy, heavyApi, lightApi } = await heavyAndLight();
   const share = LIMIT / 2;
-  // The process learns which account a key is when a placement of it is answered.
+  // The process learns which account a key is, and its budget, at the key's statement.
   expect((await heavyApi.post('/orders', order('known-0'))).status).toBe(200);
   const heavyBefore = await expectLedgerMatchesBalance(h, heavy.accountId);
   const { held, shed } = await heavyOverShare(heavyApi, lightApi, 'known-held', 'known-over', async () => undefined);
