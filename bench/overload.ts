@@ -80,6 +80,8 @@ interface Answer {
   ms: number;
   /** `details.reason` of a 503 (limit, account_share, no_worker), if any. */
   reason?: string;
+  /** When it was sent, in ms since its level began (offered levels only). */
+  sentAt?: number;
 }
 
 /** One balance order of the test product; the answer's status, time and shed reason. */
@@ -202,7 +204,10 @@ async function offer(
     if (at > started + seconds * 1000) break;
     const wait = at - performance.now();
     if (wait > 0) await sleep(wait);
-    answers.push(order(apiUrls[i % apiUrls.length], account.apiKey, `${tag}-${i}`).then((a) => ({ ...a, stream })));
+    const sentAt = performance.now() - started;
+    answers.push(
+      order(apiUrls[i % apiUrls.length], account.apiKey, `${tag}-${i}`).then((a) => ({ ...a, stream, sentAt })),
+    );
   }
   return Promise.all(answers);
 }
@@ -222,12 +227,16 @@ interface LevelResult {
   shedP50: number;
   shedP99: number;
   failed: number;
+  /** Each admitted order's answer time and when it was sent. */
+  admittedTimes: { ms: number; sentAt: number }[];
   limit: string;
   loop: string;
   cores: string;
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+/** A level's first seconds, reported apart: the limit it starts with was set under the level before. */
+const FIRST_SECONDS = 5;
 
 function summarize(
   level: number,
@@ -277,6 +286,7 @@ function summarize(
     shedP50: pct(sorted(shed.map((a) => a.ms)), 50) ?? NaN,
     shedP99: pct(sorted(shed.map((a) => a.ms)), 99) ?? NaN,
     failed: answers.length - admitted.length - shed.length,
+    admittedTimes: admitted.map((a) => ({ ms: a.ms, sentAt: a.sentAt ?? 0 })),
     limit,
     loop,
     cores,
@@ -361,9 +371,18 @@ function print(results: LevelResult[], peak: number) {
   if (!base) return;
   console.log('\ngoals (against the 1x level):');
   for (const r of results.filter((x) => x.level > 1)) {
+    const bound = 2 * base.admittedP50;
+    const over = r.admittedTimes.filter((a) => a.ms > bound);
     console.log(
-      `  ${r.level}x: admitted ${f((r.admittedRate / peak) * 100, 0)}% of peak (>= 90%), admitted p99 ${f(r.admittedP99, 0)} ms vs 2x the 1x p50 ${f(2 * base.admittedP50, 0)} ms, ` +
+      `  ${r.level}x: admitted ${f((r.admittedRate / peak) * 100, 0)}% of peak (>= 90%), admitted p99 ${f(r.admittedP99, 0)} ms vs 2x the 1x p50 ${f(bound, 0)} ms, ` +
         `shed answered p99 ${f(r.shedP99)} ms (<= 50), light p99 ${f(r.lightP99, 0)} ms vs 1.5x the 1x light p99 ${f(1.5 * base.lightP99, 0)} ms`,
+    );
+    // Where the admitted tail lies in time: the level's first seconds (the limit still set for the
+    // level before) or all along.
+    console.log(
+      `      admitted over that bound: ${over.length} of ${r.admittedTimes.length} (${f((over.length / Math.max(1, r.admittedTimes.length)) * 100)}%), ` +
+        `${over.filter((a) => a.sentAt < FIRST_SECONDS * 1000).length} of them sent in the first ${FIRST_SECONDS} s; ` +
+        `admitted p99 after those seconds ${f(pct(sorted(r.admittedTimes.filter((a) => a.sentAt >= FIRST_SECONDS * 1000).map((a) => a.ms)), 99) ?? NaN, 0)} ms`,
     );
   }
 }
