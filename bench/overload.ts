@@ -333,10 +333,14 @@ async function apiState(t: Topology): Promise<{ limit: string; loop: string }> {
   };
 }
 
-/** CPU seconds the whole machine has spent busy (every state but idle and iowait), from /proc/stat. */
-function machineCpu(): number {
+/**
+ * CPU seconds the whole machine has spent busy (every state but idle and iowait), from /proc/stat,
+ * and of those the time the hypervisor gave its cores to another guest (steal): a level with much
+ * steal ran on less than two cores.
+ */
+function machineCpu(): { busy: number; steal: number } {
   const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
-  return (ticks.reduce((a, b) => a + b, 0) - ticks[3] - ticks[4]) / 100;
+  return { busy: (ticks.reduce((a, b) => a + b, 0) - ticks[3] - ticks[4]) / 100, steal: (ticks[7] ?? 0) / 100 };
 }
 
 /**
@@ -349,22 +353,23 @@ function cpuNow(t: Topology) {
   return { bench: (user + system) / 1e6, api: sum(t.apis), worker: sum(t.workers), machine: machineCpu() };
 }
 
-/** Cores used over a level, as bench/API/worker/rest. */
+/** Cores used over a level, as bench/API/worker/rest/stolen. */
 function coresBetween(a: ReturnType<typeof cpuNow>, b: ReturnType<typeof cpuNow>, seconds: number): string {
   const c = (x: number) => (x / seconds).toFixed(2);
   const [bench, api, worker] = [b.bench - a.bench, b.api - a.api, b.worker - a.worker];
-  return `${c(bench)}/${c(api)}/${c(worker)}/${c(b.machine - a.machine - bench - api - worker)}`;
+  const steal = b.machine.steal - a.machine.steal;
+  return `${c(bench)}/${c(api)}/${c(worker)}/${c(b.machine.busy - a.machine.busy - steal - bench - api - worker)}/${c(steal)}`;
 }
 
 function print(results: LevelResult[], peak: number) {
   const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   console.log(`\nbench/overload  peak ${f(peak)} orders/s  (${new Date().toISOString()})\n`);
   console.log(
-    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  loop p99/max ms: API, bench  cores: bench/API/worker/rest  shed by reason',
+    'level  offered/s  admitted/s  shed/s  admitted p50/p99 ms  light p99 ms  light shed  heavy p99 ms  heavy shed  shed answer p50/p99 ms  other  limit  loop p99/max ms: API, bench  cores: bench/API/worker/rest/stolen  shed by reason',
   );
   for (const r of results) {
     console.log(
-      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(28)}  ${r.cores.padStart(30)}  ${JSON.stringify(r.byReason)}`,
+      `${`${r.level}x`.padEnd(5)}  ${f(r.offered).padStart(9)}  ${f(r.admittedRate).padStart(10)}  ${f(r.shedRate).padStart(6)}  ${`${f(r.admittedP50, 0)} / ${f(r.admittedP99, 0)}`.padStart(19)}  ${f(r.lightP99, 0).padStart(12)}  ${`${f(r.lightShed * 100)}%`.padStart(10)}  ${f(r.heavyP99, 0).padStart(12)}  ${`${f(r.heavyShed * 100)}%`.padStart(10)}  ${`${f(r.shedP50)} / ${f(r.shedP99)}`.padStart(22)}  ${String(r.failed).padStart(5)}  ${r.limit.padStart(5)}  ${r.loop.padStart(28)}  ${r.cores.padStart(35)}  ${JSON.stringify(r.byReason)}`,
     );
   }
   const base = results.find((r) => r.level === 1);
